@@ -1,0 +1,33 @@
+"""The guild game: a faithful, seed-compatible simulator (rules engine, parser, views).
+
+Public names follow API.md §1.  Importing ``sim`` imports no other package of the project.
+"""
+
+from .errors import (
+    ConfigError,
+    GuildError,
+    IntentError,
+    ReplayMismatch,
+    StateError,
+    TurnError,
+)
+from .game import Game, GameConfig
+from .intents import KINDS, REASONS, Intent
+from .replay import replay
+from .world import STANDARD_TOWN, World
+
+
+def parse_sentence(text: str, game: Game, seat: int) -> Intent:
+    """Parse ``text`` as ``seat``'s sentence against the game's current (start-of-turn) state.
+
+    Pure and total: never raises on any string.  The game's 240-rune cut and one-lining are
+    applied first, exactly as ``play_turn`` does.
+    """
+    return game.intent_for(text if isinstance(text, str) else str(text), seat)[0]
+
+
+__all__ = [
+    "KINDS", "REASONS", "STANDARD_TOWN", "ConfigError", "Game", "GameConfig", "GuildError",
+    "Intent", "IntentError", "ReplayMismatch", "StateError", "TurnError", "World",
+    "parse_sentence", "replay",
+]

@@ -1,0 +1,35 @@
+"""The project's errors: one small hierarchy, all ``ValueError`` subclasses.
+
+A failed *intent* is never an exception (it is an outcome with a reason, RULES §9); these are for
+caller mistakes only, and each message names the field and the value that is wrong.
+"""
+
+from __future__ import annotations
+
+
+class GuildError(ValueError):
+    """Base class of every error this project raises on bad input."""
+
+
+class ConfigError(GuildError):
+    """A ``GameConfig`` field is out of range."""
+
+
+class IntentError(GuildError):
+    """A hand-built ``Intent`` names an unknown kind or an id out of range."""
+
+
+class StateError(GuildError):
+    """A state given to ``Game.restore`` is malformed or impossible."""
+
+
+class TurnError(GuildError):
+    """``play_turn`` was called wrongly (wrong number of actions, game already over)."""
+
+
+class ReplayMismatch(GuildError):
+    """A recorded episode differs from what the rules produce; names the first differing event."""
+
+    def __init__(self, message: str, index: int = -1) -> None:
+        super().__init__(message)
+        self.index = index

@@ -1,0 +1,266 @@
+"""``GameConfig`` and ``Game``: the facade of API.md §1 over the rules modules."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+from .checks import check_structured, validate_ids
+from .errors import ConfigError, TurnError
+
+from .intents import Intent
+from .observation import observe
+from .parser import parse
+from .phrasing import canonical_sentence
+from .scoring import results
+from .start import initial_state, seed_in_range
+from .state import restore, snapshot
+from .text import cut, one_line
+from .turn import open_turn, settle
+from .turn import resolve_turn as _resolve_turn
+from .world import (
+    MAX_NOTES_LEN,
+    MAX_SAY_LEN,
+    MAX_SENTENCE_LEN,
+    MIN_TURNS,
+    SEATS,
+    STANDARD_TOWN,
+    World,
+)
+
+
+@dataclass(frozen=True)
+class GameConfig:
+    """One episode's settings (RULES §6.7-6.8).  Bad values raise ``ConfigError`` at once.
+
+    Args:
+        seed: any int whose ``seed * 7919 + 17`` fits in int64 (the original's arithmetic).
+        turns: the horizon, at least 6.
+        thievery: False plays the "honest-town" variant (every robbery is forbidden).
+        speech: False blanks every spoken line.
+        players: six policy names for ``results()["names"]``; default ``P1``..``P6``.
+        world: the town (default the standard one); variant towns are ``World`` values.
+    """
+
+    seed: int = 0
+    turns: int = 14
+    thievery: bool = True
+    speech: bool = True
+    players: tuple[str, ...] | None = None
+    world: World = field(default=STANDARD_TOWN, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise ConfigError(f"GameConfig.seed must be an int; got {self.seed!r}")
+        if not seed_in_range(self.seed):
+            raise ConfigError(f"GameConfig.seed {self.seed} is out of range: seed * 7919 + 17 "
+                              "must fit in a signed 64-bit integer")
+        if isinstance(self.turns, bool) or not isinstance(self.turns, int):
+            raise ConfigError(f"GameConfig.turns must be an int; got {self.turns!r}")
+        if self.turns < MIN_TURNS:
+            raise ConfigError(f"GameConfig.turns must be at least {MIN_TURNS}; got {self.turns}")
+        for name in ("thievery", "speech"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"GameConfig.{name} must be a bool; got "
+                                  f"{getattr(self, name)!r}")
+        if self.players is not None:
+            players = self.players
+            if isinstance(players, str) or not isinstance(players, Sequence):
+                raise ConfigError(f"GameConfig.players must be a list of {SEATS} names; "
+                                  f"got {players!r}")
+            if len(players) != SEATS:
+                raise ConfigError(f"GameConfig.players must name exactly {SEATS} players; "
+                                  f"got {len(players)}")
+            if not all(isinstance(p, str) for p in players):
+                raise ConfigError(f"GameConfig.players must be strings; got {players!r}")
+            object.__setattr__(self, "players", tuple(players))
+        if not isinstance(self.world, World):
+            raise ConfigError(f"GameConfig.world must be a World; got {type(self.world).__name__}")
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.players) if self.players else [f"P{i + 1}" for i in range(SEATS)]
+
+    def to_dict(self) -> dict:
+        """JSON-ready config (the world is recorded separately, as the replay payload does)."""
+        d = asdict(self)
+        d.pop("world")
+        d["players"] = self.names
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict, world: World | None = None) -> GameConfig:
+        """Build from a JSON config; unknown keys (``sampled``, ``world`` JSON...) are ignored."""
+        if not isinstance(d, dict):
+            raise ConfigError(f"config must be a dict; got {type(d).__name__}")
+        kw = {k: d[k] for k in ("seed", "turns", "thievery", "speech") if k in d}
+        players = d.get("players")
+        if players is not None:
+            kw["players"] = tuple(p["name"] if isinstance(p, dict) else p for p in players)
+        return cls(**kw, world=world or STANDARD_TOWN)
+
+
+class Game:
+    """One episode.  ``play_turn`` takes the six seats' actions and resolves the turn.
+
+    >>> g = Game(GameConfig(seed=0))
+    >>> g.aliases
+    ['Piston', 'Widget', 'Tinker', 'Bolt', 'Rivet', 'Sprocket']
+    """
+
+    def __init__(self, config: GameConfig | None = None) -> None:
+        self.config = config if config is not None else GameConfig()
+        c = self.config
+        self.world = c.world
+        self.state = initial_state(c.seed, c.world, c.turns, c.speech, c.thievery)
+        self.events: list[dict] = [{"kind": "start"}]
+        open_turn(self.state, self.events)
+
+    # --- reading -------------------------------------------------------------------------
+    @property
+    def aliases(self) -> list[str]:
+        return list(self.state.aliases)
+
+    @property
+    def turn(self) -> int:
+        return self.state.turn
+
+    @property
+    def done(self) -> bool:
+        return self.state.done
+
+    def snapshot(self) -> dict:
+        return snapshot(self.state)
+
+    def commissions(self, seat: int) -> list[dict]:
+        st = self.state
+        _check_seat(seat)
+        return [{"item": st.quest_item[seat][q], "count": st.quest_count[seat][q],
+                 "delivered": st.delivered[seat][q]} for q in range(len(st.quest_item[seat]))]
+
+    def results(self) -> dict:
+        return results(self.state, self.config.names)
+
+    def observe(self, seat: int) -> dict:
+        _check_seat(seat)
+        return observe(self.state, seat)
+
+    def observation_text(self, seat: int) -> str:
+        from .textview import render_observation
+        _check_seat(seat)
+        return render_observation(self.observe(seat))
+
+    # --- acting --------------------------------------------------------------------------
+    def intent_for(self, action: str | Intent, seat: int,
+                   stored: bool = False) -> tuple[Intent, str]:
+        """The checked intent and the stored sentence for one seat's action, this turn.
+
+        ``stored=True`` takes a sentence exactly as an earlier game stored it (a replay): the
+        240-rune cut may have left a trailing space that one-lining would now remove.
+        """
+        st = self.state
+        if isinstance(action, str):
+            sentence = action if stored else cut(one_line(action), MAX_SENTENCE_LEN)
+            return parse(self.world, st.aliases, seat, st.room[seat], st.offers, st.turn,
+                         sentence), sentence
+        if isinstance(action, Intent):
+            validate_ids(action, self.world, f"actions[{seat}]")
+            it = check_structured(action, self.world, seat, st.room[seat], st.offers, st.turn)
+            return it, canonical_sentence(it, self.world, st.aliases)
+        raise TurnError(f"actions[{seat}] must be a sentence (str) or an Intent; "
+                        f"got {type(action).__name__}")
+
+    def play_turn(self, actions: Sequence[str | Intent], says: Sequence[str] | None = None,
+                  notes: Sequence[str] | None = None,
+                  scripted: Sequence[bool] | None = None) -> list[dict]:
+        """Resolve one turn from six actions in seat order; returns the six act events.
+
+        Each action is a sentence (parsed against the start-of-turn state) or an ``Intent``.
+        Nothing changes when the call is refused (``TurnError``/``IntentError``).
+        """
+        return self._play(actions, says, notes, scripted, stored=False)
+
+    def _play(self, actions, says, notes, scripted, stored: bool) -> list[dict]:
+        st = self.state
+        if st.done:
+            raise TurnError("play_turn: the episode is over (reason "
+                            f"{st.reason!r}); start a new Game")
+        _check_six(actions, "actions")
+        says = _six_strings(says, "says")
+        notes = _six_strings(notes, "notes")
+        if scripted is None:
+            scripted = [False] * SEATS
+        else:
+            _check_six(scripted, "scripted")
+            scripted = [bool(x) for x in scripted]
+        intents, sentences = [], []
+        for seat, action in enumerate(actions):
+            if stored and isinstance(action, str) and len(action) > MAX_SENTENCE_LEN:
+                raise TurnError(f"actions[{seat}]: a stored sentence has at most "
+                                f"{MAX_SENTENCE_LEN} runes; got {len(action)}")
+            it, sentence = self.intent_for(action, seat, stored)
+            intents.append(it)
+            sentences.append(sentence)
+        if stored:  # a replay: the recorded fields are already one-lined and cut
+            stored_says = [s if st.speech else "" for s in says]
+        else:
+            stored_says = [cut(one_line(s), MAX_SAY_LEN) if st.speech else "" for s in says]
+        for seat, n in enumerate(notes):
+            if n:
+                st.notes[seat] = n if stored else cut(one_line(n), MAX_NOTES_LEN)
+        acts = _resolve_turn(st, intents, sentences, stored_says, scripted, self.events)
+        for seat, action in enumerate(actions):
+            if isinstance(action, Intent):
+                acts[seat]["structured"] = intents[seat].to_json()
+        return acts
+
+    def end_early(self) -> None:
+        """Settle now, between turns, with reason ``deadline`` (RULES §6.4); idempotent."""
+        if not self.state.done:
+            settle(self.state, "deadline", self.events)
+
+    def restore(self, state: dict) -> None:
+        """Replace floors, shops and seats with a snapshot-form state (validated first)."""
+        if self.state.done:
+            raise TurnError("restore: the episode is over")
+        restore(self.state, state)
+        # The open turn's snapshot event now describes the restored state.
+        if self.events and self.events[-1]["kind"] == "turn":
+            self.events[-1] = {"kind": "turn", **snapshot(self.state)}
+
+    def replay_payload(self, policy_names: Sequence[str] | None = None) -> dict:
+        """The replay JSON of RULES §15.5."""
+        return {"protocol": "cogmud.replay.v1", "names": self.aliases,
+                "policyNames": list(policy_names or self.config.names),
+                "config": {"turns": self.config.turns, "seed": self.config.seed,
+                           "speech": self.config.speech, "thievery": self.config.thievery,
+                           "sampled": True, "world": self.world.to_json()},
+                "events": self.events, "results": self.results()}
+
+
+def _check_seat(seat: int) -> None:
+    if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < SEATS:
+        raise TurnError(f"seat must be an int from 0 to {SEATS - 1}; got {seat!r}")
+
+
+def _check_six(xs, name: str) -> None:
+    if isinstance(xs, (str, bytes)) or not isinstance(xs, Sequence) or len(xs) != SEATS:
+        got = len(xs) if isinstance(xs, Sequence) else type(xs).__name__
+        raise TurnError(f"{name} must be a list of {SEATS} items (one per seat); got {got}")
+
+
+def _six_strings(xs, name: str) -> list[str]:
+    if xs is None:
+        return [""] * SEATS
+    _check_six(xs, name)
+    out = []
+    for i, x in enumerate(xs):
+        if x is None:
+            x = ""
+        if not isinstance(x, str):
+            raise TurnError(f"{name}[{i}] must be a str; got {type(x).__name__}")
+        out.append(x)
+    return out
+
+
+

@@ -1,0 +1,98 @@
+"""The structured intent: what a seat does this turn, with its slots (RULES §8, §15.1).
+
+Sentences parse into an :class:`Intent`; agents may also build one directly.  Either way it goes
+through the same resolution checks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import IntentError
+
+KINDS = ("move", "take", "drop", "buy", "sell", "give", "trade", "accept", "hire", "rob",
+         "say", "quest", "wait", "none")
+
+# Every outcome reason of RULES §14 / SENTENCES §14, in the spec's order.
+REASONS = (
+    "ok", "waited", "unparsed", "no_verb", "no_target", "ambiguous_target", "no_such_exit",
+    "no_such_item", "not_carrying", "carry_limit", "no_npc_here", "not_wanted", "out_of_stock",
+    "cannot_afford", "npc_broke", "no_matching_commission", "no_such_cog", "not_in_room",
+    "self_target", "no_such_offer", "offer_expired", "bound_by_contract", "robbery_failed",
+    "nothing_to_take", "thievery_forbidden", "rejected",
+)
+PARSER_REASONS = ("unparsed", "no_verb", "no_target", "ambiguous_target", "no_such_cog",
+                  "self_target", "no_such_offer", "no_npc_here")
+
+_INT64_MAX = (1 << 63) - 1
+
+
+@dataclass(frozen=True, init=False)
+class Intent:
+    """One seat's act for a turn.
+
+    Fields follow RULES §8: ``kind`` (one of :data:`KINDS`), ``to_room``, ``item``, ``npc``,
+    ``other`` (a seat) with -1 for none, ``qty`` (999 = all), ``coin``, ``reason`` (``ok`` for a
+    readable intent, else the parser's reason for ``none``) and ``text`` (the spoken line lifted
+    from quotes, or the line of a ``say``).  ``toRoom=`` and ``spoken=`` are accepted as
+    spellings of ``to_room`` and ``text`` so that RULES' names work too.
+
+    >>> Intent("move", to_room=5)
+    Intent(kind='move', to_room=5, item=-1, qty=1, npc=-1, other=-1, coin=0, reason='ok', text='')
+    """
+
+    kind: str
+    to_room: int
+    item: int
+    qty: int
+    npc: int
+    other: int
+    coin: int
+    reason: str
+    text: str
+
+    def __init__(self, kind: str = "none", to_room: int = -1, item: int = -1, qty: int = 1,
+                 npc: int = -1, other: int = -1, coin: int = 0, reason: str | None = None,
+                 text: str = "", *, toRoom: int | None = None,  # noqa: N803 - RULES spelling
+                 spoken: str | None = None) -> None:
+        if toRoom is not None:
+            to_room = toRoom
+        if spoken is not None:
+            text = spoken
+        if not isinstance(kind, str) or kind not in KINDS:
+            raise IntentError(f"Intent.kind must be one of {', '.join(KINDS)}; got {kind!r}")
+        for name, value in (("to_room", to_room), ("item", item), ("npc", npc),
+                            ("other", other), ("qty", qty), ("coin", coin)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise IntentError(f"Intent.{name} must be an int; got {value!r}")
+        for name, value in (("to_room", to_room), ("item", item), ("npc", npc),
+                            ("other", other)):
+            if value < -1:
+                raise IntentError(f"Intent.{name} must be -1 (none) or an id >= 0; got {value}")
+        for name, value in (("qty", qty), ("coin", coin)):
+            if not 0 <= value <= _INT64_MAX:
+                raise IntentError(f"Intent.{name} must be between 0 and 2**63-1; got {value}")
+        if reason is None:
+            reason = "unparsed" if kind == "none" else "ok"
+        if reason not in REASONS:
+            raise IntentError(f"Intent.reason must be one of the outcome reasons; got {reason!r}")
+        if not isinstance(text, str):
+            raise IntentError(f"Intent.text must be a str; got {text!r}")
+        for name, value in (("kind", kind), ("to_room", to_room), ("item", item), ("qty", qty),
+                            ("npc", npc), ("other", other), ("coin", coin), ("reason", reason),
+                            ("text", text)):
+            object.__setattr__(self, name, value)
+
+    @property
+    def toRoom(self) -> int:  # noqa: N802 - RULES spelling
+        return self.to_room
+
+    @property
+    def spoken(self) -> str:
+        return self.text
+
+    def to_json(self) -> dict:
+        """The ``parsed`` record of the golden episodes: kind, toRoom, item, qty, npc, ..."""
+        return {"kind": self.kind, "toRoom": self.to_room, "item": self.item, "qty": self.qty,
+                "npc": self.npc, "other": self.other, "coin": self.coin,
+                "reason": self.reason, "spoken": self.text}

@@ -1,0 +1,95 @@
+"""What one seat may see (RULES §17), as a dict; the text view is built from the same dict.
+
+Hidden from a seat: other seats' coin, packs, commissions, notes and scores; anything in other
+rooms; other shops' stock and prices (except the hint after a successful ``quest``); the seed.
+"""
+
+from __future__ import annotations
+
+from .commissions import outstanding
+from .phrasing import outcome_text
+from .state import GameState
+from .world import COMPLETION_BONUS, POINTS_PER_UNIT, SEATS
+
+
+def cheapest_source(st: GameState, good: int) -> int:
+    """The keeper dealing in ``good`` with stock > 0 and the lowest current ask, or -1."""
+    w = st.world
+    best, best_ask = -1, None
+    for n in range(w.n_keepers):
+        if w.deals[n][good] and st.stock[n][good] > 0:
+            ask = w.ask_table[good][st.stock[n][good]]
+            if best_ask is None or ask < best_ask:
+                best, best_ask = n, ask
+    return best
+
+
+def observe(st: GameState, seat: int) -> dict:
+    """The seat's view: own purse, pack, commissions; its room; offers to it; the map."""
+    w = st.world
+    here = st.room[seat]
+    items = [{"item": w.goods[g].name, "count": n, "value": w.goods[g].value}
+             for g, n in enumerate(st.items[seat]) if n > 0]
+    quests = []
+    for q, good in enumerate(st.quest_item[seat]):
+        count, d = st.quest_count[seat][q], st.delivered[seat][q]
+        complete = d >= count
+        entry = {"item": w.goods[good].name, "count": count, "delivered": d,
+                 "points": POINTS_PER_UNIT * d + (COMPLETION_BONUS if complete else 0),
+                 "outstanding": POINTS_PER_UNIT * (count - d) + (0 if complete
+                                                                 else COMPLETION_BONUS),
+                 "settledBy": w.keepers[w.guild].name, "at": w.rooms[w.keepers[w.guild].room].name}
+        if st.hint[seat] and outstanding(st, seat, q) > 0:
+            n = cheapest_source(st, good)
+            if n >= 0:
+                entry["cheapest"] = {"npc": w.keepers[n].name,
+                                     "at": w.rooms[w.keepers[n].room].name,
+                                     "ask": w.ask_table[good][st.stock[n][good]]}
+        quests.append(entry)
+    r = w.rooms[here]
+    room = {"id": here, "name": r.name, "desc": r.desc, "dark": r.dark,
+            "exits": [{"id": e, "name": w.rooms[e].name} for e in r.exits],
+            "ground": [{"item": w.goods[g].name, "count": n}
+                       for g, n in enumerate(st.floor[here]) if n > 0],
+            "cogs": [st.aliases[s] for s in range(SEATS) if s != seat and st.room[s] == here]}
+    npc = w.keeper_in_room[here]
+    if npc >= 0:
+        stock = st.stock[npc]
+        room["npc"] = {"name": w.keepers[npc].name, "coin": st.shop_coin[npc],
+                       "goods": [{"item": w.goods[g].name, "stock": stock[g],
+                                  "ask": w.ask_table[g][stock[g]],
+                                  "bid": w.bid_table[g][stock[g]]}
+                                 for g in w.keepers[npc].trade]}
+    offers = []
+    for o in st.offers:
+        if o.to == seat and o.posted_turn == st.turn - 1:
+            entry = {"kind": o.kind, "from": st.aliases[o.sender], "coin": o.coin}
+            if o.kind == "trade":
+                entry["item"] = w.goods[o.item].name
+                entry["qty"] = o.qty
+            offers.append(entry)
+    hired = st.retainer_turns[seat] > 0
+    standing = {
+        "hiredTo": st.aliases[st.retainer_of[seat]] if hired else "",
+        "hiredToTurns": st.retainer_turns[seat] if hired else 0,
+        "retainers": [{"name": st.aliases[s], "turns": st.retainer_turns[s]}
+                      for s in range(SEATS)
+                      if st.retainer_of[s] == seat and st.retainer_turns[s] > 0],
+    }
+    last_room = st.last_room[seat]
+    return {
+        "type": "state", "slot": seat, "name": st.aliases[seat], "coin": st.coin[seat],
+        "items": items, "carried": st.carried(seat), "carryLimit": w.carry_limit,
+        "quests": quests, "room": room, "heard": list(st.heard_log[here]), "offers": offers,
+        "standing": standing,
+        "map": [{"name": rm.name, "exits": [w.rooms[e].name for e in rm.exits],
+                 "npc": w.keepers[w.keeper_in_room[rm.id]].name
+                 if w.keeper_in_room[rm.id] >= 0 else "", "dark": rm.dark}
+                for rm in w.rooms],
+        "lastSentence": st.last_sentence[seat],
+        "lastOutcome": outcome_text(st.last_reason[seat], w.rooms[last_room].name)
+        if st.last_reason[seat] else "",
+        "lastReason": st.last_reason[seat],
+        "notes": st.notes[seat], "turn": st.turn, "turns": st.turns,
+        "turnsPlayed": st.turns_played, "started": True, "done": st.done, "reason": st.reason,
+    }

@@ -1,0 +1,70 @@
+"""Nim's ``std/random`` (xoroshiro128+), reproduced bit for bit (RULES §3).
+
+Every random draw of the game happens at setup; using the same generator as the original is
+what makes the same seed give the same town.
+"""
+
+from __future__ import annotations
+
+MASK64 = (1 << 64) - 1
+_JUMP = (0xBEAC0467EBA5FACB, 0xD86B048B86AA9922)
+
+
+def _rotl(x: int, k: int) -> int:
+    return ((x << k) | (x >> (64 - k))) & MASK64
+
+
+class NimRand:
+    """A xoroshiro128+ state with Nim's seeding, ``rand(n)`` and ``shuffle``.
+
+    >>> NimRand(2019).next()
+    13223559681708962501
+    >>> NimRand(123).rand(100)
+    96
+    """
+
+    __slots__ = ("a0", "a1")
+
+    def __init__(self, seed: int) -> None:
+        if seed == 0:
+            seed = 2147483647
+        # Arithmetic shift of the signed value, then reinterpretation as unsigned 64 bit.
+        self.a0 = (seed >> 16) & MASK64
+        self.a1 = (seed & 0xFFFF) & MASK64
+        self._jump()
+        self.next()
+
+    def next(self) -> int:
+        s0, s1 = self.a0, self.a1
+        result = (s0 + s1) & MASK64
+        s1 ^= s0
+        self.a0 = _rotl(s0, 55) ^ s1 ^ ((s1 << 14) & MASK64)
+        self.a1 = _rotl(s1, 36)
+        return result
+
+    def _jump(self) -> None:
+        s0 = s1 = 0
+        for h in _JUMP:
+            for b in range(64):
+                if h & (1 << b):
+                    s0 ^= self.a0
+                    s1 ^= self.a1
+                self.next()
+        self.a0, self.a1 = s0, s1
+
+    def rand(self, n: int) -> int:
+        """Uniform integer in 0..n inclusive; ``rand(0)`` consumes nothing."""
+        if n == 0:
+            return 0
+        # The rejection bound uses n while the result uses n + 1: that is Nim's code.
+        bound = MASK64 - (MASK64 % n)
+        while True:
+            x = self.next()
+            if x <= bound:
+                return x % (n + 1)
+
+    def shuffle(self, xs: list) -> None:
+        """Fisher-Yates from the end, as Nim's ``shuffle``."""
+        for i in range(len(xs) - 1, 0, -1):
+            j = self.rand(i)
+            xs[i], xs[j] = xs[j], xs[i]

@@ -1,0 +1,178 @@
+"""The per-episode state, and its snapshot form with a validating restore (RULES §5, §15.2).
+
+Everything is plain lists indexed by id (seat, room, keeper, good) so that each field maps one
+for one onto an ``[episode, ...]`` array for the batched engine.  Sentinel: -1 means none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .errors import StateError
+from .offers import Offer
+from .world import RETAINER_TURNS, SEATS, World
+
+
+@dataclass
+class GameState:
+    """All that a turn changes.  The ``World`` it is played in is constant and shared."""
+
+    world: World
+    aliases: list[str]
+    turns: int                       # config.turns: the horizon
+    speech: bool = True
+    thievery: bool = True
+    # seats (index = seat)
+    room: list[int] = field(default_factory=list)
+    prev_room: list[int] = field(default_factory=list)   # room last walked out of, -1 before
+    coin: list[int] = field(default_factory=list)
+    items: list[list[int]] = field(default_factory=list)  # [seat][good]
+    quest_item: list[list[int]] = field(default_factory=list)   # [seat][commission] -> good
+    quest_count: list[list[int]] = field(default_factory=list)  # [seat][commission] -> units
+    delivered: list[list[int]] = field(default_factory=list)    # [seat][commission]
+    retainer_of: list[int] = field(default_factory=list)  # seat it is hired to, -1
+    retainer_turns: list[int] = field(default_factory=list)
+    robberies: list[int] = field(default_factory=list)   # successful thefts committed
+    robbed: list[int] = field(default_factory=list)      # times successfully robbed
+    notes: list[str] = field(default_factory=list)
+    last_sentence: list[str] = field(default_factory=list)
+    last_reason: list[str] = field(default_factory=list)  # "" until the seat has acted
+    last_room: list[int] = field(default_factory=list)    # start room of its last act
+    hint: list[bool] = field(default_factory=list)
+    # rooms (index = room)
+    floor: list[list[int]] = field(default_factory=list)  # [room][good]
+    room_log: list[list[str]] = field(default_factory=list)   # this turn's public lines
+    heard_log: list[list[str]] = field(default_factory=list)  # last turn's lines
+    # keepers (index = keeper)
+    stock: list[list[int]] = field(default_factory=list)  # [keeper][good]
+    shop_coin: list[int] = field(default_factory=list)
+    # global
+    offers: list[Offer] = field(default_factory=list)      # oldest first
+    turn: int = 0
+    turns_played: int = 0
+    done: bool = False
+    reason: str = ""
+    recorded_reason: str = ""
+
+    def carried(self, seat: int) -> int:
+        return sum(self.items[seat])
+
+    def free(self, seat: int) -> int:
+        return self.world.carry_limit - sum(self.items[seat])
+
+
+def snapshot(st: GameState) -> dict:
+    """The JSON form of a ``turn`` event's state (RULES §15.2); fresh lists, safe to keep."""
+    return {
+        "turn": st.turn,
+        "rooms": [list(f) for f in st.floor],
+        "npcs": [{"stock": list(st.stock[n]), "coin": st.shop_coin[n]}
+                 for n in range(len(st.stock))],
+        "cogs": [{"room": st.room[s], "prevRoom": st.prev_room[s], "coin": st.coin[s],
+                  "items": list(st.items[s]), "delivered": list(st.delivered[s]),
+                  "retainerOf": st.retainer_of[s], "retainerTurns": st.retainer_turns[s],
+                  "robberies": st.robberies[s], "robbed": st.robbed[s]}
+                 for s in range(SEATS)],
+    }
+
+
+def restore(st: GameState, state: dict) -> None:
+    """Replace floors, shops and seats with ``state`` (snapshot form), after validating all of it.
+
+    Raises ``StateError`` naming the first impossible field; ``st`` is untouched in that case.
+    """
+    w = st.world
+    parsed = _validate(w, st, state)
+    floor, stock, shop_coin, cogs, turn = parsed
+    st.floor = floor
+    st.stock = stock
+    st.shop_coin = shop_coin
+    for s, c in enumerate(cogs):
+        st.room[s] = c["room"]
+        st.prev_room[s] = c["prevRoom"]
+        st.coin[s] = c["coin"]
+        st.items[s] = list(c["items"])
+        st.delivered[s] = list(c["delivered"])
+        st.retainer_of[s] = c["retainerOf"]
+        st.retainer_turns[s] = c["retainerTurns"]
+        st.robberies[s] = c["robberies"]
+        st.robbed[s] = c["robbed"]
+    if turn is not None and turn != st.turn:
+        # A state from another turn: offers and logs belong to the old turn and are dropped.
+        st.turn = st.turns_played = turn
+        st.offers = []
+        st.room_log = [[] for _ in range(w.n_rooms)]
+        st.heard_log = [[] for _ in range(w.n_rooms)]
+
+
+def _validate(w: World, st: GameState, state: dict):
+    if not isinstance(state, dict):
+        raise StateError(f"state must be a dict in snapshot form; got {type(state).__name__}")
+    for key in ("rooms", "npcs", "cogs"):
+        if key not in state:
+            raise StateError(f"state is missing the key {key!r}")
+    turn = state.get("turn")
+    if turn is not None:
+        _int(turn, "state.turn", 0, st.turns - 1)
+    rooms = _list(state["rooms"], "state.rooms", w.n_rooms)
+    floor = [[_int(v, f"state.rooms[{r}][{g}]", 0)
+              for g, v in enumerate(_list(row, f"state.rooms[{r}]", w.n_goods))]
+             for r, row in enumerate(rooms)]
+    npcs = _list(state["npcs"], "state.npcs", w.n_keepers)
+    stock, shop_coin = [], []
+    for n, npc in enumerate(npcs):
+        if not isinstance(npc, dict) or "stock" not in npc or "coin" not in npc:
+            raise StateError(f"state.npcs[{n}] must be a dict with 'stock' and 'coin'")
+        stock.append([_int(v, f"state.npcs[{n}].stock[{g}]", 0, 12)
+                      for g, v in enumerate(_list(npc["stock"], f"state.npcs[{n}].stock",
+                                                  w.n_goods))])
+        shop_coin.append(_int(npc["coin"], f"state.npcs[{n}].coin", 0))
+    cogs = _list(state["cogs"], "state.cogs", SEATS)
+    out = []
+    for s, cog in enumerate(cogs):
+        p = f"state.cogs[{s}]"
+        if not isinstance(cog, dict):
+            raise StateError(f"{p} must be a dict")
+        for key in ("room", "coin", "items"):
+            if key not in cog:
+                raise StateError(f"{p} is missing the key {key!r}")
+        c = {
+            "room": _int(cog["room"], f"{p}.room", 0, w.n_rooms - 1),
+            "prevRoom": _int(cog.get("prevRoom", -1), f"{p}.prevRoom", -1, w.n_rooms - 1),
+            "coin": _int(cog["coin"], f"{p}.coin", 0),
+            "items": [_int(v, f"{p}.items[{g}]", 0)
+                      for g, v in enumerate(_list(cog["items"], f"{p}.items", w.n_goods))],
+            "delivered": [_int(v, f"{p}.delivered[{q}]", 0, st.quest_count[s][q])
+                          for q, v in enumerate(_list(cog.get("delivered", [0, 0]),
+                                                      f"{p}.delivered", 2))],
+            "retainerOf": _int(cog.get("retainerOf", -1), f"{p}.retainerOf", -1, SEATS - 1),
+            "retainerTurns": _int(cog.get("retainerTurns", 0), f"{p}.retainerTurns", 0,
+                                  RETAINER_TURNS),
+            "robberies": _int(cog.get("robberies", 0), f"{p}.robberies", 0),
+            "robbed": _int(cog.get("robbed", 0), f"{p}.robbed", 0),
+        }
+        if sum(c["items"]) > w.carry_limit:
+            raise StateError(f"{p}.items holds {sum(c['items'])} goods, over the carry limit "
+                             f"of {w.carry_limit}")
+        if c["retainerOf"] == s:
+            raise StateError(f"{p}.retainerOf cannot be the seat itself ({s})")
+        if (c["retainerOf"] >= 0) != (c["retainerTurns"] > 0):
+            raise StateError(f"{p}: retainerOf {c['retainerOf']} and retainerTurns "
+                             f"{c['retainerTurns']} disagree (both set or both empty)")
+        out.append(c)
+    return floor, stock, shop_coin, out, turn
+
+
+def _list(v, path: str, n: int) -> list:
+    if not isinstance(v, (list, tuple)) or len(v) != n:
+        raise StateError(f"{path} must be a list of {n}; got {v!r:.80}")
+    return list(v)
+
+
+def _int(v, path: str, lo: int, hi: int | None = None) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise StateError(f"{path} must be an int; got {v!r:.40}")
+    if v < lo or (hi is not None and v > hi):
+        rng = f">= {lo}" if hi is None else f"between {lo} and {hi}"
+        raise StateError(f"{path} must be {rng}; got {v}")
+    return v

@@ -1,0 +1,32 @@
+"""Text handling shared by the engine and the parser (RULES §19).
+
+Deliberate difference from the original: Nim 2.2's Unicode ``strip`` inspects only the last byte
+of a trailing 3- or 4-byte UTF-8 character, so a sentence ending in "造" (E9 80 A0) loses a byte
+(A0 reads as a no-break space) and a trailing U+2003 survives.  That produces invalid UTF-8; we
+strip Unicode whitespace correctly instead (RULES §23, golden/README "A trap worth knowing").
+No golden episode depends on the bug.
+"""
+
+from __future__ import annotations
+
+# The Unicode whitespace of RULES §19, as one string for str.strip.
+UNICODE_WS = ("\u0009\u000a\u000b\u000c\u000d\u0020\u0085\u00a0\u1680"
+              + "".join(chr(c) for c in range(0x2000, 0x200B))
+              + "\u2028\u2029\u202f\u205f\u3000")
+
+_FLATTEN = str.maketrans({"\n": " ", "\r": " ", "\t": " "})
+
+
+def strip_ws(text: str) -> str:
+    """Strip RULES §19's Unicode whitespace from both ends."""
+    return text.strip(UNICODE_WS)
+
+
+def one_line(text: str) -> str:
+    """``oneLine``: newlines, carriage returns and tabs become spaces; then strip both ends."""
+    return text.translate(_FLATTEN).strip(UNICODE_WS)
+
+
+def cut(text: str, n: int) -> str:
+    """Keep the first ``n`` runes (code points); never splits a character."""
+    return text if len(text) <= n else text[:n]

@@ -1,0 +1,120 @@
+"""The turn: open (RULES §6.2), resolve in seven classes by initiative (§6.3), settle (§6.4)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from . import resolve
+from .act import Act
+from .events import act_event, end_event, turn_event
+from .intents import Intent
+from .prices import STOCK_CAP
+from .robbery import rob
+from .speech import resolve_say, speak
+from .state import GameState, snapshot
+from .world import SEATS
+
+Resolver = Callable[[GameState, Act, Intent], None]
+
+# The resolution class of each intent kind (§6.3); give is class 2 only when a keeper is named.
+CLASS_OF = {"say": 1, "buy": 2, "sell": 2, "quest": 2, "take": 3, "drop": 3, "trade": 4,
+            "hire": 4, "accept": 4, "rob": 5, "move": 6, "wait": 7, "none": 7}
+
+RESOLVERS: dict[str, Resolver] = {
+    "buy": resolve.buy, "sell": resolve.sell, "quest": resolve.quest,
+    "take": resolve.take, "drop": resolve.drop, "trade": resolve.trade, "hire": resolve.hire,
+    "accept": resolve.accept, "rob": rob, "move": resolve.move, "wait": resolve.wait,
+    "none": resolve.none,
+}
+
+
+def initiative(turn: int) -> list[int]:
+    """Seats in acting order: turn 0 is 0..5, turn 1 is 1..5,0, and so on."""
+    return [(k + turn) % SEATS for k in range(SEATS)]
+
+
+def class_of(it: Intent) -> int:
+    if it.kind == "give":
+        return 2 if it.npc >= 0 else 4
+    return CLASS_OF[it.kind]
+
+
+def open_turn(st: GameState, events: list) -> None:
+    """Expire offers, tick retainers, restock (not on turn 0), rotate logs, log a snapshot."""
+    turn = st.turn
+    st.offers = [o for o in st.offers if o.posted_turn >= turn - 1]
+    for s in range(SEATS):
+        if st.retainer_turns[s] > 0:
+            st.retainer_turns[s] -= 1
+            if st.retainer_turns[s] == 0:
+                st.retainer_of[s] = -1
+    if turn > 0:
+        restock(st)
+    st.heard_log = st.room_log
+    st.room_log = [[] for _ in range(st.world.n_rooms)]
+    events.append(turn_event(snapshot(st)))
+
+
+def restock(st: GameState) -> None:
+    """Every shop adds one unit of ``trade[turn mod len(trade)]`` unless it holds 12 (§6.2)."""
+    for n, k in enumerate(st.world.keepers):
+        if not k.trade:
+            continue
+        good = k.trade[st.turn % len(k.trade)]
+        if st.stock[n][good] < STOCK_CAP:
+            st.stock[n][good] += 1
+
+
+def resolve_turn(st: GameState, intents: Sequence[Intent], sentences: Sequence[str],
+                 says: Sequence[str], scripted: Sequence[bool], events: list) -> list[dict]:
+    """Resolve the six intents against the start-of-turn state; returns acts in seat order."""
+    order = initiative(st.turn)
+    rooms = list(st.room)  # start-of-turn rooms: where each act is logged
+    for s in range(SEATS):
+        st.hint[s] = False
+    acts: list[dict | None] = [None] * SEATS
+    classes = [class_of(it) for it in intents]
+
+    def emit(seat: int, a: Act) -> None:
+        ev = act_event(st.turn, a, sentences[seat], says[seat], st.notes[seat], scripted[seat])
+        events.append(ev)
+        acts[seat] = ev
+        st.last_sentence[seat] = sentences[seat]
+        st.last_reason[seat] = a.reason
+        st.last_room[seat] = a.room
+
+    # Class 1: speech, for every seat; say intents are emitted here.
+    for k, seat in enumerate(order):
+        it = intents[seat]
+        if speak(st, seat, rooms[seat], says[seat], it):
+            a = Act(seat, k, rooms[seat], it)
+            resolve_say(a)
+            emit(seat, a)
+    for cls in range(2, 8):
+        for k, seat in enumerate(order):
+            if classes[seat] != cls or acts[seat] is not None:
+                continue
+            it = intents[seat]
+            a = Act(seat, k, rooms[seat], it)
+            if it.kind == "give":
+                (resolve.give_to_keeper if cls == 2 else resolve.give_to_cog)(st, a, it)
+            else:
+                RESOLVERS[it.kind](st, a, it)
+            emit(seat, a)
+    st.turns_played += 1
+    st.turn += 1
+    if st.turns_played < st.turns:
+        open_turn(st, events)
+    else:
+        snap = snapshot(st)
+        snap["turn"] = st.turns_played
+        events.append(turn_event(snap))
+        settle(st, "complete", events)
+    return acts  # type: ignore[return-value]
+
+
+def settle(st: GameState, reason: str, events: list) -> None:
+    """End the episode; a replay's recorded reason wins over the one computed here."""
+    st.done = True
+    st.reason = st.recorded_reason or reason
+    events.append(end_event(st.turns_played, st.reason))

@@ -1,0 +1,208 @@
+"""The town as an immutable value: rooms, exits, goods, keepers and constants (RULES §1-2).
+
+The game is *given* a :class:`World` (default :data:`STANDARD_TOWN`) instead of reading module
+globals, so that variant towns (other exits, stock, prices, coin, turn counts) can be played and
+checked by the feasibility gate without touching the rules code.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from .prices import STOCK_CAP, ask_at, bid_at
+
+# Constants of RULES §1 that are not part of a variant town.
+SEATS = 6
+QUESTS = 2
+POINTS_PER_UNIT = 4
+COMPLETION_BONUS = 8
+POINT_VALUE = 3
+SCORE_SCALE = 40.0
+RETAINER_TURNS = 3
+ROB_COIN = 10
+FINE_COIN = 8
+MIN_TURNS = 6
+MAX_TURNS = 40
+DEFAULT_TURNS = 14
+QTY_ALL = 999
+MAX_SENTENCE_LEN = 240
+MAX_SAY_LEN = 160
+MAX_NOTES_LEN = 600
+MAX_ROOM_LOG = 12
+MAX_ROOM_LOG_LEN = 200
+MAX_PROMPT_LEN = 4000
+COMMISSION_COUNT = 2
+COG_NAMES = ("Sprocket", "Gizmo", "Ratchet", "Widget", "Bolt", "Piston",
+             "Flywheel", "Rivet", "Tinker", "Gasket")
+
+
+@dataclass(frozen=True)
+class Room:
+    """One room: parser keywords, map position, darkness and exits in stored order."""
+
+    id: int
+    name: str
+    keywords: tuple[str, ...]
+    x: int
+    y: int
+    dark: bool
+    exits: tuple[int, ...]
+    desc: str = ""
+
+
+@dataclass(frozen=True)
+class Good:
+    """One kind of goods with its fixed base value (the scoring valuation, never moves)."""
+
+    id: int
+    name: str
+    plural: str
+    keywords: tuple[str, ...]
+    value: int
+
+
+@dataclass(frozen=True)
+class Keeper:
+    """A shopkeeper: where it stands, what it trades (restock order) and its opening stock."""
+
+    id: int
+    name: str
+    keywords: tuple[str, ...]
+    room: int
+    trade: tuple[int, ...]
+    opening: tuple[int, ...]  # parallel to ``trade``
+
+
+@dataclass(frozen=True)
+class World:
+    """Everything constant about a town.  Derived tables are computed once at construction."""
+
+    rooms: tuple[Room, ...]
+    goods: tuple[Good, ...]
+    keepers: tuple[Keeper, ...]
+    quest_items: tuple[int, ...] = (0, 1, 2, 3)
+    guild: int = 4
+    start_coin: int = 40
+    keeper_start_coin: int = 120
+    carry_limit: int = 8
+    dist: tuple[tuple[int, ...], ...] = field(init=False, repr=False)
+    adjacent: tuple[tuple[bool, ...], ...] = field(init=False, repr=False)
+    keeper_in_room: tuple[int, ...] = field(init=False, repr=False)
+    deals: tuple[tuple[bool, ...], ...] = field(init=False, repr=False)
+    values: tuple[int, ...] = field(init=False, repr=False)
+    ask_table: tuple[tuple[int, ...], ...] = field(init=False, repr=False)
+    bid_table: tuple[tuple[int, ...], ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        n = len(self.rooms)
+        object.__setattr__(self, "dist", _distances(self.rooms))
+        object.__setattr__(self, "adjacent", tuple(
+            tuple(b in self.rooms[a].exits for b in range(n)) for a in range(n)))
+        object.__setattr__(self, "keeper_in_room", tuple(
+            min((k.id for k in self.keepers if k.room == r), default=-1) for r in range(n)))
+        object.__setattr__(self, "deals", tuple(
+            tuple(g in k.trade for g in range(len(self.goods))) for k in self.keepers))
+        object.__setattr__(self, "values", tuple(g.value for g in self.goods))
+        object.__setattr__(self, "ask_table", tuple(
+            tuple(ask_at(g.value, s) for s in range(STOCK_CAP + 1)) for g in self.goods))
+        object.__setattr__(self, "bid_table", tuple(
+            tuple(bid_at(g.value, s) for s in range(STOCK_CAP + 1)) for g in self.goods))
+
+    @property
+    def n_rooms(self) -> int:
+        return len(self.rooms)
+
+    @property
+    def n_goods(self) -> int:
+        return len(self.goods)
+
+    @property
+    def n_keepers(self) -> int:
+        return len(self.keepers)
+
+    def step_toward(self, a: int, b: int) -> int:
+        """First exit of ``a`` on a shortest path to ``b``; -1 when a == b or unreachable (§2.1)."""
+        if a == b or self.dist[a][b] < 0:
+            return -1
+        want = self.dist[a][b] - 1
+        for r in self.rooms[a].exits:
+            if self.dist[r][b] == want:
+                return r
+        return -1
+
+    def item_name(self, item: int, n: int) -> str:
+        """``"1 hide"``, ``"2 hides"``, ``"0 hides"`` (RULES §2.2)."""
+        g = self.goods[item]
+        return f"{n} {g.name if n == 1 else g.plural}"
+
+    def to_json(self) -> dict:
+        """The world JSON of RULES §16.1 (with the later ``guild``/``pointsPerUnit`` keys)."""
+        return {
+            "rooms": [{"id": r.id, "name": r.name, "desc": r.desc, "x": r.x, "y": r.y,
+                       "dark": r.dark, "exits": list(r.exits)} for r in self.rooms],
+            "items": [{"id": g.id, "name": g.name, "plural": g.plural, "value": g.value}
+                      for g in self.goods],
+            "npcs": [{"id": k.id, "name": k.name, "room": k.room, "trade": list(k.trade)}
+                     for k in self.keepers],
+            "guild": self.guild,
+            "pointsPerUnit": POINTS_PER_UNIT,
+        }
+
+
+def _distances(rooms: tuple[Room, ...]) -> tuple[tuple[int, ...], ...]:
+    """All-pairs BFS distances over the exits; -1 for unreachable."""
+    n = len(rooms)
+    out = []
+    for a in range(n):
+        d = [-1] * n
+        d[a] = 0
+        q = deque([a])
+        while q:
+            r = q.popleft()
+            for e in rooms[r].exits:
+                if d[e] < 0:
+                    d[e] = d[r] + 1
+                    q.append(e)
+        out.append(tuple(d))
+    return tuple(out)
+
+
+STANDARD_TOWN = World(
+    rooms=(
+        Room(0, "Market Square", ("market", "square", "well", "plaza"), 50, 50, False,
+             (1, 3, 5, 7), "A cobbled plaza around a dry well, loud with barrows."),
+        Room(1, "The Copper Kettle", ("kettle", "tavern", "inn", "copper"), 22, 26, False,
+             (0, 2, 8), "A low tavern: a hammered-copper bar and far too much lamp oil."),
+        Room(2, "Tanner's Row", ("tanner", "tannery", "row", "tanners"), 50, 14, False,
+             (1, 3), "Racks of drying hides; the smell reaches you first."),
+        Room(3, "The Smithy", ("smithy", "smith", "forge", "anvil"), 78, 26, False,
+             (0, 2, 4), "One forge, one anvil, and iron cooling in black water."),
+        Room(4, "Warehouse Yard", ("warehouse", "yard", "store", "stores"), 88, 52, False,
+             (3, 5), "Crates stacked under a leaking roof, half of them unclaimed."),
+        Room(5, "The Docks", ("docks", "dock", "quay", "harbour", "harbor", "wharf"), 78, 78,
+             True, (0, 4, 6), "Rotting quay boards, unlit once the last barge is unloaded."),
+        Room(6, "Cutpurse Alley", ("alley", "cutpurse", "backstreet", "lane"), 50, 90, True,
+             (5, 7), "A black lane between blind walls where the watch never comes."),
+        Room(7, "The Chapel", ("chapel", "church", "shrine"), 22, 78, False,
+             (0, 6, 8), "A cold, swept shrine to nobody in particular."),
+        Room(8, "The Guildhall", ("guildhall", "guild", "hall", "board"), 12, 52, False,
+             (1, 7), "A hall of ledgers where Guildmaster Vell settles every commission."),
+    ),
+    goods=(
+        Good(0, "hide", "hides", ("hide", "hides", "skin", "skins", "leather"), 6),
+        Good(1, "nails", "nails", ("nails", "nail", "iron"), 7),
+        Good(2, "rope", "rope", ("rope", "ropes", "coil", "cord"), 8),
+        Good(3, "salt", "salt", ("salt", "salts", "brine"), 9),
+        Good(4, "lamp", "lamps", ("lamp", "lamps", "lantern", "oil"), 11),
+        Good(5, "relic", "relics", ("relic", "relics", "idol", "icon"), 14),
+    ),
+    keepers=(
+        Keeper(0, "Tanner Oda", ("tanner", "oda"), 2, (0, 3), (8, 5)),
+        Keeper(1, "Smith Bram", ("smith", "bram", "blacksmith"), 3, (1, 2), (8, 6)),
+        Keeper(2, "Keeper Nesh", ("keeper", "nesh", "innkeeper"), 1, (4, 3, 2), (4, 6, 4)),
+        Keeper(3, "Dockmaster Fen", ("dockmaster", "fen"), 5, (5, 0, 1), (3, 5, 6)),
+        Keeper(4, "Guildmaster Vell", ("guildmaster", "vell", "guildmistress"), 8, (2, 4),
+               (4, 3)),
+    ),
+)
