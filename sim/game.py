@@ -7,7 +7,6 @@ from dataclasses import asdict, dataclass, field
 
 from .checks import check_structured, validate_ids
 from .errors import ConfigError, TurnError
-
 from .intents import Intent
 from .observation import observe
 from .parser import parse
@@ -16,10 +15,12 @@ from .scoring import results
 from .start import initial_state, seed_in_range
 from .state import restore, snapshot
 from .text import cut, one_line
+from .textview import render_observation
 from .turn import open_turn, settle
 from .turn import resolve_turn as _resolve_turn
 from .world import (
     MAX_NOTES_LEN,
+    MAX_PROMPT_LEN,
     MAX_SAY_LEN,
     MAX_SENTENCE_LEN,
     MIN_TURNS,
@@ -145,10 +146,12 @@ class Game:
         _check_seat(seat)
         return observe(self.state, seat)
 
-    def observation_text(self, seat: int) -> str:
-        from .textview import render_observation
+    def observation_text(self, seat: int, prompt: str = "") -> str:
+        """The text view a language-model player reads (SENTENCES §17); ``prompt`` is the
+        operator guidance block (cut to 4000 runes)."""
         _check_seat(seat)
-        return render_observation(self.observe(seat))
+        return render_observation(self.observe(seat), self.world,
+                                  cut(prompt, MAX_PROMPT_LEN), self.config.speech)
 
     # --- acting --------------------------------------------------------------------------
     def intent_for(self, action: str | Intent, seat: int,

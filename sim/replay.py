@@ -90,7 +90,8 @@ def _action(e: dict) -> str | Intent:
                           s.get("qty", 1), s.get("npc", -1), s.get("other", -1),
                           s.get("coin", 0), s.get("reason"), s.get("spoken", ""))
         except ValueError as err:
-            raise ReplayMismatch(f"act of seat {e.get('seat')}: bad structured intent: {err}")
+            raise ReplayMismatch(
+                f"act of seat {e.get('seat')}: bad structured intent: {err}") from err
     sentence = e.get("sentence", "")
     return sentence if isinstance(sentence, str) else ""
 

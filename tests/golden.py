@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -23,7 +23,7 @@ def golden_path(name: str) -> Path:
     return p
 
 
-@lru_cache(maxsize=None)
+@cache
 def episodes() -> dict[int, dict]:
     """``{episode id: {"setup": line, "turns": [lines], "result": line}}``."""
     out: dict[int, dict] = {}

@@ -1,0 +1,147 @@
+"""The policy interface, building policies from specs, and playing whole episodes.
+
+A policy decides one seat's act from the start-of-turn state (RULES §6.1, §17): ``act(game,
+seat)`` returns a sentence (parsed by the rules, SENTENCES.md) or an ``Intent``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from sim import Game, GameConfig, Intent
+from sim.world import SEATS
+
+from .baselines import Factor, Magpie
+from .random_policy import RandomPolicy
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Anything with ``act(game, seat) -> str | Intent``.
+
+    ``act`` must decide only from what ``seat`` may see (``game.observe(seat)`` or
+    :class:`agents.view.SeatView`) and must not change the game. Stateful policies may also
+    define ``reset(seed)``; :func:`play_episode` calls it before the first turn. A class
+    attribute ``scripted = True`` marks the seat's acts as scripted (RULES §6.1), as the
+    original does for its baselines.
+    """
+
+    def act(self, game: Game, seat: int) -> str | Intent: ...
+
+
+BUILTIN: dict[str, Callable[..., Policy]] = {
+    "factor": Factor,
+    "magpie": Magpie,
+    "random": RandomPolicy,
+}
+
+
+def make_policy(spec: str | Policy | type | Mapping[str, Any], **params: Any) -> Policy:
+    """Build a policy from a spec and keyword parameters.
+
+    ``spec`` is ``"factor"``, ``"magpie"``, ``"random"`` (case-insensitive), or
+    ``"module.path:Name"`` naming a class or factory in an importable module (``Name`` may be
+    dotted); ``params`` go to its constructor, e.g. ``make_policy("factor", sell_margin=1)``.
+    A mapping ``{"name": spec, **params}`` and a ready policy object (no params) also work.
+    Raises ``ValueError`` naming the spec for anything unknown or unbuildable.
+    """
+    if isinstance(spec, Mapping):
+        d = dict(spec)
+        if "name" not in d:
+            raise ValueError(f"a policy spec mapping needs a 'name' key; got {sorted(d)}")
+        name = d.pop("name")
+        return make_policy(name, **{**d, **params})
+    if isinstance(spec, str):
+        key = spec.strip()
+        if key.lower() in BUILTIN:
+            return _build(BUILTIN[key.lower()], spec, params)
+        if ":" in key:
+            return _build(_import(key), spec, params)
+        raise ValueError(f"unknown policy {spec!r}; known: {', '.join(BUILTIN)}, or "
+                         "'module.path:Name'")
+    if isinstance(spec, type):
+        return _build(spec, spec.__name__, params)
+    if isinstance(spec, Policy):
+        if params:
+            raise ValueError(f"parameters {sorted(params)} given for a ready policy object "
+                             f"{spec!r}")
+        return spec
+    raise ValueError(f"unknown policy {spec!r}; known: {', '.join(BUILTIN)}, or "
+                     "'module.path:Name'")
+
+
+def _import(spec: str) -> Any:
+    module_name, _, attr = spec.strip().partition(":")
+    if not module_name or not attr:
+        raise ValueError(f"policy spec {spec!r} must look like 'module.path:Name'")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as e:
+        raise ValueError(f"policy {spec!r}: cannot import module {module_name!r} ({e})") from e
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ValueError(f"policy {spec!r}: module {module_name!r} has no {attr!r}") from None
+    return obj
+
+
+def _build(factory: Any, spec: object, params: dict[str, Any]) -> Policy:
+    if isinstance(factory, Policy) and not isinstance(factory, type):
+        if params:
+            raise ValueError(f"policy {spec!r} is an object, not a class; it takes no "
+                             f"parameters (got {sorted(params)})")
+        return factory
+    if not callable(factory):
+        raise ValueError(f"policy {spec!r} is neither a policy nor a class or factory")
+    try:
+        policy = factory(**params)
+    except TypeError as e:
+        raise ValueError(f"policy {spec!r}: bad parameters {sorted(params)} ({e})") from e
+    if not isinstance(policy, Policy):
+        raise ValueError(f"policy {spec!r} built {type(policy).__name__}, which has no "
+                         "act(game, seat) method")
+    return policy
+
+
+def is_scripted(policy: object) -> bool:
+    """Whether the seat's acts are recorded as scripted (the original's baselines are)."""
+    return bool(getattr(policy, "scripted", False))
+
+
+def play_episode(config: GameConfig, policies: Sequence[Policy | str], *,
+                 initial: dict | None = None, reset: bool = True,
+                 on_turn: Callable[[Game, list[dict]], None] | None = None) -> Game:
+    """Play one whole episode and return the finished game.
+
+    Every turn each seat decides against the same start-of-turn state, then the six actions go
+    to ``play_turn`` together (RULES §6.1-6.3), with ``scripted`` set for baseline seats.
+
+    Args:
+        config: the episode's settings.
+        policies: six policies (or specs for :func:`make_policy`), in seat order.
+        initial: a snapshot-form state to ``restore`` before turn 0 (scenarios, overrides).
+        reset: call each policy's ``reset(seed)`` first, with ``config.seed``.
+        on_turn: called after every turn with the game and that turn's six act records.
+    """
+    if isinstance(policies, (str, bytes)) or len(policies) != SEATS:
+        raise ValueError(f"play_episode needs exactly {SEATS} policies (one per seat); got "
+                         f"{policies!r:.80}")
+    seats = [make_policy(p) for p in policies]
+    game = Game(config)
+    if initial is not None:
+        game.restore(initial)
+    if reset:
+        for p in seats:
+            r = getattr(p, "reset", None)
+            if callable(r):
+                r(config.seed)
+    scripted = [is_scripted(p) for p in seats]
+    while not game.done:
+        actions = [p.act(game, seat) for seat, p in enumerate(seats)]
+        acts = game.play_turn(actions, scripted=scripted)
+        if on_turn is not None:
+            on_turn(game, acts)
+    return game

@@ -1,0 +1,90 @@
+"""What a policy may read: the seat's restricted view (RULES §17), plus one marked exception.
+
+:class:`SeatView` holds exactly the facts ``game.observe(seat)`` shows, as ids instead of names
+(own purse, pack and commissions; the room, its exits, floor, cogs present and keeper table;
+offers made to the seat; its standing), plus two things the seat knows about itself that the
+JSON frame does not spell out: the room it last walked out of (``prev_room``; the seat made that
+move) and whether the town allows robbery (``thievery``; a published rule of the game, RULES
+§6.8). It is built straight from the state, without copying, so that a decision stays cheap.
+
+:class:`BaselineView` is the **scripted-baseline view**: the only place in ``agents`` that reads
+state a seat cannot see. The original baselines (RULES §21) read the full simulation, and two of
+their rules depend on hidden facts; reproducing them byte for byte needs these reads, so they
+are confined here and used by ``Factor`` and ``Magpie`` only:
+
+* ``stock(keeper, good)``: any shop's stock. Factor walks toward the nearest shop that trades a
+  needed good **with stock > 0** (RULES §21 factor rule 4); other shops' stock is hidden (§17).
+* ``carries(other)``: whether another seat holds any goods. Magpie robs the first other seat
+  here that carries something (RULES §21 magpie rule 1); other packs are hidden (§17).
+"""
+
+from __future__ import annotations
+
+from sim import Game
+from sim.world import SEATS, World
+
+
+class SeatView:
+    """One seat's view of the start-of-turn state (RULES §17), read-only and id-based.
+
+    Lists are the game's own lists (not copies): read them, never mutate them.
+    """
+
+    __slots__ = ("world", "seat", "turn", "turns", "room", "prev_room", "coin", "items",
+                 "free", "quests", "floor", "keeper", "stock", "shop_coin", "cogs",
+                 "employer", "offers", "thievery", "aliases", "dark")
+
+    def __init__(self, game: Game, seat: int) -> None:
+        st = game.state
+        w = st.world
+        here = st.room[seat]
+        self.world: World = w
+        self.seat = seat
+        self.turn = st.turn
+        self.turns = st.turns
+        self.room = here
+        self.prev_room = st.prev_room[seat]      # own history: the room it last walked out of
+        self.coin = st.coin[seat]
+        self.items = st.items[seat]              # own pack, by good id
+        self.free = w.carry_limit - sum(self.items)
+        qi, qc, qd = st.quest_item[seat], st.quest_count[seat], st.delivered[seat]
+        # own commissions: (good, units still to deliver), in order
+        self.quests = [(qi[q], qc[q] - qd[q]) for q in range(len(qi))]
+        self.floor = st.floor[here]              # goods on the floor here, by good id
+        self.dark = w.rooms[here].dark
+        npc = w.keeper_in_room[here]
+        self.keeper = npc                        # keeper standing here, -1 if none
+        self.stock = st.stock[npc] if npc >= 0 else None   # its stock (shown in its table)
+        self.shop_coin = st.shop_coin[npc] if npc >= 0 else 0
+        room = st.room
+        self.cogs = [s for s in range(SEATS) if s != seat and room[s] == here]
+        self.employer = st.retainer_of[seat] if st.retainer_turns[seat] > 0 else -1
+        self.thievery = st.thievery
+        self.aliases = st.aliases
+        # offers made to this seat last turn, open now (oldest first; RULES §9.8)
+        turn = st.turn
+        self.offers = [o for o in st.offers if o.to == seat and o.posted_turn == turn - 1]
+
+
+class BaselineView(SeatView):
+    """The scripted-baseline view: a :class:`SeatView` plus the two hidden reads of RULES §21.
+
+    Used only by :class:`agents.Factor` and :class:`agents.Magpie`, which must write exactly the
+    original's sentences, and the original decides from the full state. Learned or third-party
+    policies should use :class:`SeatView` or ``game.observe(seat)`` instead.
+    """
+
+    __slots__ = ("_all_stock", "_all_items")
+
+    def __init__(self, game: Game, seat: int) -> None:
+        super().__init__(game, seat)
+        self._all_stock = game.state.stock    # HIDDEN: every shop's stock
+        self._all_items = game.state.items    # HIDDEN: every seat's pack
+
+    def stock_of(self, keeper: int, good: int) -> int:
+        """HIDDEN STATE: ``keeper``'s stock of ``good`` wherever it stands (factor rule 4)."""
+        return self._all_stock[keeper][good]
+
+    def carries(self, other: int) -> bool:
+        """HIDDEN STATE: whether seat ``other`` holds at least one good (magpie rule 1)."""
+        return sum(self._all_items[other]) > 0

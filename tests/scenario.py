@@ -1,0 +1,44 @@
+"""Small helpers to stage scenarios: a game, seats placed, packs and purses set."""
+
+from __future__ import annotations
+
+import copy
+
+from sim import Game, GameConfig, Intent
+
+WAIT = Intent("wait")
+
+
+def staged(seed: int = 0, turns: int = 14, thievery: bool = True, speech: bool = True,
+           everyone: int | None = None, **cogs: dict) -> Game:
+    """A fresh game whose seats are edited through ``restore``.
+
+    ``cogs`` maps ``s<seat>`` to fields of that seat's snapshot entry, e.g.
+    ``staged(s0={"room": 5, "items": [0, 0, 0, 0, 0, 1]})``; ``everyone`` first puts all six
+    seats in one room.
+    """
+    game = Game(GameConfig(seed=seed, turns=turns, thievery=thievery, speech=speech))
+    snap = copy.deepcopy(game.snapshot())
+    if everyone is not None:
+        for cog in snap["cogs"]:
+            cog["room"] = everyone
+    for key, fields in cogs.items():
+        snap["cogs"][int(key[1:])].update(fields)
+    game.restore(snap)
+    return game
+
+
+def edit(game: Game, **fields) -> None:
+    """Restore the current snapshot with top-level changes (``npcs``/``rooms`` callbacks)."""
+    snap = copy.deepcopy(game.snapshot())
+    for key, fn in fields.items():
+        fn(snap[key])
+    game.restore(snap)
+
+
+def turn(game: Game, **acts) -> list[dict]:
+    """Play one turn: ``acts`` maps ``s<seat>`` to a sentence or Intent; others wait."""
+    actions: list = [WAIT] * 6
+    for key, action in acts.items():
+        actions[int(key[1:])] = action
+    return game.play_turn(actions)
