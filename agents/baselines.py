@@ -58,6 +58,7 @@ class Factor:
         items = v.items
         npc = v.keeper
         open_quests = [(g, out) for g, out in v.quests if out > 0]
+        needed = {g for g, _ in open_quests}  # goods an open commission names (rules 2-3)
         # Rule 1: standing at the guild's keeper, hand in what an open commission needs.
         if npc >= 0 and npc == w.guild:
             for good, out in open_quests:
@@ -83,7 +84,6 @@ class Factor:
                     n += 1
                 if n > 0:
                     return f"I buy {w.item_name(good, n)} from {w.keepers[npc].name}."
-            needed = {good for good, _ in open_quests}
             for good in range(len(goods)):
                 held = items[good]
                 if held <= 0 or good in needed or not deals[good]:
@@ -94,7 +94,6 @@ class Factor:
         # Rule 3: pick up a good on the floor that is needed or valuable.
         if v.free > 0:
             floor = v.floor
-            needed = {good for good, _ in open_quests}
             for good in range(len(goods)):
                 if floor[good] > 0 and (good in needed
                                         or goods[good].value >= self.pickup_value):

@@ -59,29 +59,25 @@ class Intent:
             to_room = toRoom
         if spoken is not None:
             text = spoken
-        if not isinstance(kind, str) or kind not in KINDS:
-            raise IntentError(f"Intent.kind must be one of {', '.join(KINDS)}; got {kind!r}")
-        for name, value in (("to_room", to_room), ("item", item), ("npc", npc),
-                            ("other", other), ("qty", qty), ("coin", coin)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise IntentError(f"Intent.{name} must be an int; got {value!r}")
-        for name, value in (("to_room", to_room), ("item", item), ("npc", npc),
-                            ("other", other)):
-            if value < -1:
-                raise IntentError(f"Intent.{name} must be -1 (none) or an id >= 0; got {value}")
-        for name, value in (("qty", qty), ("coin", coin)):
-            if not 0 <= value <= _INT64_MAX:
-                raise IntentError(f"Intent.{name} must be between 0 and 2**63-1; got {value}")
         if reason is None:
             reason = "unparsed" if kind == "none" else "ok"
-        if reason not in REASONS:
-            raise IntentError(f"Intent.reason must be one of the outcome reasons; got {reason!r}")
-        if not isinstance(text, str):
-            raise IntentError(f"Intent.text must be a str; got {text!r}")
-        for name, value in (("kind", kind), ("to_room", to_room), ("item", item), ("qty", qty),
-                            ("npc", npc), ("other", other), ("coin", coin), ("reason", reason),
-                            ("text", text)):
-            object.__setattr__(self, name, value)
+        # One cheap pass for the common case; the slow path names what is wrong.
+        if (kind not in _KIND_SET or reason not in _REASON_SET or type(text) is not str
+                or type(to_room) is not int or type(item) is not int or type(npc) is not int
+                or type(other) is not int or type(qty) is not int or type(coin) is not int
+                or min(to_room, item, npc, other) < -1 or not 0 <= qty <= _INT64_MAX
+                or not 0 <= coin <= _INT64_MAX):
+            _explain(kind, to_room, item, qty, npc, other, coin, reason, text)
+        d = self.__dict__
+        d["kind"] = kind
+        d["to_room"] = to_room
+        d["item"] = item
+        d["qty"] = qty
+        d["npc"] = npc
+        d["other"] = other
+        d["coin"] = coin
+        d["reason"] = reason
+        d["text"] = text
 
     @property
     def toRoom(self) -> int:  # noqa: N802 - RULES spelling
@@ -96,3 +92,26 @@ class Intent:
         return {"kind": self.kind, "toRoom": self.to_room, "item": self.item, "qty": self.qty,
                 "npc": self.npc, "other": self.other, "coin": self.coin,
                 "reason": self.reason, "spoken": self.text}
+
+
+_KIND_SET = frozenset(KINDS)
+_REASON_SET = frozenset(REASONS)
+
+
+def _explain(kind, to_room, item, qty, npc, other, coin, reason, text) -> None:
+    """Raise ``IntentError`` naming the first bad field of an Intent."""
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise IntentError(f"Intent.kind must be one of {', '.join(KINDS)}; got {kind!r}")
+    for name, value in (("to_room", to_room), ("item", item), ("npc", npc),
+                        ("other", other), ("qty", qty), ("coin", coin)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise IntentError(f"Intent.{name} must be an int; got {value!r}")
+    for name, value in (("to_room", to_room), ("item", item), ("npc", npc), ("other", other)):
+        if value < -1:
+            raise IntentError(f"Intent.{name} must be -1 (none) or an id >= 0; got {value}")
+    for name, value in (("qty", qty), ("coin", coin)):
+        if not 0 <= value <= _INT64_MAX:
+            raise IntentError(f"Intent.{name} must be between 0 and 2**63-1; got {value}")
+    if reason not in REASONS:
+        raise IntentError(f"Intent.reason must be one of the outcome reasons; got {reason!r}")
+    raise IntentError(f"Intent.text must be a str; got {text!r}")

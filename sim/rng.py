@@ -43,13 +43,18 @@ class NimRand:
         return result
 
     def _jump(self) -> None:
+        # Nim's skipRandomNumbers, with ``next`` inlined: it runs 128 times per stream.
+        a0, a1 = self.a0, self.a1
         s0 = s1 = 0
+        m = MASK64
         for h in _JUMP:
             for b in range(64):
-                if h & (1 << b):
-                    s0 ^= self.a0
-                    s1 ^= self.a1
-                self.next()
+                if (h >> b) & 1:
+                    s0 ^= a0
+                    s1 ^= a1
+                t = a1 ^ a0
+                a0 = (((a0 << 55) | (a0 >> 9)) & m) ^ t ^ ((t << 14) & m)
+                a1 = ((t << 36) | (t >> 28)) & m
         self.a0, self.a1 = s0, s1
 
     def rand(self, n: int) -> int:

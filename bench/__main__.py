@@ -1,0 +1,169 @@
+"""Benchmarks: ``python -m bench [--quick]`` prints ``<name>: <value> <unit>`` lines (API.md §6).
+
+Speed lives here, not in timed tests.  Figures depend on the machine; the README records the
+ones measured on the project's 2-core machine class.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import random
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+from sim import Game, GameConfig, Intent
+from sim.parser import parse
+from sim.vocab import PHRASEBOOK
+
+TURNS = 14
+SEAT_STEPS = 6 * TURNS
+ORIGINAL_SEAT_STEPS_PER_S = 48_000  # the compiled Nim engine, single thread (issue 2)
+
+
+def random_legal_intents(game: Game, rng: random.Random) -> list[Intent]:
+    """One random, usually legal, structured intent per seat, drawn from the seat's room.
+
+    Reads the state directly: this is a load generator for the engine, not a policy.
+    """
+    st = game.state
+    w = game.world
+    out = []
+    for seat in range(6):
+        here = st.room[seat]
+        roll = rng.random()
+        keeper = w.keeper_in_room[here]
+        if roll < 0.35:
+            out.append(Intent("move", to_room=rng.choice(w.rooms[here].exits)))
+        elif roll < 0.55 and keeper >= 0:
+            good = rng.choice(w.keepers[keeper].trade)
+            kind = "sell" if st.items[seat][good] and rng.random() < 0.5 else "buy"
+            out.append(Intent(kind, item=good, qty=rng.randint(1, 3), npc=keeper))
+        elif roll < 0.62 and keeper == w.guild:
+            good = st.quest_item[seat][rng.randint(0, 1)]
+            out.append(Intent("give", item=good, qty=2, npc=keeper))
+        elif roll < 0.70 and any(st.floor[here]):
+            good = next(g for g, n in enumerate(st.floor[here]) if n)
+            out.append(Intent("take", item=good))
+        elif roll < 0.85:
+            others = [s for s in range(6) if s != seat and st.room[s] == here]
+            if others:
+                other = rng.choice(others)
+                kind = rng.choice(("rob", "trade", "hire", "accept", "give"))
+                held = [g for g, n in enumerate(st.items[seat]) if n]
+                if kind in ("trade", "give") and not held:
+                    kind = "hire"
+                out.append(Intent(kind, other=other, item=held[0] if held else -1,
+                                  coin=rng.randint(1, 12)))
+            else:
+                out.append(Intent("wait"))
+        else:
+            out.append(Intent("wait"))
+    return out
+
+
+def _rate(fn: Callable[[int], int], seconds: float) -> float:
+    """Units per second of ``fn(i)`` (which returns units done), run for about ``seconds``."""
+    fn(0)  # warm up
+    done, i, start = 0, 1, time.perf_counter()
+    while True:
+        done += fn(i)
+        i += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return done / elapsed
+
+
+def bench_structured(seconds: float) -> float:
+    rng = random.Random(7)
+
+    def episode(i: int) -> int:
+        game = Game(GameConfig(seed=i, turns=TURNS))
+        while not game.done:
+            game.play_turn(random_legal_intents(game, rng))
+        return 1
+    return _rate(episode, seconds)
+
+
+SENTENCE_POOL = (
+    "I walk to the docks.", "I go to the Guildhall.", "I head to Tanner's Row.",
+    "I pick up the rope.", "I buy two hides from Tanner Oda.", "I sell all my nails.",
+    "I hand Guildmaster Vell two hides for my commission.", "I rob Gizmo.",
+    "I offer Bolt one lamp for twelve coins.", "I accept the offer.", "I hire Bolt for 5 coins.",
+    "I wait by the well and listen.", 'I say "anyone selling rope?"', "I walk to the market.",
+    "I ask the keeper about my commissions.", "I wander over to the alley.",
+)
+
+
+def bench_sentences(seconds: float) -> float:
+    rng = random.Random(11)
+
+    def episode(i: int) -> int:
+        game = Game(GameConfig(seed=i, turns=TURNS))
+        while not game.done:
+            game.play_turn([rng.choice(SENTENCE_POOL) for _ in range(6)])
+        return 1
+    return _rate(episode, seconds)
+
+
+def bench_parse(seconds: float) -> float:
+    game = Game(GameConfig(seed=3))
+    st = game.state
+    pool = SENTENCE_POOL + PHRASEBOOK
+
+    def batch(i: int) -> int:
+        for s in pool:
+            parse(game.world, st.aliases, i % 6, st.room[i % 6], st.offers, st.turn, s)
+        return len(pool)
+    return _rate(batch, seconds)
+
+
+def bench_baselines(seconds: float) -> float | None:
+    if importlib.util.find_spec("agents") is None:
+        return None
+    import agents
+
+    lineup = ["factor", "magpie", "factor", "magpie", "factor", "magpie"]
+
+    def episode(i: int) -> int:
+        agents.play_episode(GameConfig(seed=i, turns=TURNS),
+                            [agents.make_policy(p) for p in lineup])
+        return 1
+    return _rate(episode, seconds)
+
+
+def bench_feasibility() -> float | None:
+    if importlib.util.find_spec("feasibility") is None:
+        return None
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "feasibility"], check=False,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="about 1 s per figure (< 60 s)")
+    args = ap.parse_args(argv)
+    secs = 1.0 if args.quick else 5.0
+    eps = bench_structured(secs)
+    print(f"scalar_structured_episodes_per_s: {eps:.1f} episodes/s")
+    print(f"scalar_structured_seat_steps_per_s: {eps * SEAT_STEPS:.0f} seat-steps/s")
+    print(f"scalar_structured_vs_original: {eps * SEAT_STEPS / ORIGINAL_SEAT_STEPS_PER_S:.2f} x")
+    eps = bench_sentences(secs)
+    print(f"scalar_sentence_episodes_per_s: {eps:.1f} episodes/s")
+    print(f"scalar_sentence_seat_steps_per_s: {eps * SEAT_STEPS:.0f} seat-steps/s")
+    print(f"parse_sentences_per_s: {bench_parse(secs):.0f} sentences/s")
+    eps = bench_baselines(secs)
+    if eps is not None:
+        print(f"baseline_episodes_per_s: {eps:.1f} episodes/s")
+    gate = bench_feasibility()
+    if gate is not None:
+        print(f"feasibility_gate_s: {gate:.2f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

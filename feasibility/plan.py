@@ -1,0 +1,89 @@
+"""What a plan is, for both oracles of the feasibility gate (RULES §18).
+
+A plan is the action list of one seat that starts in a room with empty hands and the starting
+purse, buys the units its two commissions ask for and hands them to the guild keeper.  Every
+step is one turn: walking one exit (``move``), one purchase of any number of units of one good
+from one keeper (``buy``, RULES §9.1), or one hand-over of one good to the guild keeper
+(``give``, RULES §9.4).  Nothing else is modelled: no selling, no loose goods, no other seats.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sim.world import COMMISSION_COUNT, World
+
+UNITS = COMMISSION_COUNT
+"""Units each commission asks for (RULES §1: commission count 2)."""
+
+TURN_MARGIN = 2
+"""RULES §18: a plan must fit in ``turns - 2`` turns (a margin for a seat that is not perfect)."""
+
+
+def allowance(turns: int) -> int:
+    """Turns a plan may take in a ``turns``-turn episode (RULES §18: ``turns - 2``)."""
+    return turns - TURN_MARGIN
+
+
+@dataclass(frozen=True)
+class Step:
+    """One turn of a plan.  ``room`` is where the seat stands after the step."""
+
+    kind: str  # "move" | "buy" | "give"
+    room: int
+    keeper: int = -1
+    good: int = -1
+    qty: int = 0
+    coin: int = 0  # coin paid (buy only)
+
+    def describe(self, world: World) -> str:
+        """``"The Smithy"``, ``"buy 2 nails from Smith Bram (11)"``, ``"give 2 hides"``."""
+        if self.kind == "move":
+            return world.rooms[self.room].name
+        if self.kind == "buy":
+            return (f"buy {world.item_name(self.good, self.qty)} from "
+                    f"{world.keepers[self.keeper].name} ({self.coin})")
+        return f"give {world.item_name(self.good, self.qty)}"
+
+    def to_json(self, world: World) -> dict:
+        d: dict = {"kind": self.kind, "room": world.rooms[self.room].name}
+        if self.kind != "move":
+            d.update(good=world.goods[self.good].name, qty=self.qty)
+        if self.kind == "buy":
+            d.update(keeper=world.keepers[self.keeper].name, coin=self.coin)
+        return d
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A complete plan: ``turns`` steps costing ``coin`` in all."""
+
+    turns: int
+    coin: int
+    steps: tuple[Step, ...]
+
+    def route(self, world: World) -> str:
+        """The plan in one line, e.g. ``The Docks: buy 2 hides ... > Market Square > ...``."""
+        return " > ".join(s.describe(world) for s in self.steps)
+
+    def to_json(self, world: World) -> dict:
+        return {"turns": self.turns, "coin": self.coin,
+                "steps": [s.to_json(world) for s in self.steps]}
+
+
+def walk(world: World, start: int, goal: int) -> list[Step]:
+    """The ``move`` steps of the shortest walk, taking ``step_toward`` at each room (§2.1)."""
+    steps = []
+    here = start
+    while here != goal:
+        here = world.step_toward(here, goal)
+        if here < 0:
+            raise ValueError(f"room {goal} is unreachable from room {start}")
+        steps.append(Step("move", here))
+    return steps
+
+
+def buy_cost(world: World, good: int, stock: int, qty: int) -> int:
+    """Coin for ``qty`` units from a keeper holding ``stock``: the ask walked one unit at a
+    time, each priced from the stock at the moment it changes hands (RULES §7)."""
+    return sum(world.ask_table[good][stock - i] for i in range(qty))
