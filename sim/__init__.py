@@ -17,6 +17,24 @@ from .replay import replay
 from .world import STANDARD_TOWN, World
 
 
+def parallel_env(**kwargs):
+    """The PettingZoo ``ParallelEnv`` (API.md §2); PettingZoo is imported on first use."""
+    from .parallel import parallel_env as make
+
+    return make(**kwargs)
+
+
+def _register() -> None:
+    """Register ``guild/Guild-v0`` by entry-point string, so nothing heavy loads until make()."""
+    import gymnasium
+
+    if "guild/Guild-v0" not in gymnasium.registry:
+        gymnasium.register(id="guild/Guild-v0", entry_point="sim.env:GuildEnv")
+
+
+_register()
+
+
 def parse_sentence(text: str, game: Game, seat: int) -> Intent:
     """Parse ``text`` as ``seat``'s sentence against the game's current (start-of-turn) state.
 
@@ -29,5 +47,5 @@ def parse_sentence(text: str, game: Game, seat: int) -> Intent:
 __all__ = [
     "KINDS", "REASONS", "STANDARD_TOWN", "ConfigError", "Game", "GameConfig", "GuildError",
     "Intent", "IntentError", "ReplayMismatch", "StateError", "TurnError", "World",
-    "parse_sentence", "replay",
+    "parallel_env", "parse_sentence", "replay",
 ]

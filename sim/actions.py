@@ -1,0 +1,244 @@
+"""The flat structured action table: index <-> Intent, canonical sentences, the legal mask.
+
+Every environment asks this module, and only this module, for ``index -> Intent`` and the mask,
+so the structured face and the sentence face cannot drift apart: each action's canonical
+sentence parses back to the same intent (tested over every action in many states).
+
+Other seats are named **seat-relative**: ``rel`` 1..5 is the seat ``(me + rel) % 6``, so a
+policy learnt in one seat transfers to another.  Quantities use the small set {1, all} (buying
+uses {1, 2}); coin amounts use fixed sets.  Only free-text speech is outside the table.
+
+| block | slots | count |
+|---|---|---|
+| wait | - | 1 |
+| quest | ask the keeper here | 1 |
+| move | destination room 0..8 | 9 |
+| take | good x {1, all} | 12 |
+| drop | good x {1, all} | 12 |
+| buy | good x {1, 2} from the keeper here | 12 |
+| sell | good x {1, all} to the keeper here | 12 |
+| deliver | good x {1, all} handed to the keeper here | 12 |
+| gift | rel x good (1 unit) | 30 |
+| pay | rel x coin {1, 5, 10} | 15 |
+| offer | rel x good (1 unit) x price {4, 8, 12, 16} | 120 |
+| hire | rel x fee {1, 5, 10} | 15 |
+| accept | rel | 5 |
+| rob | rel | 5 |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .intents import Intent
+from .state import GameState
+from .world import QTY_ALL, SEATS, World
+
+TAKE_QTYS = (1, QTY_ALL)
+BUY_QTYS = (1, 2)
+PAY_COINS = (1, 5, 10)
+OFFER_PRICES = (4, 8, 12, 16)
+HIRE_FEES = (1, 5, 10)
+RELS = (1, 2, 3, 4, 5)
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    """One row of the table: the intent kind and its slots (``rel`` for another seat)."""
+
+    block: str
+    kind: str
+    to_room: int = -1
+    item: int = -1
+    qty: int = 1
+    rel: int = 0
+    coin: int = 0
+    to_keeper: bool = False  # buy/sell/quest/deliver name the keeper standing here
+
+
+@lru_cache(maxsize=8)
+def action_table(world: World) -> tuple[ActionSpec, ...]:
+    """The table for a town, in a fixed order (OpenSpiel-style: legal actions ascend)."""
+    rows: list[ActionSpec] = [ActionSpec("wait", "wait"),
+                              ActionSpec("quest", "quest", to_keeper=True)]
+    goods = range(world.n_goods)
+    rows += [ActionSpec("move", "move", to_room=r) for r in range(world.n_rooms)]
+    rows += [ActionSpec("take", "take", item=g, qty=q) for g in goods for q in TAKE_QTYS]
+    rows += [ActionSpec("drop", "drop", item=g, qty=q) for g in goods for q in TAKE_QTYS]
+    rows += [ActionSpec("buy", "buy", item=g, qty=q, to_keeper=True)
+             for g in goods for q in BUY_QTYS]
+    rows += [ActionSpec("sell", "sell", item=g, qty=q, to_keeper=True)
+             for g in goods for q in TAKE_QTYS]
+    rows += [ActionSpec("deliver", "give", item=g, qty=q, to_keeper=True)
+             for g in goods for q in TAKE_QTYS]
+    rows += [ActionSpec("gift", "give", item=g, rel=r) for r in RELS for g in goods]
+    rows += [ActionSpec("pay", "give", rel=r, coin=c) for r in RELS for c in PAY_COINS]
+    rows += [ActionSpec("offer", "trade", item=g, rel=r, coin=p)
+             for r in RELS for g in goods for p in OFFER_PRICES]
+    rows += [ActionSpec("hire", "hire", rel=r, coin=c) for r in RELS for c in HIRE_FEES]
+    rows += [ActionSpec("accept", "accept", rel=r) for r in RELS]
+    rows += [ActionSpec("rob", "rob", rel=r) for r in RELS]
+    return tuple(rows)
+
+
+def n_actions(world: World) -> int:
+    return len(action_table(world))
+
+
+WAIT_ACTION = 0
+
+
+def to_intent(index: int, world: World, seat: int, room: int) -> Intent:
+    """The intent of action ``index`` for ``seat`` standing in ``room``."""
+    table = action_table(world)
+    if not 0 <= index < len(table):
+        from .errors import IntentError
+        raise IntentError(f"action index must be between 0 and {len(table) - 1}; got {index!r}")
+    a = table[index]
+    npc = world.keeper_in_room[room] if a.to_keeper else -1
+    other = (seat + a.rel) % SEATS if a.rel else -1
+    return Intent(a.kind, to_room=a.to_room, item=a.item, qty=a.qty, npc=npc, other=other,
+                  coin=a.coin)
+
+
+def semantic(it: Intent) -> tuple:
+    """The slots that decide an intent's outcome; two intents with equal ``semantic`` are the
+    same act (a parse also fills incidental slots, e.g. ``toRoom`` from "Smith Bram")."""
+    k = it.kind
+    if k == "move":
+        return (k, it.to_room)
+    if k in ("take", "drop"):
+        return (k, it.item, it.qty)
+    if k in ("buy", "sell"):
+        return (k, it.item, it.qty, it.npc)
+    if k == "give":
+        if it.npc >= 0:
+            return (k, "keeper", it.npc, it.item, it.qty)
+        return (k, "cog", it.other, it.item, it.qty if it.item >= 0 else 0, it.coin)
+    if k == "trade":
+        return (k, it.other, it.item, it.qty, it.coin)
+    if k == "hire":
+        return (k, it.other, it.coin)
+    if k in ("accept", "rob"):
+        return (k, it.other)
+    if k == "quest":
+        return (k, it.npc)
+    if k == "none":
+        return (k, it.reason)
+    return (k,)
+
+
+def canonical(index: int, world: World, aliases: list[str], seat: int, room: int) -> str:
+    """The plain sentence of an action; the parser reads it back as the same intent."""
+    a = action_table(world)[index]
+    keeper_id = world.keeper_in_room[room]
+    # With no keeper here the sentence names none, so it fails exactly as the structured act.
+    keeper = world.keepers[keeper_id].name if keeper_id >= 0 else ""
+    cog = aliases[(seat + a.rel) % SEATS] if a.rel else ""
+    g = world.goods[a.item] if a.item >= 0 else None
+    goods = ""
+    if g is not None:
+        goods = f"all the {g.plural}" if a.qty == QTY_ALL else world.item_name(a.item, a.qty)
+    b = a.block
+    if b == "wait":
+        return "I wait and watch the road."
+    if b == "quest":
+        return (f"I ask {keeper} about my commissions." if keeper
+                else "I enquire about my commissions.")
+    if b == "move":
+        return f"I walk to {world.rooms[a.to_room].name}."
+    if b == "take":
+        return f"I pick up {goods}."
+    if b == "drop":
+        return f"I drop {goods}."
+    if b == "buy":
+        return f"I buy {goods} from {keeper}." if keeper else f"I buy {goods}."
+    if b == "sell":
+        return f"I sell {goods} to {keeper}." if keeper else f"I sell {goods}."
+    if b == "deliver":
+        return f"I hand {keeper} {goods}." if keeper else f"I hand over {goods}."
+    if b == "gift":
+        return f"I give {cog} {goods}."
+    if b == "pay":
+        return f"I give {cog} {a.coin} coins."
+    if b == "offer":
+        return f"I offer {cog} {goods} for {a.coin} coins."
+    if b == "hire":
+        return f"I hire {cog} for {a.coin} coins."
+    if b == "accept":
+        return f"I accept {cog}'s offer."
+    return f"I rob {cog}."
+
+
+def legal_mask(st: GameState, seat: int) -> list[bool]:
+    """Actions whose preconditions hold from the seat's own view (RULES §9, §11).
+
+    Only what the seat may see is read.  A few outcomes cannot be foreseen from there, so the
+    mask may call them legal: a gift into a full pack (``carry_limit``), an accepted trade whose
+    offerer no longer holds the goods (``offer_expired``), a robbery met by hirelings guarding
+    the victim (``robbery_failed``) or of a victim with nothing at all (``nothing_to_take``), and
+    any contest lost to an earlier initiative in the same turn (last unit of stock, a floor
+    good, shop coin, an offerer's goods or coin).
+    """
+    w = st.world
+    table = action_table(w)
+    here = st.room[seat]
+    keeper = w.keeper_in_room[here]
+    pack = st.items[seat]
+    coin = st.coin[seat]
+    free = w.carry_limit - sum(pack)
+    floor = st.floor[here]
+    present = [((seat + r) % SEATS) for r in range(SEATS)]
+    present_rel = [False] + [st.room[present[r]] == here for r in RELS]
+    dark = w.rooms[here].dark
+    mine = sum(1 for s in range(SEATS)
+               if st.retainer_of[s] == seat and st.retainer_turns[s] > 0 and st.room[s] == here)
+    offers = {}
+    for o in st.offers:
+        if o.to == seat and o.posted_turn == st.turn - 1:
+            rel = (o.sender - seat) % SEATS
+            offers.setdefault(rel, o)  # the oldest one from that seat is the one accepted
+    open_need = [0] * w.n_goods
+    for q, good in enumerate(st.quest_item[seat]):
+        open_need[good] += st.quest_count[seat][q] - st.delivered[seat][q]
+    mask = []
+    for a in table:
+        b = a.block
+        if b == "wait":
+            ok = True
+        elif b == "quest":
+            ok = keeper >= 0
+        elif b == "move":
+            ok = w.adjacent[here][a.to_room]
+        elif b == "take":
+            ok = floor[a.item] > 0 and free > 0
+        elif b == "drop":
+            ok = pack[a.item] > 0
+        elif b == "buy":
+            ok = (keeper >= 0 and w.deals[keeper][a.item] and free > 0
+                  and st.stock[keeper][a.item] > 0
+                  and coin >= w.ask_table[a.item][st.stock[keeper][a.item]])
+        elif b == "sell":
+            ok = (keeper >= 0 and w.deals[keeper][a.item] and pack[a.item] > 0
+                  and st.shop_coin[keeper] >= w.bid_table[a.item][st.stock[keeper][a.item]])
+        elif b == "deliver":
+            ok = keeper == w.guild and pack[a.item] > 0 and open_need[a.item] > 0
+        elif b == "gift":
+            ok = present_rel[a.rel] and pack[a.item] > 0
+        elif b in ("pay", "hire"):
+            ok = present_rel[a.rel] and coin > 0
+        elif b == "offer":
+            ok = present_rel[a.rel] and pack[a.item] > 0
+        elif b == "accept":
+            o = offers.get(a.rel)
+            ok = o is not None and present_rel[a.rel] and (
+                o.kind == "hire" or (coin >= o.coin and free >= o.qty))
+        else:  # rob: assume the victim has no hidden guards
+            other = present[a.rel]
+            bound = st.retainer_of[seat] == other and st.retainer_turns[seat] > 0
+            attack = 1 + mine + (1 if dark else 0)
+            defence = 1 + (0 if dark else 2)
+            ok = st.thievery and present_rel[a.rel] and not bound and attack > defence
+        mask.append(bool(ok))
+    return mask

@@ -1,0 +1,134 @@
+"""PettingZoo face: all six seats act each turn, simultaneously, as the rules resolve them.
+
+Agents ``seat_0`` .. ``seat_5``; spaces, observations, masks and rewards as in ``sim.env``
+(per seat).  Options: ``seed`` (a default for ``reset``), ``turns``, ``thievery``, ``speech``,
+``world``, ``text_mode``, ``flatten``, ``reward`` and ``render_mode`` (``"ansi"``/``"human"``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pettingzoo import ParallelEnv
+
+from .actions import legal_mask
+from .env import SeatFace, seat_spaces
+from .game import Game, GameConfig
+from .scoring import score
+from .world import SEATS, STANDARD_TOWN, World
+
+
+def parallel_env(**kwargs) -> GuildParallelEnv:
+    """The PettingZoo ``ParallelEnv`` of API.md §2."""
+    return GuildParallelEnv(**kwargs)
+
+
+class GuildParallelEnv(ParallelEnv):
+    metadata = {"render_modes": ["ansi", "human"], "name": "guild_v0", "is_parallelizable": True}
+
+    def __init__(self, seed: int | None = None, turns: int = 14, thievery: bool = True,
+                 speech: bool = True, world: World | None = None, text_mode: bool = False,
+                 flatten: bool = False, reward: str = "dense",
+                 render_mode: str | None = None) -> None:
+        if reward not in ("dense", "terminal"):
+            raise ValueError(f"reward must be 'dense' or 'terminal'; got {reward!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}; "
+                             f"got {render_mode!r}")
+        self.world = world or STANDARD_TOWN
+        GameConfig(turns=turns, thievery=thievery, speech=speech, world=self.world)  # validate
+        self.default_seed = seed
+        self.turns, self.thievery, self.speech = turns, thievery, speech
+        self.reward_mode = reward
+        self.render_mode = render_mode
+        self.face = SeatFace(self.world, text_mode, flatten)
+        self._spaces = seat_spaces(self.world, text_mode, flatten)
+        self.possible_agents = [f"seat_{s}" for s in range(SEATS)]
+        self.agents: list[str] = []
+        self.game: Game | None = None
+        self._scores = [0.0] * SEATS
+        self._rng = np.random.default_rng(seed)
+
+    def observation_space(self, agent: str):
+        """Every seat has the same spaces, built once in ``__init__``."""
+        return self._spaces[0]
+
+    def action_space(self, agent: str):
+        return self._spaces[1]
+
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        if seed is None:
+            seed = self.default_seed if self.game is None else None
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        game_seed = int(self._rng.integers(0, 2 ** 31 - 1))
+        self.game = Game(GameConfig(seed=game_seed, turns=self.turns, thievery=self.thievery,
+                                    speech=self.speech, world=self.world))
+        self.agents = list(self.possible_agents)
+        self._scores = [0.0] * SEATS
+        obs = {a: self.face.observe(self.game, s) for s, a in enumerate(self.possible_agents)}
+        return obs, {a: self._info(s) for s, a in enumerate(self.possible_agents)}
+
+    def step(self, actions: dict):
+        game = self.game
+        if game is None or game.done or not self.agents:
+            raise RuntimeError("step() called before reset() or after the episode ended")
+        missing = [a for a in self.agents if a not in actions]
+        if missing:
+            raise ValueError(f"step needs an action for every agent; missing {missing}")
+        turn_actions = [self.face.action(game, s, actions[a])
+                        for s, a in enumerate(self.possible_agents)]
+        game.play_turn(turn_actions)
+        done = game.done
+        rewards = {}
+        for s, a in enumerate(self.possible_agents):
+            new = score(game.state, s)
+            if self.reward_mode == "dense":
+                rewards[a] = float(new - self._scores[s])
+            else:
+                rewards[a] = float(new) if done else 0.0
+            self._scores[s] = new
+        obs = {a: self.face.observe(game, s) for s, a in enumerate(self.possible_agents)}
+        terms = {a: done for a in self.possible_agents}
+        truncs = {a: False for a in self.possible_agents}
+        infos = {a: self._info(s) for s, a in enumerate(self.possible_agents)}
+        if done:
+            results = game.results()
+            for a in self.possible_agents:
+                infos[a]["results"] = results
+            self.agents = []
+        if self.render_mode == "human":
+            self.render()
+        return obs, rewards, terms, truncs, infos
+
+    def action_masks(self, agent: str) -> np.ndarray:
+        s = self.possible_agents.index(agent)
+        return np.array(legal_mask(self.game.state, s), bool)
+
+    def render(self):
+        if self.game is None or self.render_mode is None:
+            return None
+        text = spectator_text(self.game)
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def close(self) -> None:
+        pass
+
+    def _info(self, seat: int) -> dict:
+        info = {"score": self._scores[seat]}
+        info.update(self.face.info(self.game, seat))
+        return info
+
+
+def spectator_text(game: Game) -> str:
+    """A short town summary for ``render``: where each seat stands and its score."""
+    st = game.state
+    w = game.world
+    lines = [f"Turn {min(st.turn, st.turns - 1) + 1} of {st.turns}"
+             + (f" - over ({st.reason})" if st.done else "")]
+    for s in range(SEATS):
+        lines.append(f"  {st.aliases[s]:<9} {w.rooms[st.room[s]].name:<18} coin {st.coin[s]:>3} "
+                     f"pack {sum(st.items[s])} score {score(st, s):+.3f}")
+    return "\n".join(lines)
