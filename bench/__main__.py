@@ -134,6 +134,50 @@ def bench_baselines(seconds: float) -> float | None:
     return _rate(episode, seconds)
 
 
+def bench_gym(seconds: float) -> float | None:
+    """Gymnasium steps/s: one masked-random learning seat, five baseline opponents."""
+    if importlib.util.find_spec("agents") is None:
+        return None
+    import gymnasium
+    import numpy as np
+
+    env = gymnasium.make("guild/Guild-v0")
+    rng = np.random.default_rng(0)
+
+    def episode(i: int) -> int:
+        obs, info = env.reset(seed=i)
+        steps, done = 0, False
+        while not done:
+            legal = np.flatnonzero(obs["action_mask"])
+            obs, r, done, trunc, info = env.step(int(legal[rng.integers(len(legal))]))
+            steps += 1
+        return steps
+    return _rate(episode, seconds)
+
+
+def bench_parallel(seconds: float) -> float:
+    """PettingZoo joint steps/s (one step = all six seats), masked-random actions."""
+    import numpy as np
+
+    import sim
+
+    env = sim.parallel_env()
+    rng = np.random.default_rng(0)
+
+    def episode(i: int) -> int:
+        obs, infos = env.reset(seed=i)
+        steps = 0
+        while env.agents:
+            acts = {}
+            for a in env.agents:
+                legal = np.flatnonzero(obs[a]["action_mask"])
+                acts[a] = int(legal[rng.integers(len(legal))])
+            obs, rewards, terms, truncs, infos = env.step(acts)
+            steps += 1
+        return steps
+    return _rate(episode, seconds)
+
+
 def bench_feasibility() -> float | None:
     if importlib.util.find_spec("feasibility") is None:
         return None
@@ -159,6 +203,10 @@ def main(argv: list[str] | None = None) -> int:
     eps = bench_baselines(secs)
     if eps is not None:
         print(f"baseline_episodes_per_s: {eps:.1f} episodes/s")
+    steps = bench_gym(secs)
+    if steps is not None:
+        print(f"gym_steps_per_s: {steps:.0f} steps/s")
+    print(f"parallel_joint_steps_per_s: {bench_parallel(secs):.0f} joint-steps/s")
     gate = bench_feasibility()
     if gate is not None:
         print(f"feasibility_gate_s: {gate:.2f} s")

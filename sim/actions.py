@@ -29,7 +29,6 @@ uses {1, 2}); coin amounts use fixed sets.  Only free-text speech is outside the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 from .intents import Intent
 from .state import GameState
@@ -57,9 +56,24 @@ class ActionSpec:
     to_keeper: bool = False  # buy/sell/quest/deliver name the keeper standing here
 
 
-@lru_cache(maxsize=8)
+_TABLES: dict[int, tuple[World, tuple[ActionSpec, ...]]] = {}
+
+
 def action_table(world: World) -> tuple[ActionSpec, ...]:
-    """The table for a town, in a fixed order (OpenSpiel-style: legal actions ascend)."""
+    """The table for a town, in a fixed order (OpenSpiel-style: legal actions ascend).
+
+    Cached by identity (hashing a whole World on every call would cost more than the lookup);
+    the entry keeps the world alive so its id cannot be reused.
+    """
+    hit = _TABLES.get(id(world))
+    if hit is not None and hit[0] is world:
+        return hit[1]
+    table = _build_table(world)
+    _TABLES[id(world)] = (world, table)
+    return table
+
+
+def _build_table(world: World) -> tuple[ActionSpec, ...]:
     rows: list[ActionSpec] = [ActionSpec("wait", "wait"),
                               ActionSpec("quest", "quest", to_keeper=True)]
     goods = range(world.n_goods)
@@ -179,66 +193,60 @@ def legal_mask(st: GameState, seat: int) -> list[bool]:
     offerer no longer holds the goods (``offer_expired``), a robbery met by hirelings guarding
     the victim (``robbery_failed``) or of a victim with nothing at all (``nothing_to_take``), and
     any contest lost to an earlier initiative in the same turn (last unit of stock, a floor
-    good, shop coin, an offerer's goods or coin).
+    good, shop coin, an offerer's goods or coin).  Built block by block in table order.
     """
     w = st.world
-    table = action_table(w)
+    goods = range(w.n_goods)
     here = st.room[seat]
     keeper = w.keeper_in_room[here]
     pack = st.items[seat]
     coin = st.coin[seat]
     free = w.carry_limit - sum(pack)
     floor = st.floor[here]
-    present = [((seat + r) % SEATS) for r in range(SEATS)]
-    present_rel = [False] + [st.room[present[r]] == here for r in RELS]
+    others = [(seat + r) % SEATS for r in RELS]
+    present = [st.room[o] == here for o in others]
+    held = [n > 0 for n in pack]
+    mask = [True, keeper >= 0]
+    mask += w.adjacent[here]
+    n_take, n_buy = len(TAKE_QTYS), len(BUY_QTYS)
+    mask += [floor[g] > 0 and free > 0 for g in goods for _ in range(n_take)]
+    mask += [h for h in held for _ in range(n_take)]
+    if keeper >= 0:
+        deals, stock = w.deals[keeper], st.stock[keeper]
+        shop_coin = st.shop_coin[keeper]
+        can_buy = [deals[g] and free > 0 and stock[g] > 0 and coin >= w.ask_table[g][stock[g]]
+                   for g in goods]
+        can_sell = [deals[g] and held[g] and shop_coin >= w.bid_table[g][stock[g]]
+                    for g in goods]
+    else:
+        can_buy = can_sell = [False] * w.n_goods
+    mask += [b for b in can_buy for _ in range(n_buy)]
+    mask += [b for b in can_sell for _ in range(n_take)]
+    if keeper == w.guild:
+        need = [0] * w.n_goods
+        for q, good in enumerate(st.quest_item[seat]):
+            need[good] += st.quest_count[seat][q] - st.delivered[seat][q]
+        mask += [held[g] and need[g] > 0 for g in goods for _ in range(n_take)]
+    else:
+        mask += [False] * (w.n_goods * n_take)
+    mask += [p and h for p in present for h in held]  # gift
+    mask += [p and coin > 0 for p in present for _ in PAY_COINS]
+    mask += [p and h for p in present for h in held for _ in OFFER_PRICES]
+    mask += [p and coin > 0 for p in present for _ in HIRE_FEES]
+    first: dict[int, object] = {}
+    for o in st.offers:
+        if o.to == seat and o.posted_turn == st.turn - 1 and o.sender not in first:
+            first[o.sender] = o  # the oldest offer from a seat is the one an accept takes
+    for k, other in enumerate(others):
+        o = first.get(other)
+        mask.append(o is not None and present[k] and (
+            o.kind == "hire" or (coin >= o.coin and free >= o.qty)))
+    # Robbery: assume the victim has no hidden guards.
     dark = w.rooms[here].dark
     mine = sum(1 for s in range(SEATS)
                if st.retainer_of[s] == seat and st.retainer_turns[s] > 0 and st.room[s] == here)
-    offers = {}
-    for o in st.offers:
-        if o.to == seat and o.posted_turn == st.turn - 1:
-            rel = (o.sender - seat) % SEATS
-            offers.setdefault(rel, o)  # the oldest one from that seat is the one accepted
-    open_need = [0] * w.n_goods
-    for q, good in enumerate(st.quest_item[seat]):
-        open_need[good] += st.quest_count[seat][q] - st.delivered[seat][q]
-    mask = []
-    for a in table:
-        b = a.block
-        if b == "wait":
-            ok = True
-        elif b == "quest":
-            ok = keeper >= 0
-        elif b == "move":
-            ok = w.adjacent[here][a.to_room]
-        elif b == "take":
-            ok = floor[a.item] > 0 and free > 0
-        elif b == "drop":
-            ok = pack[a.item] > 0
-        elif b == "buy":
-            ok = (keeper >= 0 and w.deals[keeper][a.item] and free > 0
-                  and st.stock[keeper][a.item] > 0
-                  and coin >= w.ask_table[a.item][st.stock[keeper][a.item]])
-        elif b == "sell":
-            ok = (keeper >= 0 and w.deals[keeper][a.item] and pack[a.item] > 0
-                  and st.shop_coin[keeper] >= w.bid_table[a.item][st.stock[keeper][a.item]])
-        elif b == "deliver":
-            ok = keeper == w.guild and pack[a.item] > 0 and open_need[a.item] > 0
-        elif b == "gift":
-            ok = present_rel[a.rel] and pack[a.item] > 0
-        elif b in ("pay", "hire"):
-            ok = present_rel[a.rel] and coin > 0
-        elif b == "offer":
-            ok = present_rel[a.rel] and pack[a.item] > 0
-        elif b == "accept":
-            o = offers.get(a.rel)
-            ok = o is not None and present_rel[a.rel] and (
-                o.kind == "hire" or (coin >= o.coin and free >= o.qty))
-        else:  # rob: assume the victim has no hidden guards
-            other = present[a.rel]
-            bound = st.retainer_of[seat] == other and st.retainer_turns[seat] > 0
-            attack = 1 + mine + (1 if dark else 0)
-            defence = 1 + (0 if dark else 2)
-            ok = st.thievery and present_rel[a.rel] and not bound and attack > defence
-        mask.append(bool(ok))
+    strong = (1 + mine + (1 if dark else 0)) > (1 + (0 if dark else 2))
+    bound_to = st.retainer_of[seat] if st.retainer_turns[seat] > 0 else -1
+    mask += [st.thievery and strong and present[k] and other != bound_to
+             for k, other in enumerate(others)]
     return mask

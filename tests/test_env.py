@@ -157,6 +157,78 @@ def test_masked_random_play_never_fails_where_the_mask_could_know(seed: int) -> 
                 assert ev["reason"] in UNFORESEEABLE.get(block, set()), (block, ev)
 
 
+def test_fast_mask_equals_a_row_by_row_reading() -> None:
+    for game in _states():
+        for seat in range(6):
+            assert legal_mask(game.state, seat) == reference_mask(game.state, seat)
+
+
+def reference_mask(st, seat: int) -> list[bool]:
+    """Row-by-row reading of the rules, kept as the reference for the fast mask."""
+    w = st.world
+    table = action_table(w)
+    rels = (1, 2, 3, 4, 5)
+    here = st.room[seat]
+    keeper = w.keeper_in_room[here]
+    pack = st.items[seat]
+    coin = st.coin[seat]
+    free = w.carry_limit - sum(pack)
+    floor = st.floor[here]
+    present = [((seat + r) % 6) for r in range(6)]
+    present_rel = [False] + [st.room[present[r]] == here for r in rels]
+    dark = w.rooms[here].dark
+    mine = sum(1 for s in range(6)
+               if st.retainer_of[s] == seat and st.retainer_turns[s] > 0 and st.room[s] == here)
+    offers = {}
+    for o in st.offers:
+        if o.to == seat and o.posted_turn == st.turn - 1:
+            rel = (o.sender - seat) % 6
+            offers.setdefault(rel, o)  # the oldest one from that seat is the one accepted
+    open_need = [0] * w.n_goods
+    for q, good in enumerate(st.quest_item[seat]):
+        open_need[good] += st.quest_count[seat][q] - st.delivered[seat][q]
+    mask = []
+    for a in table:
+        b = a.block
+        if b == "wait":
+            ok = True
+        elif b == "quest":
+            ok = keeper >= 0
+        elif b == "move":
+            ok = w.adjacent[here][a.to_room]
+        elif b == "take":
+            ok = floor[a.item] > 0 and free > 0
+        elif b == "drop":
+            ok = pack[a.item] > 0
+        elif b == "buy":
+            ok = (keeper >= 0 and w.deals[keeper][a.item] and free > 0
+                  and st.stock[keeper][a.item] > 0
+                  and coin >= w.ask_table[a.item][st.stock[keeper][a.item]])
+        elif b == "sell":
+            ok = (keeper >= 0 and w.deals[keeper][a.item] and pack[a.item] > 0
+                  and st.shop_coin[keeper] >= w.bid_table[a.item][st.stock[keeper][a.item]])
+        elif b == "deliver":
+            ok = keeper == w.guild and pack[a.item] > 0 and open_need[a.item] > 0
+        elif b == "gift":
+            ok = present_rel[a.rel] and pack[a.item] > 0
+        elif b in ("pay", "hire"):
+            ok = present_rel[a.rel] and coin > 0
+        elif b == "offer":
+            ok = present_rel[a.rel] and pack[a.item] > 0
+        elif b == "accept":
+            o = offers.get(a.rel)
+            ok = o is not None and present_rel[a.rel] and (
+                o.kind == "hire" or (coin >= o.coin and free >= o.qty))
+        else:  # rob: assume the victim has no hidden guards
+            other = present[a.rel]
+            bound = st.retainer_of[seat] == other and st.retainer_turns[seat] > 0
+            attack = 1 + mine + (1 if dark else 0)
+            defence = 1 + (0 if dark else 2)
+            ok = st.thievery and present_rel[a.rel] and not bound and attack > defence
+        mask.append(bool(ok))
+    return mask
+
+
 def test_wait_is_always_legal_and_masks_match_info() -> None:
     env = gymnasium.make("guild/Guild-v0")
     obs, info = env.reset(seed=2)

@@ -1,0 +1,102 @@
+"""``python -m feasibility``: the CI gate for every rule constant (RULES §18).
+
+Exit status: 0 when every plan fits, 1 when any does not, 2 for bad arguments or a bad world
+file (one line on stderr, no traceback).  The turn count is ``--turns``, else the world file's
+``turns``, else 14.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from sim.start import seed_in_range
+from sim.world import DEFAULT_TURNS, MIN_TURNS, STANDARD_TOWN
+from sim.worldfile import WorldFileError, load_world
+
+from .gate import DEFAULT_SEEDS, run_gate
+from .report import format_text
+
+EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+MAX_SEEDS = 1_000_000
+
+
+class UsageError(Exception):
+    """Bad command-line arguments (exit 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of printing usage and exiting, so errors are one line."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def parse_seeds(text: str) -> range:
+    """``"A..B"`` (inclusive) or a single ``"N"`` -> a range of seeds."""
+    m = re.fullmatch(r"\s*(-?\d+)\s*(?:\.\.\s*(-?\d+)\s*)?", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"expected A..B (e.g. 0..199) or one seed; got {text!r}")
+    a = int(m.group(1))
+    b = int(m.group(2)) if m.group(2) is not None else a
+    if b < a:
+        raise argparse.ArgumentTypeError(f"empty seed range {a}..{b} (A must be <= B)")
+    if b - a + 1 > MAX_SEEDS:
+        raise argparse.ArgumentTypeError(f"at most {MAX_SEEDS} seeds at once; got {b - a + 1}")
+    if not (seed_in_range(a) and seed_in_range(b)):
+        raise argparse.ArgumentTypeError("seeds must keep seed * 7919 + 17 inside a signed "
+                                         "64-bit integer")
+    return range(a, b + 1)
+
+
+def parse_turns(text: str) -> int:
+    """A turn count, at least 6 (RULES §1 MinTurns)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number; got {text!r}") from None
+    if n < MIN_TURNS:
+        raise argparse.ArgumentTypeError(f"must be at least {MIN_TURNS}; got {n}")
+    return n
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m feasibility",
+                description="Check that every seat can finish both commissions within the turn "
+                            "horizon and its purse (RULES §18).  Exit 0 pass, 1 fail, 2 error.")
+    p.add_argument("--turns", type=parse_turns, default=None,
+                   help="episode length (default: the world file's, else 14)")
+    p.add_argument("--seeds", type=parse_seeds, default=DEFAULT_SEEDS, metavar="A..B",
+                   help="seeds to draw seats from, inclusive (default 0..199)")
+    p.add_argument("--world", metavar="FILE", default=None,
+                   help="a world file (.json, or .toml) overriding the standard town")
+    p.add_argument("--json", action="store_true", help="print the full report as JSON")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the gate; returns the exit status."""
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as e:
+        print(f"python -m feasibility: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    world, name, file_turns = STANDARD_TOWN, "standard town", None
+    if args.world is not None:
+        try:
+            world, file_turns = load_world(args.world)
+        except WorldFileError as e:
+            print(f"python -m feasibility: bad world file: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        name = f"world {args.world}"
+    turns = args.turns if args.turns is not None else (file_turns or DEFAULT_TURNS)
+    report = run_gate(world, turns, args.seeds, world_name=name)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=1, ensure_ascii=False))
+    else:
+        print(format_text(report))
+    return EXIT_PASS if report.ok else EXIT_FAIL

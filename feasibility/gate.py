@@ -1,0 +1,261 @@
+"""The feasibility gate: every seat must be able to finish both commissions (RULES §18).
+
+Two sets of cases are checked against one world and one turn count:
+
+* **seeded** - the original enforcement test: for each seed (default 0..199) the setup draw of
+  RULES §4 gives each of the 6 seats a starting room and two commission goods;
+* **exhaustive** - every starting room x every ordered pair of distinct commission goods, so a
+  variant town cannot pass only because the seeds happened not to draw its bad corner.
+
+For each case the greedy plan of RULES §18 must fit in ``turns - 2`` turns and in the starting
+coin (and, for variant towns, the four units it carries at once must fit the carry limit).  The
+optimal plan (:mod:`feasibility.optimal`) is reported beside it, with the slack of each, so a
+failure says whether the town is impossible or only the greedy route is too slow or too dear.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from sim.start import draw_town
+from sim.world import DEFAULT_TURNS, SEATS, STANDARD_TOWN, World
+
+from .greedy import Source, cheapest_source, greedy_plan
+from .optimal import OptimalSearch
+from .plan import UNITS, Plan, allowance
+
+DEFAULT_SEEDS = range(0, 200)
+"""RULES §18: seeds 0..199 x 6 seats = 1,200 seat-seeds."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One seat's situation: where it starts and what its two commissions ask for.
+
+    ``seed``/``seat`` are set for seeded cases and ``None`` for exhaustive ones.
+    """
+
+    start: int
+    goods: tuple[int, int]
+    seed: int | None = None
+    seat: int | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The verdict on one case: both plans and, if the greedy plan fails, why."""
+
+    case: Case
+    greedy: Plan | None
+    optimal: Plan | None
+    problems: tuple[str, ...]  # empty when the greedy plan fits
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def pair_name(world: World, goods: Iterable[int]) -> str:
+    """``"rope+salt"``: the two goods in id order (the order of RULES §18's pair table)."""
+    return "+".join(world.goods[g].name for g in sorted(goods))
+
+
+class Checker:
+    """Checks cases against one world and turn count; results are cached per (room, goods)."""
+
+    def __init__(self, world: World = STANDARD_TOWN, turns: int = DEFAULT_TURNS) -> None:
+        self.world = world
+        self.turns = turns
+        self.allowed = allowance(turns)
+        self._searches: dict[tuple[int, ...], OptimalSearch] = {}
+        self._cache: dict[tuple[int, tuple[int, int]], tuple[Plan | None, Plan | None,
+                                                              tuple[str, ...]]] = {}
+
+    def check(self, case: Case) -> Outcome:
+        key = (case.start, case.goods)
+        if key not in self._cache:
+            self._cache[key] = self._check(case.start, case.goods)
+        greedy, optimal, problems = self._cache[key]
+        return Outcome(case, greedy, optimal, problems)
+
+    def _check(self, start: int, goods: tuple[int, int]
+               ) -> tuple[Plan | None, Plan | None, tuple[str, ...]]:
+        w = self.world
+        pair = tuple(sorted(goods))
+        if pair not in self._searches:
+            self._searches[pair] = OptimalSearch(w, (pair[0], pair[1]))
+        optimal = self._searches[pair].plan(start)
+        g = greedy_plan(w, start, goods)
+        if isinstance(g, str):
+            return None, optimal, (g,)
+        problems = []
+        if g.turns > self.allowed:
+            problems.append(f"needs {g.turns} turns > {self.allowed} allowed "
+                            f"({self.turns} - 2)")
+        if g.coin > w.start_coin:
+            problems.append(f"needs {g.coin} coin > {w.start_coin} held")
+        carried = len(goods) * UNITS
+        if carried > w.carry_limit:
+            problems.append(f"carries {carried} units at once > carry limit {w.carry_limit}")
+        return g, optimal, tuple(problems)
+
+    def seeded_cases(self, seeds: Iterable[int]) -> list[Case]:
+        """The setup draw (RULES §4) of each seed: one case per seat."""
+        out = []
+        for seed in seeds:
+            starts, commissions, _floor = draw_town(seed, self.world)
+            for seat in range(SEATS):
+                a, b = commissions[seat]
+                out.append(Case(starts[seat], (a, b), seed, seat))
+        return out
+
+    def exhaustive_cases(self) -> list[Case]:
+        """Every starting room x every ordered pair of distinct commission goods."""
+        q = self.world.quest_items
+        return [Case(r, (a, b)) for r in range(self.world.n_rooms) for a in q for b in q
+                if a != b]
+
+
+@dataclass
+class Summary:
+    """Figures over a set of outcomes, for one oracle's plans (greedy or optimal)."""
+
+    cases: int = 0
+    without_plan: int = 0
+    distribution: dict[int, int] = field(default_factory=dict)
+    worst_turns: int | None = None
+    worst_turns_case: Case | None = None
+    worst_coin: int | None = None
+    worst_coin_case: Case | None = None
+    pair_coin: dict[str, int] = field(default_factory=dict)  # worst coin per pair
+    pair_turns: dict[str, int] = field(default_factory=dict)  # worst turns per pair
+    slack_turns: int | None = None
+    slack_coin: int | None = None
+
+    @classmethod
+    def of(cls, world: World, allowed: int, outcomes: list[Outcome], oracle: str) -> Summary:
+        s = cls(cases=len(outcomes))
+        dist: Counter[int] = Counter()
+        for o in outcomes:
+            p = o.greedy if oracle == "greedy" else o.optimal
+            if p is None:
+                s.without_plan += 1
+                continue
+            dist[p.turns] += 1
+            if s.worst_turns is None or p.turns > s.worst_turns:
+                s.worst_turns, s.worst_turns_case = p.turns, o.case
+            if s.worst_coin is None or p.coin > s.worst_coin:
+                s.worst_coin, s.worst_coin_case = p.coin, o.case
+            name = pair_name(world, o.case.goods)
+            s.pair_coin[name] = max(s.pair_coin.get(name, p.coin), p.coin)
+            s.pair_turns[name] = max(s.pair_turns.get(name, p.turns), p.turns)
+        s.distribution = dict(sorted(dist.items()))
+        s.pair_coin = dict(sorted(s.pair_coin.items(), key=lambda kv: _pair_key(world, kv[0])))
+        s.pair_turns = {k: s.pair_turns[k] for k in s.pair_coin}
+        if s.worst_turns is not None and s.worst_coin is not None:
+            s.slack_turns = allowed - s.worst_turns
+            s.slack_coin = world.start_coin - s.worst_coin
+        return s
+
+
+def _pair_key(world: World, name: str) -> tuple[int, ...]:
+    ids = {g.name: g.id for g in world.goods}
+    return tuple(ids[n] for n in name.split("+"))
+
+
+@dataclass
+class GateReport:
+    """Everything the gate found; ``ok`` is the verdict (every greedy plan fits)."""
+
+    world: World
+    world_name: str
+    turns: int
+    seeds: tuple[int, int] | None
+    sources: dict[int, Source | None]
+    seeded: list[Outcome]
+    exhaustive: list[Outcome]
+
+    @property
+    def allowed(self) -> int:
+        return allowance(self.turns)
+
+    @property
+    def failures(self) -> list[Outcome]:
+        return [o for o in self.seeded + self.exhaustive if not o.ok]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    def summary(self, which: str, oracle: str) -> Summary:
+        outcomes = self.seeded if which == "seeded" else self.exhaustive
+        return Summary.of(self.world, self.allowed, outcomes, oracle)
+
+    def to_json(self) -> dict:
+        """A JSON-ready dict of the whole report (``python -m feasibility --json``)."""
+        w = self.world
+        return {
+            "ok": self.ok,
+            "world": self.world_name,
+            "turns": self.turns,
+            "allowed_turns": self.allowed,
+            "start_coin": w.start_coin,
+            "carry_limit": w.carry_limit,
+            "seeds": list(self.seeds) if self.seeds else None,
+            "sources": {w.goods[g].name: (s.to_json(w) if s else None)
+                        for g, s in self.sources.items()},
+            "seeded": {o: _summary_json(w, self.summary("seeded", o))
+                       for o in ("greedy", "optimal")},
+            "exhaustive": {o: _summary_json(w, self.summary("exhaustive", o))
+                           for o in ("greedy", "optimal")},
+            "failures": [failure_json(self, o) for o in self.failures],
+        }
+
+
+def _case_json(world: World, case: Case | None) -> dict | None:
+    if case is None:
+        return None
+    return {"seed": case.seed, "seat": case.seat, "start": world.rooms[case.start].name,
+            "goods": [world.goods[g].name for g in case.goods]}
+
+
+def _summary_json(world: World, s: Summary) -> dict:
+    return {"cases": s.cases, "without_plan": s.without_plan,
+            "distribution": {str(k): v for k, v in s.distribution.items()},
+            "worst_turns": s.worst_turns, "worst_turns_case": _case_json(world, s.worst_turns_case),
+            "worst_coin": s.worst_coin, "worst_coin_case": _case_json(world, s.worst_coin_case),
+            "pair_coin": s.pair_coin, "pair_turns": s.pair_turns,
+            "slack_turns": s.slack_turns, "slack_coin": s.slack_coin}
+
+
+def failure_json(report: GateReport, o: Outcome) -> dict:
+    """One failure: which seat and seed (``null`` for an exhaustive case), the goods, turns
+    needed vs allowed, coin needed vs held, the reason, and both plans."""
+    w = report.world
+    d = _case_json(w, o.case) or {}
+    d.update(
+        scope="seeded" if o.case.seed is not None else "exhaustive",
+        turns_needed=o.greedy.turns if o.greedy else None,
+        turns_allowed=report.allowed,
+        coin_needed=o.greedy.coin if o.greedy else None,
+        coin_held=w.start_coin,
+        reason="; ".join(o.problems),
+        greedy=o.greedy.to_json(w) if o.greedy else None,
+        optimal=o.optimal.to_json(w) if o.optimal else None,
+        optimal_fits=bool(o.optimal and o.optimal.turns <= report.allowed),
+    )
+    return d
+
+
+def run_gate(world: World = STANDARD_TOWN, turns: int = DEFAULT_TURNS,
+             seeds: range | None = DEFAULT_SEEDS, exhaustive: bool = True,
+             world_name: str = "standard town") -> GateReport:
+    """Run the gate of RULES §18 (seeded cases, and the exhaustive ones unless disabled)."""
+    checker = Checker(world, turns)
+    seeded = [checker.check(c) for c in checker.seeded_cases(seeds or ())]
+    every = [checker.check(c) for c in checker.exhaustive_cases()] if exhaustive else []
+    sources = {g: cheapest_source(world, g) for g in world.quest_items}
+    span = (seeds.start, seeds.stop - 1) if seeds else None
+    return GateReport(world, world_name, turns, span, sources, seeded, every)

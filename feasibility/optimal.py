@@ -1,0 +1,153 @@
+"""The optimal plan: fewest turns, then least coin (beyond the greedy oracle of RULES §18).
+
+The greedy oracle buys each commission's two units at one keeper, the cheapest.  The optimal
+plan searches every way to do it: any keeper that trades the good, purchases split across
+keepers (one unit here, one there), either visiting order, hand-overs whenever the seat is at
+the guild keeper, and the carry limit.  Prices walk the ask one unit at a time from each keeper's
+**opening stock** (RULES §7), exactly like the greedy oracle.
+
+Restock is deliberately *not* modelled.  It is deterministic (RULES §6.2: from turn 1 every shop
+adds one unit of ``trade[turn mod len]``, up to 12), but it only ever raises stock, so it only
+lowers asks and never empties a shelf: any plan priced on opening stock is at least as cheap and
+as short when restock happens.  Ignoring it keeps the check conservative (a pass stays a pass in
+the real game, other seats aside) and comparable with the greedy figures.
+
+The search is a dynamic programme over decision states ``(room, units bought per keeper and
+good, units delivered per commission)``.  Each action strictly adds a bought or delivered unit,
+so the states form a DAG; the coin spent is a function of the units bought per keeper (no
+restock), so the value of a state is the lexicographic least ``(turns to go, final coin)``,
+with any purchase beyond the purse pruned.  A transition walks the shortest route to the keeper
+or the guild (``Dist``) and spends one turn acting there, so the result equals a turn-by-turn
+search over ``(room, units bought, coin)``.  One memo serves every starting room.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sim.world import World
+
+from .plan import UNITS, Plan, Step, buy_cost, walk
+
+_Key = tuple[int, tuple[int, ...], tuple[int, ...]]
+_Value = tuple[int, int, tuple]  # (turns to go, final coin, action)
+
+
+@dataclass(frozen=True)
+class _Slot:
+    """One keeper's shelf of one commission good."""
+
+    index: int  # which commission (0 or 1)
+    good: int
+    keeper: int
+    room: int
+    stock: int
+    cost: tuple[int, ...]  # cost[q] = coin for the first q units off this shelf
+
+
+class OptimalSearch:
+    """The optimal-plan search for one world, one pair of commission goods and one purse."""
+
+    def __init__(self, world: World, goods: tuple[int, int], budget: int | None = None,
+                 units: int = UNITS) -> None:
+        self.world = world
+        self.goods = tuple(goods)
+        self.units = units
+        self.budget = world.start_coin if budget is None else budget
+        self.guild_room = world.keepers[world.guild].room
+        slots = []
+        for i, g in enumerate(self.goods):
+            for k in world.keepers:
+                if g in k.trade:
+                    s = k.opening[k.trade.index(g)]
+                    if s > 0:
+                        cost = tuple(buy_cost(world, g, s, q) for q in range(min(s, units) + 1))
+                        slots.append(_Slot(i, g, k.id, k.room, s, cost))
+        self.slots = tuple(slots)
+        self.memo: dict[_Key, _Value | None] = {}
+
+    def coin(self, bought: tuple[int, ...]) -> int:
+        return sum(s.cost[b] for s, b in zip(self.slots, bought, strict=True))
+
+    def value(self, room: int, bought: tuple[int, ...],
+              delivered: tuple[int, ...]) -> _Value | None:
+        """Least ``(turns to go, final coin)`` from this state, with the first action."""
+        key = (room, bought, delivered)
+        if key in self.memo:
+            return self.memo[key]
+        units, dist = self.units, self.world.dist[room]
+        if all(d >= units for d in delivered):
+            best: _Value | None = (0, self.coin(bought), ())
+            self.memo[key] = best
+            return best
+        got = [0] * len(self.goods)
+        for s, b in zip(self.slots, bought, strict=True):
+            got[s.index] += b
+        held = [got[i] - delivered[i] for i in range(len(self.goods))]
+        free = self.world.carry_limit - sum(held)
+        best = None
+        for si, s in enumerate(self.slots):
+            d = dist[s.room]
+            qmax = min(units - got[s.index], s.stock - bought[si], free)
+            if d < 0 or qmax <= 0:
+                continue
+            for q in range(1, qmax + 1):
+                nb = bought[:si] + (bought[si] + q,) + bought[si + 1:]
+                if self.coin(nb) > self.budget:
+                    break
+                sub = self.value(s.room, nb, delivered)
+                if sub is not None:
+                    cand = (d + 1 + sub[0], sub[1], ("buy", si, q))
+                    if best is None or cand[:2] < best[:2]:
+                        best = cand
+        d = dist[self.guild_room]
+        if d >= 0:
+            for i, h in enumerate(held):
+                if h > 0:  # hand over everything held of this good: never worse than part
+                    nd = delivered[:i] + (delivered[i] + h,) + delivered[i + 1:]
+                    sub = self.value(self.guild_room, bought, nd)
+                    if sub is not None:
+                        cand = (d + 1 + sub[0], sub[1], ("give", i, h))
+                        if best is None or cand[:2] < best[:2]:
+                            best = cand
+        self.memo[key] = best
+        return best
+
+    def plan(self, start: int) -> Plan | None:
+        """The optimal plan from ``start``, or ``None`` when no plan fits the purse at all."""
+        bought = (0,) * len(self.slots)
+        delivered = (0,) * len(self.goods)
+        top = self.value(start, bought, delivered)
+        if top is None:
+            return None
+        steps: list[Step] = []
+        room = start
+        while True:
+            v = self.value(room, bought, delivered)
+            assert v is not None
+            action = v[2]
+            if not action:
+                break
+            if action[0] == "buy":
+                _, si, q = action
+                s = self.slots[si]
+                steps += walk(self.world, room, s.room)
+                paid = s.cost[bought[si] + q] - s.cost[bought[si]]
+                steps.append(Step("buy", s.room, s.keeper, s.good, q, paid))
+                bought = bought[:si] + (bought[si] + q,) + bought[si + 1:]
+                room = s.room
+            else:
+                _, i, h = action
+                steps += walk(self.world, room, self.guild_room)
+                steps.append(Step("give", self.guild_room, self.world.guild, self.goods[i], h))
+                delivered = delivered[:i] + (delivered[i] + h,) + delivered[i + 1:]
+                room = self.guild_room
+        assert len(steps) == top[0]
+        return Plan(top[0], top[1], tuple(steps))
+
+
+def optimal_plan(world: World, start: int, goods: tuple[int, int],
+                 budget: int | None = None) -> Plan | None:
+    """Fewest turns, then least coin, for one seat (see the module docstring); ``None`` when
+    no plan completes both commissions within ``budget`` (default: the starting coin)."""
+    return OptimalSearch(world, goods, budget).plan(start)

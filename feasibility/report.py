@@ -1,0 +1,105 @@
+"""The gate's compact text table (RULES §18): worst case, distribution, failures."""
+
+from __future__ import annotations
+
+from sim.world import World
+
+from .gate import Case, GateReport, Outcome, Summary, pair_name
+
+SHOWN_FAILURES = 12
+"""Failures listed in the text table (``--json`` lists every one)."""
+
+
+def describe_case(world: World, case: Case) -> str:
+    """``"seed 17 seat 3 (start The Docks, rope+salt)"``; exhaustive cases name no seed."""
+    goods = "+".join(world.goods[g].name for g in case.goods)
+    where = f"start {world.rooms[case.start].name}, {goods}"
+    if case.seed is None:
+        return f"any seed: {where}"
+    return f"seed {case.seed} seat {case.seat} ({where})"
+
+
+def describe_failure(report: GateReport, o: Outcome) -> str:
+    """One line: the case, why the greedy plan fails, and what the optimal plan would need."""
+    if o.optimal is None:
+        best = f"no plan at all within {report.world.start_coin} coin"
+    else:
+        fits = "fits" if o.optimal.turns <= report.allowed else "does not fit either"
+        best = f"optimal plan {o.optimal.turns} turns / {o.optimal.coin} coin {fits}"
+    return f"{describe_case(report.world, o.case)}: {'; '.join(o.problems)}; {best}"
+
+
+def _dist(s: Summary) -> str:
+    return " ".join(f"{k}:{v}" for k, v in s.distribution.items()) or "-"
+
+
+def _num(v: int | None) -> str:
+    return "-" if v is None else str(v)
+
+
+def _oracle_rows(g: Summary, o: Summary) -> list[str]:
+    rows = [f"  {'oracle':<8} {'worst turns':>11} {'worst coin':>10} {'slack turns':>11} "
+            f"{'slack coin':>10}  plan lengths"]
+    for name, s in (("greedy", g), ("optimal", o)):
+        extra = f"  ({s.without_plan} without a plan)" if s.without_plan else ""
+        rows.append(f"  {name:<8} {_num(s.worst_turns):>11} {_num(s.worst_coin):>10} "
+                    f"{_num(s.slack_turns):>11} {_num(s.slack_coin):>10}  {_dist(s)}{extra}")
+    return rows
+
+
+def format_text(report: GateReport) -> str:
+    """The table printed by ``python -m feasibility``."""
+    w = report.world
+    lines = [f"feasibility gate (RULES §18): {report.world_name}; {report.turns} turns "
+             f"(plans must fit in {report.allowed}), start coin {w.start_coin}, "
+             f"carry limit {w.carry_limit}"]
+    srcs = []
+    for g, s in report.sources.items():
+        srcs.append(f"{w.goods[g].name} -" if s is None else
+                    f"{w.goods[g].name} {w.keepers[s.keeper].name} @ {w.rooms[s.room].name} "
+                    f"{s.cost}")
+    lines.append("greedy sources (2 units at opening stock): " + ", ".join(srcs))
+
+    if report.seeds is not None:
+        a, b = report.seeds
+        g = report.summary("seeded", "greedy")
+        o = report.summary("seeded", "optimal")
+        lines.append(f"seeded: seeds {a}..{b} x 6 seats = {g.cases} seat-seeds")
+        lines += _oracle_rows(g, o)
+        if g.worst_turns_case is not None:
+            worst = next(x for x in report.seeded if x.case == g.worst_turns_case)
+            assert worst.greedy is not None
+            lines.append(f"  worst greedy plan: {describe_case(w, g.worst_turns_case)}, "
+                         f"{worst.greedy.turns} turns: {worst.greedy.route(w)}")
+        if g.worst_coin_case is not None:
+            lines.append(f"  worst greedy cost: {g.worst_coin} "
+                         f"({pair_name(w, g.worst_coin_case.goods)})")
+        lines.append("  greedy pair costs: " + ", ".join(f"{k} {v}"
+                                                          for k, v in g.pair_coin.items()))
+
+    if report.exhaustive:
+        g = report.summary("exhaustive", "greedy")
+        o = report.summary("exhaustive", "optimal")
+        n_pairs = g.cases // w.n_rooms if w.n_rooms else 0
+        lines.append(f"exhaustive: {w.n_rooms} start rooms x {n_pairs} ordered pairs = "
+                     f"{g.cases} cases")
+        lines += _oracle_rows(g, o)
+        lines.append(f"  {'pair':<14} {'greedy turns/coin':>18} {'optimal turns/coin':>19}"
+                     "   (worst over start rooms)")
+        for pair in dict.fromkeys([*g.pair_coin, *o.pair_coin]):
+            gt = f"{_num(g.pair_turns.get(pair))}/{_num(g.pair_coin.get(pair))}"
+            ot = f"{_num(o.pair_turns.get(pair))}/{_num(o.pair_coin.get(pair))}"
+            lines.append(f"  {pair:<14} {gt:>18} {ot:>19}")
+
+    fails = report.failures
+    if not fails:
+        lines.append("failures: none")
+        lines.append("PASS: every plan fits")
+    else:
+        total = len(report.seeded) + len(report.exhaustive)
+        shown = fails[:SHOWN_FAILURES]
+        more = f", first {len(shown)} shown (--json lists all)" if len(fails) > len(shown) else ""
+        lines.append(f"failures: {len(fails)}{more}")
+        lines += [f"  {describe_failure(report, o)}" for o in shown]
+        lines.append(f"FAIL: {len(fails)} of {total} plans do not fit")
+    return "\n".join(lines)

@@ -1,0 +1,471 @@
+"""The feasibility gate (RULES §18): the original figures, the exhaustive and optimal checks,
+variant world files (``sim.worldfile``) and the command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from feasibility import (
+    Checker,
+    Plan,
+    cheapest_source,
+    greedy_plan,
+    optimal_plan,
+    run_gate,
+)
+from feasibility.cli import main
+from sim import Game, GameConfig, Intent
+from sim.prices import ask_at
+from sim.world import STANDARD_TOWN, Room, World
+from sim.worldfile import (
+    WorldFileError,
+    load_config,
+    load_world,
+    world_from_dict,
+    world_to_dict,
+)
+
+W = STANDARD_TOWN
+HIDE, NAILS, ROPE, SALT = 0, 1, 2, 3
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def standard():
+    return run_gate()
+
+
+# --- RULES §18, the original figures ---------------------------------------------------------
+
+def test_cheapest_sources() -> None:
+    got = {g: (s.room, s.cost) for g in range(4) if (s := cheapest_source(W, g))}
+    assert got == {HIDE: (2, 9), NAILS: (3, 11), ROPE: (3, 17), SALT: (1, 19)}
+
+
+def test_section18_figures(standard) -> None:
+    g = standard.summary("seeded", "greedy")
+    assert standard.ok
+    assert g.cases == 1200 and g.without_plan == 0
+    assert g.worst_turns == 10
+    assert g.worst_coin == 36
+    assert sorted(g.worst_coin_case.goods) == [ROPE, SALT]
+    assert g.pair_coin == {"hide+nails": 20, "hide+rope": 26, "hide+salt": 28,
+                           "nails+rope": 28, "nails+salt": 30, "rope+salt": 36}
+    assert g.distribution == {6: 23, 7: 158, 8: 399, 9: 378, 10: 242}
+    assert g.slack_turns == 12 - 10 and g.slack_coin == 40 - 36
+
+
+def test_docks_hide_and_nails() -> None:
+    """The design note's hand-worked case: 9 turns / 20 coin by the oracle (note said 11/24)."""
+    for goods in ((HIDE, NAILS), (NAILS, HIDE)):
+        p = greedy_plan(W, 5, goods)
+        assert isinstance(p, Plan) and (p.turns, p.coin) == (9, 20)
+    best = optimal_plan(W, 5, (HIDE, NAILS))
+    assert best is not None and (best.turns, best.coin) == (7, 30)  # both from Dockmaster Fen
+
+
+def test_distance_facts() -> None:
+    d = W.dist
+    assert (d[8][2], d[8][3], d[2][3], d[8][1], d[8][5]) == (2, 3, 1, 1, 3)
+    assert max(max(row) for row in d) == 4 and min(min(row) for row in d) == 0
+    for g in W.quest_items:
+        assert sum(g in k.trade for k in W.keepers) >= 2
+
+
+# --- beyond: exhaustive and optimal ----------------------------------------------------------
+
+def test_exhaustive_passes_on_the_standard_town(standard) -> None:
+    assert len(standard.exhaustive) == 9 * 12
+    assert {(o.case.start, o.case.goods) for o in standard.exhaustive} == {
+        (r, (a, b)) for r in range(9) for a in range(4) for b in range(4) if a != b}
+    assert all(o.ok for o in standard.exhaustive)
+    g = standard.summary("exhaustive", "greedy")
+    assert g.worst_turns == 10 and g.worst_coin == 36
+
+
+def test_optimal_is_never_worse_than_greedy(standard) -> None:
+    for o in standard.seeded + standard.exhaustive:
+        assert o.greedy is not None and o.optimal is not None
+        assert (o.optimal.turns, o.optimal.coin) <= (o.greedy.turns, o.greedy.coin)
+        assert o.optimal.coin <= W.start_coin
+
+
+def bfs(world: World, start: int, goods: tuple[int, int]) -> tuple[int, int] | None:
+    """An independent turn-by-turn search: one exit, one purchase or one hand-over (of any
+    part of what is held) per turn; fewest turns, then least coin (``None``: no plan)."""
+    shelves = [(i, g, k.room, k.opening[k.trade.index(g)])
+               for i, g in enumerate(goods) for k in world.keepers if g in k.trade]
+    guild = world.keepers[world.guild].room
+
+    def coin(bought: tuple[int, ...]) -> int:
+        return sum(ask_at(world.goods[g].value, s - j)
+                   for (_, g, _, s), b in zip(shelves, bought, strict=True) for j in range(b))
+
+    first = (start, (0,) * len(shelves), (0, 0))
+    layer, seen, turns = [first], {first}, 0
+    while layer:
+        done = [coin(b) for _, b, d in layer if d == (2, 2)]
+        if done:
+            return turns, min(done)
+        nxt = []
+        for room, bought, dl in layer:
+            got = [sum(b for (i, *_), b in zip(shelves, bought, strict=True) if i == c)
+                   for c in (0, 1)]
+            held = [got[c] - dl[c] for c in (0, 1)]
+            moves = [(e, bought, dl) for e in world.rooms[room].exits]
+            for si, (i, _g, kroom, s) in enumerate(shelves):
+                if kroom != room:
+                    continue
+                for q in range(1, min(2 - got[i], s - bought[si],
+                                      world.carry_limit - sum(held)) + 1):
+                    nb = bought[:si] + (bought[si] + q,) + bought[si + 1:]
+                    if coin(nb) <= world.start_coin:
+                        moves.append((room, nb, dl))
+            if room == guild:
+                for c in (0, 1):
+                    for q in range(1, held[c] + 1):
+                        nd = (dl[0] + q, dl[1]) if c == 0 else (dl[0], dl[1] + q)
+                        moves.append((room, bought, nd))
+            for m in moves:
+                if m not in seen:
+                    seen.add(m)
+                    nxt.append(m)
+        layer, turns = nxt, turns + 1
+    return None
+
+
+@pytest.mark.parametrize("goods", [(HIDE, NAILS), (ROPE, SALT), (NAILS, SALT)])
+def test_optimal_matches_a_turn_by_turn_search(goods) -> None:
+    for start in range(W.n_rooms):
+        p = optimal_plan(W, start, goods)
+        assert p is not None and (p.turns, p.coin) == bfs(W, start, goods)
+
+
+def _play(world: World, seed: int, seat: int, plan: Plan, turns: int = 14) -> Game:
+    """Play ``plan`` for one seat in the real engine while the other five wait."""
+    game = Game(GameConfig(seed=seed, turns=turns, world=world))
+    for step in plan.steps:
+        if step.kind == "move":
+            it = Intent("move", to_room=step.room)
+        elif step.kind == "buy":
+            it = Intent("buy", item=step.good, qty=step.qty, npc=step.keeper)
+        else:
+            it = Intent("give", item=step.good, qty=step.qty, npc=world.guild)
+        acts = [Intent("wait")] * 6
+        acts[seat] = it
+        mine = [e for e in game.play_turn(acts) if e["seat"] == seat]
+        assert mine[0]["reason"] == "ok", (step, mine)
+    return game
+
+
+def test_plans_play_in_the_engine() -> None:
+    """Both plans of every seat of seeds 0..9 complete in the engine, within the planned coin
+    (later restock can only make a purchase cheaper)."""
+    checker = Checker()
+    for case in checker.seeded_cases(range(10)):
+        o = checker.check(case)
+        for plan in (o.greedy, o.optimal):
+            assert plan is not None and len(plan.steps) == plan.turns
+            game = _play(W, case.seed, case.seat, plan)
+            assert all(c["delivered"] == 2 for c in game.commissions(case.seat))
+            assert W.start_coin - game.state.coin[case.seat] <= plan.coin
+
+
+# --- variants that must fail -----------------------------------------------------------------
+
+def test_eleven_turns_fail_on_time() -> None:
+    r = run_gate(turns=11)
+    assert not r.ok
+    f = r.failures[0]
+    assert f.case.seed is not None and f.case.seat is not None
+    assert f.greedy is not None and f.greedy.turns == 10
+    assert "needs 10 turns > 9 allowed" in f.problems[0]
+    assert run_gate(turns=12).ok
+
+
+def test_thirty_coin_fails_on_cost() -> None:
+    r = run_gate(replace(W, start_coin=30))
+    assert not r.ok
+    assert all(sorted(o.case.goods) == [ROPE, SALT] for o in r.failures)
+    assert all(p == "needs 36 coin > 30 held" for o in r.failures for p in o.problems)
+
+
+def test_split_purchase_rescues_a_thin_shelf() -> None:
+    """No keeper holds 2 rope: the greedy oracle has no source, the optimal plan buys 1 + 1."""
+    keepers = tuple(replace(k, opening=tuple(1 if g == ROPE else s
+                                             for g, s in zip(k.trade, k.opening, strict=True)))
+                    for k in W.keepers)
+    w = replace(W, keepers=keepers)
+    assert cheapest_source(w, ROPE) is None
+    assert isinstance(greedy_plan(w, 0, (ROPE, HIDE)), str)
+    best = optimal_plan(w, 0, (ROPE, HIDE))
+    assert best is not None
+    assert sum(s.kind == "buy" and s.good == ROPE for s in best.steps) == 2
+    assert (best.turns, best.coin) == bfs(w, 0, (ROPE, HIDE))
+    r = run_gate(w)
+    assert not r.ok and "no keeper holds 2 rope" in r.failures[0].problems[0]
+
+
+def test_small_pack_greedy_fails_optimal_delivers_in_two_trips() -> None:
+    w = replace(W, carry_limit=3)
+    r = run_gate(w, seeds=range(3))
+    assert not r.ok
+    assert all("carries 4 units at once > carry limit 3" in o.problems for o in r.failures)
+    best = optimal_plan(w, 5, (HIDE, NAILS))
+    assert best is not None and (best.turns, best.coin) == bfs(w, 5, (HIDE, NAILS))
+    gives = [i for i, s in enumerate(best.steps) if s.kind == "give"]
+    assert gives[0] < max(i for i, s in enumerate(best.steps) if s.kind == "buy")
+
+
+def test_unreachable_guildhall_is_a_failure_with_a_reason() -> None:
+    rooms = tuple(replace(r, exits=tuple(e for e in r.exits if 8 not in (e, r.id)))
+                  for r in W.rooms)
+    r = run_gate(replace(W, rooms=rooms), seeds=range(1))
+    assert not r.ok and all(o.optimal is None for o in r.failures)
+    assert "unreachable" in r.failures[0].problems[0]
+
+
+# --- world files -----------------------------------------------------------------------------
+
+def _write(tmp_path: Path, data: dict | str, name: str = "town.json") -> Path:
+    p = tmp_path / name
+    p.write_text(data if isinstance(data, str) else json.dumps(data), encoding="utf-8")
+    return p
+
+
+def test_world_file_round_trip() -> None:
+    assert world_from_dict({}) == (W, None)
+    assert world_from_dict(world_to_dict(W)) == (W, None)
+
+
+CUT_DOCKS = {"turns": 16, "start_coin": 42,
+             "rooms": {"The Docks": {"exits": ["Warehouse Yard", "alley"]},
+                       "Market Square": {"exits": [1, 3, 7]}},
+             "goods": {"salt": {"value": 10}},
+             "keepers": {"smith": {"opening": [4, 6]}}}
+
+
+def test_world_file_patches_and_plays(tmp_path: Path) -> None:
+    world, turns = load_world(_write(tmp_path, CUT_DOCKS))
+    assert turns == 16 and world.start_coin == 42
+    assert world.rooms[5].exits == (4, 6) and world.rooms[0].exits == (1, 3, 7)
+    assert world.goods[SALT].value == 10 and world.keepers[1].opening == (4, 6)
+    assert world.dist[0][5] == 3
+    report = run_gate(world, turns)
+    assert report.ok and report.summary("seeded", "greedy").worst_turns == 12
+    # With 35 coin, rope (17) + salt now worth 10 (21) is out of reach by any plan.
+    poorer = run_gate(replace(world, start_coin=35), turns)
+    assert not poorer.ok and all(o.optimal is None for o in poorer.failures)
+    # The same World is played by the game: a seat follows its optimal plan to completion.
+    checker = Checker(world, turns)
+    case = checker.seeded_cases([3])[0]
+    plan = checker.check(case).optimal
+    assert plan is not None
+    game = _play(world, 3, 0, plan, turns)
+    assert all(c["delivered"] == 2 for c in game.commissions(0))
+
+
+def test_world_file_toml_and_full_tables(tmp_path: Path) -> None:
+    toml = """
+name = "cheap salt"
+start_coin = 45
+[goods.salt]
+value = 7
+[keepers."Keeper Nesh"]
+trade = ["lamp", "salt", "rope"]
+opening = [4, 8, 4]
+"""
+    world, turns = load_world(_write(tmp_path, toml, "town.toml"))
+    assert turns is None and world.start_coin == 45 and world.keepers[2].opening == (4, 8, 4)
+    assert cheapest_source(world, SALT).cost == 5 + 6
+    full = world_to_dict(W)
+    full["goods"][HIDE]["value"] = 5
+    assert world_from_dict(full)[0].goods[HIDE].value == 5
+
+
+def test_world_file_with_a_new_room_and_keeper(tmp_path: Path) -> None:
+    """A list replaces a whole table: a tenth room off the Docks with a salt merchant."""
+    full = world_to_dict(W)
+    full["rooms"][5]["exits"].append("Lighthouse")
+    full["rooms"].append({"name": "Lighthouse", "keywords": ["lighthouse"], "exits": ["docks"],
+                          "x": 95, "y": 95, "dark": True})
+    full["keepers"].append({"name": "Keeper Ilo", "keywords": ["ilo"], "room": "Lighthouse",
+                            "trade": ["salt", "lamp"], "opening": [9, 2]})
+    full["turns"] = 14
+    path = _write(tmp_path, full)
+    config = load_config(path, seed=4)  # seat 3 starts at the Docks
+    w = config.world
+    assert config.turns == 14 and w.n_rooms == 10 and w.rooms[5].exits == (0, 4, 6, 9)
+    assert cheapest_source(w, SALT).keeper == 5  # 6 + 7 = 13 beats Keeper Nesh's 19
+    game = Game(config)
+    at_docks = [s for s in range(6) if game.state.room[s] == 5]
+    game.play_turn(["I walk to the lighthouse."] * 6)
+    assert at_docks and all(game.state.room[s] == 9 for s in at_docks)
+    # The greedy oracle chases the cheap, remote salt and runs out of time, although the
+    # optimal plan fits: the gate (RULES §18 enforces the greedy plan) fails and says so.
+    r = run_gate(w, 14, range(50))
+    assert not r.ok
+    assert all(o.optimal is not None and o.optimal.turns <= 12 for o in r.failures)
+
+
+BAD_WORLDS = [
+    ({"rooms": {"The Docks": {"exits": [4, 6, "Harbour Gate"]}}},
+     "rooms[\"The Docks\"].exits[2]: unknown room 'Harbour Gate'"),
+    ({"rooms": {"The Docks": {"exits": [4, 6]}}}, "asymmetric exit: Market Square leads to "
+                                                   "The Docks"),
+    ({"keepers": {"Smith Bram": {"trade": ["nails"], "opening": [8]},
+                  "Keeper Nesh": {"trade": ["lamp", "salt"], "opening": [4, 6]},
+                  "Guildmaster Vell": {"trade": ["lamp"], "opening": [3]}}},
+     "commission good 'rope' is sold by no keeper"),
+    ({"start_coin": -5}, "start_coin: negative values are not allowed; got -5"),
+    ({"keepers": {"oda": {"opening": [8, -1]}}}, "opening[1]: negative values"),
+    ({"goods": {"hide": {"value": -2}}}, "value: negative values"),
+    ({"turns": 4}, "turns: must be at least 6"),
+    ({"startcoin": 30}, "unknown key 'startcoin' (did you mean 'start_coin'?)"),
+    ({"keepers": {"fen": {"room": "The Smithy"}}}, "both stand in one room"),
+    ({"rooms": {"chapel": {"exits": [0, 6, 8, 8]}}}, "The Guildhall is listed twice"),
+    ({"keepers": {"Tanner Oda": {"trade": ["hide"]}}}, "trade lists 1 good but opening gives "
+                                                       "2 stock levels"),
+    ({"guild": "Mayor Pell"}, "guild: unknown keeper 'Mayor Pell'"),
+    ([1, 2], "must be an object"),
+]
+
+
+@pytest.mark.parametrize(("data", "message"), BAD_WORLDS)
+def test_bad_world_files_are_named(tmp_path: Path, capsys, data, message: str) -> None:
+    path = _write(tmp_path, data)
+    with pytest.raises(WorldFileError) as e:
+        load_world(path)
+    assert message in str(e.value) and str(path) in str(e.value)
+    assert main(["--world", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("text", "name", "message"), [
+    ('{"turns": 12,}', "town.json", "malformed JSON at line 1"),
+    ("turns = = 3", "town.toml", "malformed TOML"),
+])
+def test_malformed_world_files(tmp_path: Path, capsys, text: str, name: str,
+                               message: str) -> None:
+    assert main(["--world", str(_write(tmp_path, text, name))]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_missing_world_file(tmp_path: Path, capsys) -> None:
+    assert main(["--world", str(tmp_path / "nope.json")]) == 2
+    assert "cannot read the world file" in capsys.readouterr().err
+
+
+# --- command line ----------------------------------------------------------------------------
+
+def test_cli_passes_on_the_standard_town(capsys) -> None:
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert "6:23 7:158 8:399 9:378 10:242" in out and "PASS" in out
+    assert "rope+salt 36" in out
+
+
+def test_cli_turns_11_fails_and_names_the_seat(capsys) -> None:
+    assert main(["--turns", "11"]) == 1
+    out = capsys.readouterr().out
+    assert "seed 0 seat 5 (start The Guildhall, nails+salt): needs 10 turns > 9 allowed" in out
+    assert "FAIL" in out
+
+
+def test_cli_world_with_8_turns_or_20_coin_fails(tmp_path: Path, capsys) -> None:
+    assert main(["--world", str(_write(tmp_path, {"turns": 8})), "--seeds", "0..9"]) == 1
+    assert "needs 9 turns > 6 allowed (8 - 2)" in capsys.readouterr().out
+    poor = _write(tmp_path, {"start_coin": 20}, "poor.json")
+    assert main(["--world", str(poor), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert not report["ok"]
+    f = report["failures"][0]
+    assert f["scope"] == "seeded" and f["seed"] is not None and f["seat"] is not None
+    assert f["coin_held"] == 20 and f["coin_needed"] > 20 and "coin > 20 held" in f["reason"]
+    assert main(["--world", str(poor), "--turns", "14"]) == 1  # --turns beats the file's
+
+
+def test_cli_json_parses(capsys) -> None:
+    assert main(["--json", "--seeds", "0..199"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["ok"] and r["failures"] == [] and r["seeds"] == [0, 199]
+    g = r["seeded"]["greedy"]
+    assert g["worst_turns"] == 10 and g["worst_coin"] == 36 and g["cases"] == 1200
+    assert g["distribution"] == {"6": 23, "7": 158, "8": 399, "9": 378, "10": 242}
+    assert r["exhaustive"]["optimal"]["cases"] == 108
+    assert r["sources"]["salt"] == {"good": "salt", "keeper": "Keeper Nesh",
+                                    "room": "The Copper Kettle", "cost": 19}
+
+
+@pytest.mark.parametrize("argv", [["--turns", "x"], ["--turns", "3"], ["--seeds", "5..1"],
+                                  ["--seeds", "a..b"], ["--bogus"], ["--world"]])
+def test_cli_bad_arguments_exit_2(capsys, argv: list[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("python -m feasibility: error:") and err.count("\n") == 1
+
+
+def test_python_dash_m(tmp_path: Path) -> None:
+    ok = subprocess.run([sys.executable, "-m", "feasibility", "--json"], cwd=ROOT,
+                        capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0 and json.loads(ok.stdout)["ok"]
+    bad = subprocess.run([sys.executable, "-m", "feasibility", "--world",
+                          str(_write(tmp_path, {"start_coin": -1}))], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert bad.stderr.count("\n") == 1 and "negative" in bad.stderr
+
+
+# --- properties ------------------------------------------------------------------------------
+
+EDGES = sorted({(min(a, r.id), max(a, r.id)) for r in W.rooms for a in r.exits})
+
+
+@st.composite
+def variant_towns(draw) -> World:
+    """Random opening stock, base values, start coin and a few closed exits."""
+    keepers = tuple(replace(k, opening=tuple(draw(st.integers(0, 12)) for _ in k.trade))
+                    for k in W.keepers)
+    goods = tuple(replace(g, value=draw(st.integers(1, 16))) if g.id in W.quest_items else g
+                  for g in W.goods)
+    closed = draw(st.sets(st.sampled_from(EDGES), max_size=3))
+    rooms = tuple(Room(r.id, r.name, r.keywords, r.x, r.y, r.dark,
+                       tuple(e for e in r.exits if (min(e, r.id), max(e, r.id)) not in closed),
+                       r.desc) for r in W.rooms)
+    return World(rooms=rooms, goods=goods, keepers=keepers,
+                 start_coin=draw(st.integers(10, 60)))
+
+
+FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FAST
+@given(variant_towns(), st.integers(1, 30), st.integers(6, 20))
+def test_more_coin_or_turns_never_turns_a_pass_into_a_fail(world: World, extra: int,
+                                                           turns: int) -> None:
+    before = run_gate(world, turns, seeds=None).ok
+    richer = run_gate(replace(world, start_coin=world.start_coin + extra), turns, seeds=None)
+    longer = run_gate(world, turns + extra, seeds=None)
+    if before:
+        assert richer.ok and longer.ok
+
+
+@FAST
+@given(variant_towns(), st.integers(0, 8), st.sampled_from(
+    [(a, b) for a in range(4) for b in range(4) if a != b]))
+def test_optimal_against_greedy_and_search(world: World, start: int, goods) -> None:
+    best = optimal_plan(world, start, goods)
+    assert ((best.turns, best.coin) if best else None) == bfs(world, start, goods)
+    g = greedy_plan(world, start, goods)
+    if isinstance(g, Plan) and g.coin <= world.start_coin:
+        assert best is not None and (best.turns, best.coin) <= (g.turns, g.coin)
