@@ -68,71 +68,75 @@ def layout(world: World) -> dict[str, tuple[tuple[int, ...], float]]:
     }
 
 
-def encode(st: GameState, seat: int) -> dict[str, np.ndarray]:
-    """The seat's numeric view; only what RULES §17 lets it see."""
+def encode(st: GameState, seat: int, mask: list[bool] | None = None) -> dict[str, np.ndarray]:
+    """The seat's numeric view; only what RULES §17 lets it see.
+
+    Built as one flat list and split into views of one array (a handful of numpy calls per
+    observation instead of one per field).  ``mask`` may be passed when already computed.
+    """
+    flat = encode_flat(st, seat, mask)
+    out = {k: flat[a:b] for k, (a, b) in _slices(st.world).items()}
+    out["action_mask"] = out["action_mask"].astype(np.int8)
+    return out
+
+
+def encode_flat(st: GameState, seat: int, mask: list[bool] | None = None) -> np.ndarray:
+    """The same observation as one float32 vector in layout order (mask last)."""
     w = st.world
     g, r = w.n_goods, w.n_rooms
     here = st.room[seat]
-    out: dict[str, np.ndarray] = {}
-    f32 = np.float32
-    out["time"] = np.array([st.turn, max(0, st.turns - st.turns_played)], f32)
-    out["purse"] = np.array([st.coin[seat]], f32)
-    out["pack"] = np.array(st.items[seat], f32)
-    com = np.zeros((2, g + 2), f32)
-    hint = np.zeros((2, 1 + r), f32)
+    v: list = [st.turn, max(0, st.turns - st.turns_played), st.coin[seat]]
+    v += st.items[seat]
+    hint = [0] * (2 * (1 + r))
     for q, good in enumerate(st.quest_item[seat][:2]):
-        com[q, good] = 1
-        com[q, g] = st.quest_count[seat][q]
-        com[q, g + 1] = st.delivered[seat][q]
+        row = [0] * (g + 2)
+        row[good] = 1
+        row[g] = st.quest_count[seat][q]
+        row[g + 1] = st.delivered[seat][q]
+        v += row
         if st.hint[seat] and st.delivered[seat][q] < st.quest_count[seat][q]:
             n = cheapest_source(st, good)
             if n >= 0:
-                hint[q, 0] = w.ask_table[good][st.stock[n][good]]
-                hint[q, 1 + w.keepers[n].room] = 1
-    out["commissions"] = com.ravel()
-    out["hint"] = hint.ravel()
-    room = np.zeros(r, f32)
+                hint[q * (1 + r)] = w.ask_table[good][st.stock[n][good]]
+                hint[q * (1 + r) + 1 + w.keepers[n].room] = 1
+    v += hint
+    room = [0] * r
     room[here] = 1
-    out["room"] = room
-    exits = np.zeros(r, f32)
-    exits[list(w.rooms[here].exits)] = 1
-    out["exits"] = exits
-    out["dark"] = np.array([1.0 if w.rooms[here].dark else 0.0], f32)
-    out["floor"] = np.minimum(np.array(st.floor[here], f32), FLOOR_CLIP)
-    cogs = np.zeros(REL, f32)
-    for rel in range(1, SEATS):
-        if st.room[(seat + rel) % SEATS] == here:
-            cogs[rel - 1] = 1
-    out["cogs"] = cogs
-    keeper = np.zeros(w.n_keepers, f32)
-    shop = np.zeros((g, 4), f32)
-    shop_coin = np.zeros(1, f32)
+    v += room
+    v += w.adjacent[here]
+    v.append(1 if w.rooms[here].dark else 0)
+    v += [min(n, FLOOR_CLIP) for n in st.floor[here]]
+    v += [st.room[(seat + rel) % SEATS] == here for rel in range(1, SEATS)]
     k = w.keeper_in_room[here]
+    keeper = [0] * w.n_keepers
+    shop = [0] * (4 * g)
+    shop_coin = 0
     if k >= 0:
         keeper[k] = 1
         stock = st.stock[k]
         for good in w.keepers[k].trade:
             s = stock[good]
-            shop[good] = (1, s, w.ask_table[good][s], w.bid_table[good][s])
-        shop_coin[0] = st.shop_coin[k]
-    out["keeper"] = keeper
-    out["shop"] = shop.ravel()
-    out["shop_coin"] = shop_coin
-    offers = np.zeros((REL, 4 + g), f32)
+            shop[4 * good:4 * good + 4] = (1, s, w.ask_table[good][s], w.bid_table[good][s])
+        shop_coin = st.shop_coin[k]
+    v += keeper
+    v += shop
+    v.append(shop_coin)
+    width = 4 + g
+    offers = [0] * (REL * width)
     for o in st.offers:
         if o.to == seat and o.posted_turn == st.turn - 1:
-            row = offers[(o.sender - seat) % SEATS - 1]
-            if row[0] or row[1]:
+            base = ((o.sender - seat) % SEATS - 1) * width
+            if offers[base] or offers[base + 1]:
                 continue  # the oldest offer from a seat is the one an accept takes
             if o.kind == "trade":
-                row[0] = 1
-                row[2 + o.item] = 1
-                row[2 + g] = o.qty
+                offers[base] = 1
+                offers[base + 2 + o.item] = 1
+                offers[base + 2 + g] = o.qty
             else:
-                row[1] = 1
-            row[3 + g] = o.coin
-    out["offers"] = offers.ravel()
-    standing = np.zeros(2 * REL + 1, f32)
+                offers[base + 1] = 1
+            offers[base + 3 + g] = o.coin
+    v += offers
+    standing = [0] * (2 * REL + 1)
     if st.retainer_turns[seat] > 0:
         standing[(st.retainer_of[seat] - seat) % SEATS - 1] = 1
         standing[REL] = st.retainer_turns[seat]
@@ -140,16 +144,26 @@ def encode(st: GameState, seat: int) -> dict[str, np.ndarray]:
         s = (seat + rel) % SEATS
         if st.retainer_of[s] == seat and st.retainer_turns[s] > 0:
             standing[REL + rel] = st.retainer_turns[s]
-    out["standing"] = standing
-    last = np.zeros(len(REASONS), f32)
+    v += standing
+    last = [0] * len(REASONS)
     if st.last_reason[seat]:
         last[_REASON_INDEX[st.last_reason[seat]]] = 1
-    out["last"] = last
-    out["heard"] = np.array([len(st.heard_log[here])], f32)
-    out["action_mask"] = np.array(legal_mask(st, seat), np.int8)
+    v += last
+    v.append(len(st.heard_log[here]))
+    v += legal_mask(st, seat) if mask is None else mask
+    return np.array(v, np.float32)
+
+
+_SLICES: dict[int, tuple[World, dict[str, tuple[int, int]]]] = {}
+
+
+def _slices(world: World) -> dict[str, tuple[int, int]]:
+    hit = _SLICES.get(id(world))
+    if hit is not None and hit[0] is world:
+        return hit[1]
+    out, at = {}, 0
+    for k, (shape, _) in layout(world).items():
+        out[k] = (at, at + shape[0])
+        at += shape[0]
+    _SLICES[id(world)] = (world, out)
     return out
-
-
-def flatten(obs: dict[str, np.ndarray], keys: tuple[str, ...]) -> np.ndarray:
-    """One vector in ``keys`` order (the layout order), for trainers that want a Box."""
-    return np.concatenate([obs[k].astype(np.float32, copy=False) for k in keys])

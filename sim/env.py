@@ -46,7 +46,7 @@ import numpy as np
 from gymnasium import spaces
 
 from .actions import action_table, canonical, legal_mask, n_actions, to_intent
-from .encode import encode, flatten, layout
+from .encode import encode, encode_flat, layout
 from .game import Game, GameConfig
 from .scoring import score
 from .world import MAX_SENTENCE_LEN, SEATS, STANDARD_TOWN, World
@@ -107,12 +107,17 @@ class SeatFace:
         self.flat = flat
         self.keys = tuple(layout(world))
 
-    def observe(self, game: Game, seat: int) -> dict | np.ndarray:
+    def observe(self, game: Game, seat: int) -> tuple[dict | np.ndarray, dict]:
+        """The seat's observation and the face's part of ``info`` (mask computed once)."""
         st = game.state
         if self.text_mode:
-            return {"observation_text": game.observation_text(seat)}
-        obs = encode(st, seat)
-        return flatten(obs, self.keys) if self.flat else obs
+            return ({"observation_text": game.observation_text(seat)},
+                    {"admissible": self.admissible(game, seat)})
+        mask = legal_mask(st, seat)
+        info = {"action_mask": np.array(mask, np.int8)}
+        if self.flat:
+            return encode_flat(st, seat, mask), info
+        return encode(st, seat, mask), info
 
     def action(self, game: Game, seat: int, action):
         """The ``play_turn`` input for an action of this face."""
@@ -125,12 +130,6 @@ class SeatFace:
         if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
             raise ValueError(f"action must be an int index; got {action!r}")
         return to_intent(int(action), self.world, seat, game.state.room[seat])
-
-    def info(self, game: Game, seat: int) -> dict:
-        """The mask (structured) or the admissible sentences (text mode) for ``info``."""
-        if self.text_mode:
-            return {"admissible": self.admissible(game, seat)}
-        return {"action_mask": np.array(legal_mask(game.state, seat), np.int8)}
 
     def admissible(self, game: Game, seat: int) -> list[str]:
         mask = legal_mask(game.state, seat)
@@ -185,7 +184,8 @@ class GuildEnv(gym.Env):
         self.game = Game(GameConfig(seed=game_seed, turns=self.turns, thievery=self.thievery,
                                     speech=self.speech, world=self.world))
         self._score = 0.0
-        return self.face.observe(self.game, self.seat), self._info()
+        obs, info = self.face.observe(self.game, self.seat)
+        return obs, self._info(info)
 
     def step(self, action):
         game = self.game
@@ -207,12 +207,13 @@ class GuildEnv(gym.Env):
         else:
             reward = new if done else 0.0
         self._score = new
-        info = self._info()
+        obs, info = self.face.observe(game, self.seat)
+        info = self._info(info)
         if done:
             info["results"] = game.results()
         if self.render_mode == "human":
             self.render()
-        return self.face.observe(game, self.seat), float(reward), done, False, info
+        return obs, float(reward), done, False, info
 
     def action_masks(self) -> np.ndarray:
         """The legal-action mask (sb3-contrib MaskablePPO calls this)."""
@@ -227,7 +228,5 @@ class GuildEnv(gym.Env):
             return None
         return text
 
-    def _info(self) -> dict:
-        info = {"seat": self.seat, "score": self._score}
-        info.update(self.face.info(self.game, self.seat))
-        return info
+    def _info(self, face_info: dict) -> dict:
+        return {"seat": self.seat, "score": self._score, **face_info}

@@ -65,8 +65,7 @@ class GuildParallelEnv(ParallelEnv):
                                     speech=self.speech, world=self.world))
         self.agents = list(self.possible_agents)
         self._scores = [0.0] * SEATS
-        obs = {a: self.face.observe(self.game, s) for s, a in enumerate(self.possible_agents)}
-        return obs, {a: self._info(s) for s, a in enumerate(self.possible_agents)}
+        return self._views()
 
     def step(self, actions: dict):
         game = self.game
@@ -87,10 +86,9 @@ class GuildParallelEnv(ParallelEnv):
             else:
                 rewards[a] = float(new) if done else 0.0
             self._scores[s] = new
-        obs = {a: self.face.observe(game, s) for s, a in enumerate(self.possible_agents)}
+        obs, infos = self._views()
         terms = {a: done for a in self.possible_agents}
         truncs = {a: False for a in self.possible_agents}
-        infos = {a: self._info(s) for s, a in enumerate(self.possible_agents)}
         if done:
             results = game.results()
             for a in self.possible_agents:
@@ -116,10 +114,12 @@ class GuildParallelEnv(ParallelEnv):
     def close(self) -> None:
         pass
 
-    def _info(self, seat: int) -> dict:
-        info = {"score": self._scores[seat]}
-        info.update(self.face.info(self.game, seat))
-        return info
+    def _views(self) -> tuple[dict, dict]:
+        obs, infos = {}, {}
+        for s, a in enumerate(self.possible_agents):
+            obs[a], face_info = self.face.observe(self.game, s)
+            infos[a] = {"score": self._scores[s], **face_info}
+        return obs, infos
 
 
 def spectator_text(game: Game) -> str:
