@@ -271,3 +271,13 @@ def test_maskable_ppo_runs_a_few_hundred_steps() -> None:
     obs, _ = env.reset(seed=1)
     action, _ = model.predict(obs, action_masks=env.unwrapped.action_masks())
     assert env.unwrapped.action_masks()[int(action)]
+
+
+def test_make_vec_sync_runs_whole_episodes() -> None:
+    envs = gymnasium.make_vec("guild/Guild-v0", num_envs=3, vectorization_mode="sync")
+    obs, infos = envs.reset(seed=5)
+    assert obs["action_mask"].shape == (3, N)
+    for _ in range(14):
+        obs, rewards, terms, truncs, infos = envs.step(np.zeros(3, dtype=np.int64))
+    assert terms.all()
+    envs.close()
