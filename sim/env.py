@@ -105,7 +105,7 @@ class SeatFace:
         self.world = world
         self.text_mode = text_mode
         self.flat = flat
-        self.keys = tuple(layout(world))
+        self.n_actions = n_actions(world)
 
     def observe(self, game: Game, seat: int) -> tuple[dict | np.ndarray, dict]:
         """The seat's observation and the face's part of ``info`` (mask computed once)."""
@@ -113,11 +113,11 @@ class SeatFace:
         if self.text_mode:
             return ({"observation_text": game.observation_text(seat)},
                     {"admissible": self.admissible(game, seat)})
-        mask = legal_mask(st, seat)
-        info = {"action_mask": np.array(mask, np.int8)}
         if self.flat:
-            return encode_flat(st, seat, mask), info
-        return encode(st, seat, mask), info
+            flat = encode_flat(st, seat)
+            return flat, {"action_mask": flat[-self.n_actions:].astype(np.int8)}
+        obs = encode(st, seat)
+        return obs, {"action_mask": obs["action_mask"]}
 
     def action(self, game: Game, seat: int, action):
         """The ``play_turn`` input for an action of this face."""
