@@ -1,0 +1,135 @@
+"""The ``guild`` command line: ``guild league`` and ``guild verify`` (API.md §5).
+
+Exit codes: 0 done; 1 ``verify`` found an episode that does not verify, or a worker died;
+2 a user mistake (bad option, unknown policy, unusable or foreign directory), reported in one
+line on stderr without a traceback; 130 interrupted (finished episodes are kept; run the same
+command again to resume).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from .backends import WorkerDiedError
+from .errors import LeagueError
+from .ladder import table
+from .lineups import parse_policies
+from .run import LeagueOptions, default_workers, run_league
+from .verify import verify_dir
+
+EPILOG_LEAGUE = """\
+Episodes come in groups of six: one seed and one lineup under all six cyclic seat rotations.
+Group g's lineup is the next six entries of the policy list repeated (p[(6g+j) mod k]),
+shuffled; its seed comes from sha256 of --seed and g (see league/lineups.py). Re-running the
+same command resumes an interrupted league; a larger --episodes extends a finished one.
+Outputs in --out: league.json, results.jsonl, replays/<id>.json, ladder.json (ladder.png).
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage mistake in one line (exit 2), not usage plus error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="guild", description="Run, rank and verify leagues of the guild game.")
+    sub = parser.add_subparsers(dest="command", metavar="{league,verify}", parser_class=_Parser)
+    lg = sub.add_parser("league", help="play a league, write results and replays, print the "
+                        "ladder", epilog=EPILOG_LEAGUE,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    lg.add_argument("--policies", required=True, metavar="P1,P2,...",
+                    help="policies: factor, magpie, random or module.path:Name")
+    lg.add_argument("--episodes", type=int, required=True, metavar="N",
+                    help="episodes in the league (groups of six rotations)")
+    lg.add_argument("--seed", type=int, default=0, metavar="S", help="league seed (0)")
+    lg.add_argument("--workers", type=int, default=None, metavar="W",
+                    help="worker processes or Ray tasks in flight (default: the CPUs here)")
+    lg.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    lg.add_argument("--turns", type=int, default=14, help="turns per episode (14, at least 6)")
+    lg.add_argument("--honest-town", action="store_true",
+                    help="the honest-town variant: every robbery is forbidden")
+    lg.add_argument("--no-speech", action="store_true", help="blank every spoken line")
+    lg.add_argument("--decision-timeout", type=_positive_float, metavar="SEC",
+                    help="a decision taking longer is discarded and factor plays it")
+    lg.add_argument("--episode-timeout", type=_positive_float, metavar="SEC",
+                    help="end an episode between turns after SEC seconds (reason deadline)")
+    lg.add_argument("--plot", action="store_true", help="also write ladder.png (matplotlib)")
+    lg.add_argument("--backend", choices=("local", "ray"), default="local",
+                    help="worker processes here (local) or Ray tasks (ray)")
+    lg.add_argument("--address", metavar="ADDR", help="Ray cluster address (with --backend ray)")
+    vf = sub.add_parser("verify", help="re-derive every replay and check the results")
+    vf.add_argument("dir", metavar="DIR", help="a league's --out directory")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``guild`` script; returns the exit code."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # --help (0) or a usage mistake (2, already reported)
+        return e.code if isinstance(e.code, int) else 2
+    try:
+        if args.command == "league":
+            return _league(args)
+        if args.command == "verify":
+            return _verify(args)
+        print("guild: error: choose a command: league or verify (guild --help)", file=sys.stderr)
+        return 2
+    except LeagueError as e:
+        print(f"guild {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"guild {args.command}: interrupted; finished episodes are kept, run the same "
+              "command again to resume", file=sys.stderr)
+        return 130
+    except WorkerDiedError as e:
+        print(f"guild {args.command}: error: {e}; finished episodes are kept, run the same "
+              "command again to resume", file=sys.stderr)
+        return 1
+
+
+def _league(args: argparse.Namespace) -> int:
+    options = LeagueOptions(
+        policies=tuple(parse_policies(args.policies)), episodes=args.episodes, out=args.out,
+        seed=args.seed, workers=args.workers if args.workers is not None else default_workers(),
+        turns=args.turns, honest_town=args.honest_town, no_speech=args.no_speech,
+        decision_timeout=args.decision_timeout, episode_timeout=args.episode_timeout,
+        plot=args.plot, backend=args.backend, address=args.address)
+    run = run_league(options)
+    rate = f", {run.new / run.seconds:.1f} episodes/s" if run.new and run.seconds > 0 else ""
+    print(f"league: {run.new} new episodes in {run.seconds:.1f} s{rate}; {len(run.rows)} "
+          f"episodes in {args.out}")
+    print(table(run.ladder))
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    report = verify_dir(args.dir)
+    if report.torn:
+        print(f"verify: ignoring the unfinished last line of {args.dir}/results.jsonl (an "
+              "interrupted run)", file=sys.stderr)
+    if report.failed:
+        print(f"verify: {report.failed} of {report.checked} episodes do not verify; first: "
+              f"{report.first}")
+        return 1
+    print(f"verify: all {report.checked} episodes verify")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

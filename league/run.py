@@ -1,0 +1,189 @@
+"""Running a league: check the options, resume the directory, play, record, rank.
+
+See ``league.lineups`` for the schedule, ``league.runner`` for one episode and its faults,
+``league.store`` for what is written and why nothing is lost, ``league.ladder`` for the
+statistics and ``league.backends`` for where episodes run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TextIO
+
+from agents import make_policy
+from sim import GameConfig
+
+from . import backends, ladder
+from .errors import LeagueError
+from .lineups import SCHEME, Schedule, schedule
+from .progress import Progress
+from .runner import FAULT_KINDS, Settings, write_atomic
+from .store import FORMAT, LADDER, LeagueDir
+
+
+@dataclass(frozen=True)
+class LeagueOptions:
+    """The options of ``guild league`` (see ``guild league --help``)."""
+
+    policies: tuple[str, ...]
+    episodes: int
+    out: str
+    seed: int = 0
+    workers: int = 1
+    turns: int = 14
+    honest_town: bool = False
+    no_speech: bool = False
+    decision_timeout: float | None = None
+    episode_timeout: float | None = None
+    plot: bool = False
+    backend: str = "local"
+    address: str | None = None
+
+    def manifest(self, episodes: int) -> dict:
+        """``league.json``: everything that decides the episodes, plus the count asked for."""
+        return {"format": FORMAT, "policies": list(self.policies), "seed": self.seed,
+                "turns": self.turns, "thievery": not self.honest_town,
+                "speech": not self.no_speech, "decisionTimeout": self.decision_timeout,
+                "episodeTimeout": self.episode_timeout, "lineups": SCHEME,
+                "episodes": episodes}
+
+
+@dataclass
+class LeagueRun:
+    """What a run did: episodes before and after, the new rows, the ladder, the time taken."""
+
+    before: int
+    rows: list[dict]
+    ladder: dict
+    seconds: float
+    torn: bool
+
+    @property
+    def new(self) -> int:
+        return len(self.rows) - self.before
+
+
+def check_options(o: LeagueOptions) -> None:
+    """Refuse bad options before anything is written (each a ``LeagueError``, one line)."""
+    if o.episodes < 1:
+        raise LeagueError(f"--episodes must be at least 1; got {o.episodes}")
+    if o.workers < 1:
+        raise LeagueError(f"--workers must be at least 1; got {o.workers}")
+    try:
+        GameConfig(seed=0, turns=o.turns)
+    except ValueError:
+        raise LeagueError(f"--turns must be at least 6; got {o.turns}") from None
+    for flag, value in (("--decision-timeout", o.decision_timeout),
+                        ("--episode-timeout", o.episode_timeout)):
+        if value is not None and not value > 0:
+            raise LeagueError(f"{flag} must be a positive number of seconds; got {value}")
+    if o.backend not in ("local", "ray"):
+        raise LeagueError(f"--backend must be local or ray; got {o.backend!r}")
+    if o.address and o.backend != "ray":
+        raise LeagueError("--address is for --backend ray")
+    if o.backend == "ray" and not backends.ray_available():
+        raise LeagueError("--backend ray needs Ray: pip install 'guild-game[ray]'")
+    if o.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise LeagueError("--plot needs matplotlib: pip install 'guild-game[plot]'") from None
+    for spec in o.policies:
+        try:
+            make_policy(spec)
+        except Exception as e:  # a user's policy may raise anything while being built
+            msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise LeagueError(msg if isinstance(e, ValueError) else
+                              f"policy {spec!r} cannot be built: {type(e).__name__}: {msg}"
+                              ) from None
+
+
+def run_league(o: LeagueOptions, stdout: TextIO | None = None,
+               stderr: TextIO | None = None) -> LeagueRun:
+    """Play the league's missing episodes into ``o.out`` and rank it.
+
+    Resumes what is there (same configuration only), extends it when ``o.episodes`` is larger,
+    and leaves finished episodes' lines and files untouched.
+    """
+    err = stderr if stderr is not None else sys.stderr
+    check_options(o)
+    started = time.perf_counter()
+    with LeagueDir(o.out) as d:
+        rows, torn = d.resume(o.manifest(o.episodes))
+        if torn:
+            print(f"league: cut the unfinished last line of {d.results} (an interrupted run)",
+                  file=err)
+        before = len(rows)
+        d.write_manifest(o.manifest(max(o.episodes, before)))
+        specs = schedule(o.policies, o.seed, before, o.episodes)
+        if specs:
+            _play_into(d, o, specs, rows, err)
+        result = ladder.build(rows, o.policies, o.seed)
+        write_atomic(d.root / LADDER, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+        if o.plot:
+            ladder.plot(result, d.root / "ladder.png")
+    _warn_faults(rows[before:], err)
+    return LeagueRun(before, rows, result, time.perf_counter() - started, torn)
+
+
+def _play_into(d: LeagueDir, o: LeagueOptions, specs: Schedule, rows: list[dict],
+               err: TextIO) -> None:
+    settings = Settings(policies=o.policies, turns=o.turns, thievery=not o.honest_town,
+                        speech=not o.no_speech, decision_timeout=o.decision_timeout,
+                        episode_timeout=o.episode_timeout,
+                        replay_dir=None if o.backend == "ray" else str(d.replays))
+    workers = min(o.workers, len(specs))
+    items: Iterator
+    if o.backend == "ray":
+        items = backends.run_ray(specs, settings, o.workers, o.address)
+    elif workers == 1:
+        items = backends.run_inline(specs, settings)
+    else:
+        items = backends.run_processes(specs, settings, workers)
+    progress = Progress(len(specs), err)
+    appender = d.appender()
+    try:
+        with contextlib.closing(items):
+            for row, replay_text in items:
+                if replay_text is not None:
+                    write_atomic(d.replays / f"{row['id']}.json", replay_text)
+                appender.append([row])
+                rows.append(row)
+                progress.update()
+    finally:
+        appender.close()
+        progress.close()
+
+
+def _warn_faults(rows: list[dict], err: TextIO) -> None:
+    """One stderr line per policy that needed the fallback, with its first fault."""
+    seen: dict[str, dict] = {}
+    for r in rows:
+        for seat, name in enumerate(r["lineup"]):
+            kinds = r["faults"][seat]
+            if not kinds:
+                continue
+            w = seen.setdefault(name, {"n": 0, "kinds": {}, "first": None})
+            w["n"] += r["fallbacks"][seat]
+            for k, v in kinds.items():
+                w["kinds"][k] = w["kinds"].get(k, 0) + v
+            if w["first"] is None:
+                w["first"] = f"{r['id']} seat {seat}, {r['faultNotes'][seat]}"
+    for name, w in seen.items():
+        kinds = ", ".join(f"{k} {w['kinds'][k]}" for k in FAULT_KINDS if k in w["kinds"])
+        print(f"league: policy {name!r} faulted ({kinds}); factor played {w['n']} of its "
+              f"decisions; first: {w['first']}", file=err)
+
+
+def default_workers() -> int:
+    """The CPUs this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1

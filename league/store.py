@@ -1,0 +1,213 @@
+"""The league directory: manifest, lock, results file, replays -- written so nothing is lost.
+
+Layout of ``DIR``::
+
+    league.json          the configuration (policies, seed, rules switches, time limits,
+                         lineup scheme) and the episode count last asked for
+    results.jsonl        one line per finished episode, in episode order
+    replays/<id>.json    the replay payload of each episode (RULES §15.5)
+    ladder.json          the ladder, rewritten after every run
+    .lock                held while a league runs, so two runs cannot interleave
+
+Durability: a replay is written to a temp file, fsynced and renamed into place before its
+results line is appended; lines are appended whole, then flushed and fsynced. A crash
+(``kill -9``, power loss, Ctrl-C) can therefore leave at most a torn last line, which the next
+run cuts off, plus stray ``*.tmp`` files, which it deletes; every complete line names an
+episode whose replay is on disk. ``results.jsonl`` is the record of what is finished: a replay
+without a line is simply played again (identically, since episodes are deterministic).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .errors import LeagueError
+from .lineups import episode_spec
+from .runner import write_atomic
+
+FORMAT = "guild.league.v1"
+RESULTS = "results.jsonl"
+MANIFEST = "league.json"
+LADDER = "ladder.json"
+REPLAYS = "replays"
+IDENTITY = ("format", "policies", "seed", "turns", "thievery", "speech", "decisionTimeout",
+            "episodeTimeout", "lineups")  # manifest keys that must match to resume
+
+
+def load_results(path: Path, repair: bool = False) -> tuple[list[dict], bool]:
+    """The complete lines of a results file, and whether a torn last line was found.
+
+    A last line without its newline is what a crash during an append leaves; with ``repair``
+    the file is cut back to its last complete line. Any other unreadable line is an error.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return [], False
+    except OSError as e:
+        raise LeagueError(f"cannot read {path}: {e.strerror or e}") from None
+    cut = data.rfind(b"\n") + 1
+    torn = cut < len(data)
+    if torn and repair:
+        with open(path, "r+b") as f:
+            f.truncate(cut)
+            f.flush()
+            os.fsync(f.fileno())
+    rows = []
+    for n, line in enumerate(data[:cut].splitlines(), start=1):
+        try:
+            row = json.loads(line)
+        except ValueError:
+            raise LeagueError(f"{path} line {n} is not valid JSON; the file was changed by "
+                              "hand or by another program") from None
+        if not isinstance(row, dict):
+            raise LeagueError(f"{path} line {n} is not a JSON object")
+        rows.append(row)
+    return rows, torn
+
+
+def check_rows(rows: Sequence[dict], manifest: dict, path: Path) -> None:
+    """Every row must be the episode of this league that its position says."""
+    policies, seed = manifest["policies"], manifest["seed"]
+    for n, row in enumerate(rows):
+        spec = episode_spec(policies, seed, n)
+        got = (row.get("index"), row.get("id"), row.get("seed"), row.get("lineup"))
+        if got != (spec.index, spec.id, spec.seed, list(spec.lineup)):
+            raise LeagueError(f"{path} line {n + 1} is not episode {spec.id} of this league "
+                              f"(seed {spec.seed}, lineup {','.join(spec.lineup)}); it comes "
+                              "from a different configuration")
+
+
+class LeagueDir:
+    """An output directory opened for one run: locked, checked against the configuration."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        self.results = self.root / RESULTS
+        self.manifest_path = self.root / MANIFEST
+        self.replays = self.root / REPLAYS
+        self._lock: Any = None
+
+    def open(self) -> None:
+        """Create the directory if needed and take the lock; refuse an unusable directory."""
+        try:
+            self.replays.mkdir(parents=True, exist_ok=True)
+            self._lock = open(self.root / ".lock", "a+")  # noqa: SIM115 - held for the run
+        except OSError as e:
+            raise LeagueError(f"cannot write to --out {self.root}: "
+                              f"{e.strerror or e}") from None
+        try:
+            import fcntl
+        except ImportError:  # Windows: no advisory lock; one run at a time is up to the user
+            return
+        try:
+            fcntl.flock(self._lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise LeagueError(f"another league is running in {self.root}; wait for it or use "
+                              "another --out") from None
+
+    def close(self) -> None:
+        if self._lock is not None:
+            self._lock.close()  # releases the flock
+            self._lock = None
+
+    def __enter__(self) -> LeagueDir:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def read_manifest(self) -> dict | None:
+        try:
+            text = self.manifest_path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            raise LeagueError(f"cannot read {self.manifest_path}: {e.strerror or e}") from None
+        try:
+            data = json.loads(text)
+        except ValueError:
+            raise LeagueError(f"{self.manifest_path} is not valid JSON") from None
+        if not isinstance(data, dict):
+            raise LeagueError(f"{self.manifest_path} is not a JSON object")
+        return data
+
+    def resume(self, manifest: dict) -> tuple[list[dict], bool]:
+        """The finished episodes of this league, after checking that the directory holds it.
+
+        Cuts a torn last line (reported by the flag), removes stray temp files, and refuses a
+        directory that holds another configuration's league.
+        """
+        old = self.read_manifest()
+        if old is None and self.results.exists():
+            raise LeagueError(f"{self.results} exists but {self.manifest_path} does not; this "
+                              "is not a league directory of this program; use another --out")
+        if old is not None:
+            for key in IDENTITY:
+                if old.get(key) != manifest.get(key):
+                    raise LeagueError(
+                        f"{self.root} holds a league with a different configuration "
+                        f"({_option(key)} was {_show(old.get(key))}, now "
+                        f"{_show(manifest.get(key))}); use the same options or another --out")
+        rows, torn = load_results(self.results, repair=True)
+        check_rows(rows, manifest, self.results)
+        for tmp in self.replays.glob("*.tmp"):
+            tmp.unlink(missing_ok=True)
+        return rows, torn
+
+    def write_manifest(self, manifest: dict) -> None:
+        write_atomic(self.manifest_path, json.dumps(manifest, indent=2) + "\n")
+
+    def appender(self) -> ResultsAppender:
+        return ResultsAppender(self.results, self.replays)
+
+
+class ResultsAppender:
+    """Appends finished episodes' lines durably (flush + fsync per batch)."""
+
+    def __init__(self, path: Path, replays: Path) -> None:
+        self._f = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+        self._replays = replays
+
+    def append(self, rows: Sequence[dict]) -> None:
+        """Append ``rows`` (replays already written), so they survive a crash from now on."""
+        if not rows:
+            return
+        _fsync_dir(self._replays)  # make the replays' renames durable before their lines
+        self._f.write("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows))
+        self._f.flush()
+        os.fsync(self._f.fileno())
+
+    def close(self) -> None:
+        self._f.close()
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # Windows cannot open directories; renames there are durable anyway
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _option(key: str) -> str:
+    return {"policies": "--policies", "seed": "--seed", "turns": "--turns",
+            "thievery": "thievery (--honest-town)", "speech": "speech (--no-speech)",
+            "decisionTimeout": "--decision-timeout", "episodeTimeout": "--episode-timeout",
+            "lineups": "the lineup scheme", "format": "the file format"}.get(key, key)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, list):
+        return ",".join(map(str, value))
+    return json.dumps(value)
