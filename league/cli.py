@@ -48,7 +48,7 @@ def _positive_float(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="guild", description="Run, rank and verify leagues of the guild game.")
-    sub = parser.add_subparsers(dest="command", metavar="{league,verify}", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     lg = sub.add_parser("league", help="play a league, write results and replays, print the "
                         "ladder", epilog=EPILOG_LEAGUE,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -74,7 +74,22 @@ def build_parser() -> argparse.ArgumentParser:
     lg.add_argument("--address", metavar="ADDR", help="Ray cluster address (with --backend ray)")
     vf = sub.add_parser("verify", help="re-derive every replay and check the results")
     vf.add_argument("dir", metavar="DIR", help="a league's --out directory")
+    for module in _extra_commands():
+        module.register(sub)
     return parser
+
+
+# More commands live in their own modules, each with ``register(sub)`` that adds its parser
+# and sets ``handler=`` (a function of the parsed args returning the exit code) as a default.
+EXTRA_COMMANDS = ("view", "play", "train", "export_sft")
+
+
+def _extra_commands() -> list:
+    import importlib
+    import importlib.util
+
+    return [importlib.import_module(f"league.{name}") for name in EXTRA_COMMANDS
+            if importlib.util.find_spec(f"league.{name}") is not None]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -88,7 +103,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _league(args)
         if args.command == "verify":
             return _verify(args)
-        print("guild: error: choose a command: league or verify (guild --help)", file=sys.stderr)
+        handler = getattr(args, "handler", None)
+        if handler is not None:
+            return handler(args)
+        print("guild: error: choose a command (guild --help)", file=sys.stderr)
         return 2
     except LeagueError as e:
         print(f"guild {args.command}: error: {e}", file=sys.stderr)
