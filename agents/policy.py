@@ -38,6 +38,10 @@ BUILTIN: dict[str, Callable[..., Policy]] = {
 }
 
 
+# Spec prefixes handled by a module of their own (loaded only when used).
+SCHEMES = {"sb3": "agents.sb3:from_spec", "llm": "agents.llm:from_spec"}
+
+
 def make_policy(spec: str | Policy | type | Mapping[str, Any], **params: Any) -> Policy:
     """Build a policy from a spec and keyword parameters.
 
@@ -57,6 +61,10 @@ def make_policy(spec: str | Policy | type | Mapping[str, Any], **params: Any) ->
         key = spec.strip()
         if key.lower() in BUILTIN:
             return _build(BUILTIN[key.lower()], spec, params)
+        scheme, _, rest = key.partition(":")
+        if scheme.lower() in SCHEMES:
+            # "sb3:model.zip", "llm:MODEL@URL": the module's from_spec(rest, **params) builds it.
+            return _build(_import(SCHEMES[scheme.lower()]), spec, {"spec": rest, **params})
         if ":" in key:
             return _build(_import(key), spec, params)
         raise ValueError(f"unknown policy {spec!r}; known: {', '.join(BUILTIN)}, or "
