@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .intents import Intent
+from .phrasing import canonical_sentence
 from .state import GameState
 from .world import QTY_ALL, SEATS, World
 
@@ -145,44 +146,7 @@ def semantic(it: Intent) -> tuple:
 
 def canonical(index: int, world: World, aliases: list[str], seat: int, room: int) -> str:
     """The plain sentence of an action; the parser reads it back as the same intent."""
-    a = action_table(world)[index]
-    keeper_id = world.keeper_in_room[room]
-    # With no keeper here the sentence names none, so it fails exactly as the structured act.
-    keeper = world.keepers[keeper_id].name if keeper_id >= 0 else ""
-    cog = aliases[(seat + a.rel) % SEATS] if a.rel else ""
-    g = world.goods[a.item] if a.item >= 0 else None
-    goods = ""
-    if g is not None:
-        goods = f"all the {g.plural}" if a.qty == QTY_ALL else world.item_name(a.item, a.qty)
-    b = a.block
-    if b == "wait":
-        return "I wait and watch the road."
-    if b == "quest":
-        return (f"I ask {keeper} about my commissions." if keeper
-                else "I enquire about my commissions.")
-    if b == "move":
-        return f"I walk to {world.rooms[a.to_room].name}."
-    if b == "take":
-        return f"I pick up {goods}."
-    if b == "drop":
-        return f"I drop {goods}."
-    if b == "buy":
-        return f"I buy {goods} from {keeper}." if keeper else f"I buy {goods}."
-    if b == "sell":
-        return f"I sell {goods} to {keeper}." if keeper else f"I sell {goods}."
-    if b == "deliver":
-        return f"I hand {keeper} {goods}." if keeper else f"I hand over {goods}."
-    if b == "gift":
-        return f"I give {cog} {goods}."
-    if b == "pay":
-        return f"I give {cog} {a.coin} coins."
-    if b == "offer":
-        return f"I offer {cog} {goods} for {a.coin} coins."
-    if b == "hire":
-        return f"I hire {cog} for {a.coin} coins."
-    if b == "accept":
-        return f"I accept {cog}'s offer."
-    return f"I rob {cog}."
+    return canonical_sentence(to_intent(index, world, seat, room), world, aliases)
 
 
 def legal_mask(st: GameState, seat: int) -> list[bool]:

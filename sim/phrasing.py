@@ -54,27 +54,31 @@ def _goods(world: World, item: int, qty: int) -> str:
 
 
 def canonical_sentence(it: Intent, world: World, aliases: Sequence[str]) -> str:
-    """One plain sentence for a structured intent (after its checks have run)."""
+    """One plain sentence for a structured intent; the parser reads it back as the same act.
+
+    A keeper slot left empty (no keeper in the room) names nobody, so the sentence fails at
+    parse time exactly as the structured intent fails its checks (``sim.checks``).
+    """
     k = it.kind
-    room = world.rooms[it.to_room].name if it.to_room >= 0 else ""
-    good = _goods(world, it.item, it.qty) if it.item >= 0 else ""
+    goods = _goods(world, it.item, it.qty) if it.item >= 0 else ""
     keeper = world.keepers[it.npc].name if it.npc >= 0 else ""
     cog = aliases[it.other] if it.other >= 0 else ""
     if k == "move":
-        return f"I walk to {room}."
+        return f"I walk to {world.rooms[it.to_room].name}." if it.to_room >= 0 else "I walk."
     if k == "take":
-        return f"I pick up {good}."
+        return f"I pick up {goods}."
     if k == "drop":
-        return f"I drop {good}."
+        return f"I drop {goods}."
     if k == "buy":
-        return f"I buy {good} from {keeper}."
+        return f"I buy {goods} from {keeper}." if keeper else f"I buy {goods}."
     if k == "sell":
-        return f"I sell {good} to {keeper}."
+        return f"I sell {goods} to {keeper}." if keeper else f"I sell {goods}."
     if k == "give":
-        gift = " and ".join(p for p in (good, f"{it.coin} coins" if it.coin > 0 else "") if p)
-        return f"I hand {keeper or cog} {gift}."
+        gift = " and ".join(p for p in (goods, f"{it.coin} coins" if it.coin > 0 else "") if p)
+        target = keeper or cog
+        return f"I hand {target} {gift}." if target else f"I hand over {gift}."
     if k == "trade":
-        return f"I offer {cog} {good} for {it.coin} coins."
+        return f"I offer {cog} {goods} for {it.coin} coins."
     if k == "accept":
         return f"I accept {cog}'s offer." if cog else "I accept the offer."
     if k == "hire":
@@ -84,7 +88,8 @@ def canonical_sentence(it: Intent, world: World, aliases: Sequence[str]) -> str:
     if k == "say":
         return f'I say "{it.text}"'
     if k == "quest":
-        return f"I ask {keeper} about my commissions."
+        return (f"I ask {keeper} about my commissions." if keeper
+                else "I enquire about my commissions.")
     if k == "wait":
         return "I wait and watch the road."
     return ""
