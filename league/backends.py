@@ -109,11 +109,14 @@ def run_processes(specs: Sequence[EpisodeSpec], settings: Settings,
         clean = True
     finally:
         if not clean:
-            for f in pending:
-                f.cancel()
+            # Stop the workers without cancelling futures first: on Python 3.11 the pool's
+            # manager thread then sets an exception on each pending future, and a cancelled
+            # one raises InvalidStateError from that thread (a traceback on Ctrl-C).
             for proc in list(getattr(pool, "_processes", {}).values()):
                 proc.terminate()
-        pool.shutdown(wait=True, cancel_futures=True)
+            pool.shutdown(wait=True)
+        else:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 # --- Ray -----------------------------------------------------------------------------------
