@@ -3,15 +3,27 @@
 ``Factor`` and ``Magpie`` reproduce the original scripted baselines exactly (RULES §21,
 SENTENCES §21); ``RandomPolicy`` plays uniformly over the legal structured actions;
 ``make_policy`` builds any of them (or ``"module.path:Name"``) from a spec; ``play_episode``
-plays a whole episode from a config and six policies.
+plays a whole episode from a config and six policies; ``LLMPolicy`` plays a seat through an
+OpenAI-compatible chat model and answers with a ``Decision`` (sentence, say, notes).
 """
 
 from .baselines import Factor, Magpie
-from .policy import BUILTIN, Policy, is_scripted, make_policy, play_episode
+from .llm import LLMPolicy
+from .policy import (
+    BUILTIN,
+    Decision,
+    Policy,
+    as_decision,
+    decide_turn,
+    is_scripted,
+    make_policy,
+    play_episode,
+)
 from .random_policy import RandomPolicy, legal_intents
 from .view import BaselineView, SeatView
 
 __all__ = [
-    "BUILTIN", "BaselineView", "Factor", "Magpie", "Policy", "RandomPolicy", "SeatView",
-    "is_scripted", "legal_intents", "make_policy", "play_episode",
+    "BUILTIN", "BaselineView", "Decision", "Factor", "LLMPolicy", "Magpie", "Policy",
+    "RandomPolicy", "SeatView", "as_decision", "decide_turn", "is_scripted", "legal_intents",
+    "make_policy", "play_episode",
 ]

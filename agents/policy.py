@@ -1,13 +1,19 @@
 """The policy interface, building policies from specs, and playing whole episodes.
 
 A policy decides one seat's act from the start-of-turn state (RULES §6.1, §17): ``act(game,
-seat)`` returns a sentence (parsed by the rules, SENTENCES.md) or an ``Intent``.
+seat)`` returns a sentence (parsed by the rules, SENTENCES.md), an ``Intent``, or a
+:class:`Decision` (the act plus the seat's spoken line and notes, and whether a baseline wrote
+it), which language-model seats need (SENTENCES §20.1). A policy with ``concurrent = True`` may
+be asked from a worker thread while the other seats decide (:func:`decide_turn`), so that the
+requests of slow remote seats overlap (RULES §6.6).
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from sim import Game, GameConfig, Intent
@@ -25,10 +31,52 @@ class Policy(Protocol):
     :class:`agents.view.SeatView`) and must not change the game. Stateful policies may also
     define ``reset(seed)``; :func:`play_episode` calls it before the first turn. A class
     attribute ``scripted = True`` marks the seat's acts as scripted (RULES §6.1), as the
-    original does for its baselines.
+    original does for its baselines. ``act`` may return a :class:`Decision` to also speak,
+    write notes or mark a fallback; ``concurrent = True`` allows asking it from a worker thread
+    beside the other seats (:func:`decide_turn`); ``take_records()``, when defined, returns
+    per-decision records (dicts with ``turn`` and ``seat``) that the league stores in the
+    replay under ``"llm"`` (``agents.llm.LLMPolicy`` logs its prompts and replies this way).
     """
 
-    def act(self, game: Game, seat: int) -> str | Intent: ...
+    def act(self, game: Game, seat: int) -> str | Intent | Decision: ...
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A whole answer for one turn: what a language-model seat returns (SENTENCES §20.1).
+
+    ``action`` is played like a bare sentence or ``Intent``; ``say`` and ``notes`` go to
+    ``Game.play_turn`` (spoken line; private notes, kept when empty); ``scripted`` marks an act a
+    baseline wrote in the policy's place (a fallback), recorded as RULES §6.6 says.
+    """
+
+    action: str | Intent
+    say: str = ""
+    notes: str = ""
+    scripted: bool = False
+
+
+def as_decision(answer: str | Intent | Decision) -> Decision:
+    """Any answer of ``act`` as a :class:`Decision` (a bare action says and notes nothing)."""
+    return answer if isinstance(answer, Decision) else Decision(answer)
+
+
+def decide_turn(game: Game, policies: Sequence[Policy]) -> list[Any]:
+    """Every seat's answer to ``act`` for this turn, in seat order.
+
+    Seats whose policy sets ``concurrent = True`` are asked at the same time in worker
+    threads (the others in this thread meanwhile), so six remote model seats wait for one
+    request, not six. The game is not changed until every answer is in, so the threads only
+    read it. An exception of any seat is raised here, after all threads have finished.
+    """
+    threaded = [s for s, p in enumerate(policies) if getattr(p, "concurrent", False)]
+    if len(threaded) < 2:
+        return [p.act(game, seat) for seat, p in enumerate(policies)]
+    with ThreadPoolExecutor(max_workers=len(threaded)) as pool:
+        futures = {s: pool.submit(policies[s].act, game, s) for s in threaded}
+        local = {s: p.act(game, s) for s, p in enumerate(policies) if s not in futures}
+        return [futures[s].result() if s in futures else local[s]
+                for s in range(len(policies))]
 
 
 BUILTIN: dict[str, Callable[..., Policy]] = {
@@ -124,8 +172,10 @@ def play_episode(config: GameConfig, policies: Sequence[Policy | str], *,
                  on_turn: Callable[[Game, list[dict]], None] | None = None) -> Game:
     """Play one whole episode and return the finished game.
 
-    Every turn each seat decides against the same start-of-turn state, then the six actions go
-    to ``play_turn`` together (RULES §6.1-6.3), with ``scripted`` set for baseline seats.
+    Every turn each seat decides against the same start-of-turn state (concurrent seats at
+    once, :func:`decide_turn`), then the six actions go to ``play_turn`` together (RULES
+    §6.1-6.3), with the says and notes of :class:`Decision` answers and ``scripted`` set for
+    baseline seats and fallbacks.
 
     Args:
         config: the episode's settings.
@@ -148,8 +198,10 @@ def play_episode(config: GameConfig, policies: Sequence[Policy | str], *,
                 r(config.seed)
     scripted = [is_scripted(p) for p in seats]
     while not game.done:
-        actions = [p.act(game, seat) for seat, p in enumerate(seats)]
-        acts = game.play_turn(actions, scripted=scripted)
+        turn = [as_decision(a) for a in decide_turn(game, seats)]
+        acts = game.play_turn([d.action for d in turn], says=[d.say for d in turn],
+                              notes=[d.notes for d in turn],
+                              scripted=[s or d.scripted for s, d in zip(scripted, turn)])
         if on_turn is not None:
             on_turn(game, acts)
     return game

@@ -28,6 +28,17 @@ every decision counts as a fallback.
 The episode limit ``episode_timeout`` is checked before each turn, and a decision still running
 when it passes is interrupted too; the episode then ends between turns with ``end_early``
 (reason ``deadline``, RULES §6.4), so the turn in progress never happens.
+
+Language-model seats (issue 11). A policy may answer with an ``agents.Decision`` (sentence, say,
+notes, scripted); its say and notes go to ``play_turn`` and ``scripted`` (the policy's own
+``factor`` fallback) is recorded and counted in ``fallbacks``. Seats whose policy sets
+``concurrent = True`` are asked at the same time in worker threads while the others decide here
+(RULES §6.6: the requests of a turn overlap). Threads cannot take the alarm, so their decisions
+are judged after the fact against ``decision_timeout`` (such policies bound their own time, as
+``LLMPolicy`` does with its request timeouts); waiting for them stops at the episode deadline.
+Records a policy returns from ``take_records()`` (an ``LLMPolicy``'s prompts, replies and token
+counts) are stored in the replay payload under ``"llm"``, sorted by turn and seat; ``sim.replay``
+and ``guild verify`` ignore that key.
 """
 
 from __future__ import annotations
@@ -37,11 +48,13 @@ import os
 import signal
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents import Factor, is_scripted, make_policy
+from agents import Decision, Factor, is_scripted, make_policy
 from sim import Game, GameConfig, Intent
 from sim.world import SEATS
 
@@ -163,11 +176,15 @@ def play(spec: EpisodeSpec, settings: Settings) -> tuple[dict, str | None]:
             if turn is None:  # the episode deadline passed during the decisions
                 game.end_early()
                 break
-            actions, fell = turn
-            _play_turn(game, actions, fell, scripted_by_policy, fault)
+            decisions, fell = turn
+            _play_turn(game, decisions, fell, scripted_by_policy, fault)
             for seat in range(SEATS):
-                fallbacks[seat] += fell[seat]
+                fallbacks[seat] += fell[seat] or (decisions[seat].scripted
+                                                  and not scripted_by_policy[seat])
     payload = game.replay_payload(list(spec.lineup))
+    records = _take_records(seats)
+    if records:
+        payload["llm"] = records
     text = json.dumps(payload, separators=(",", ":"))
     if settings.replay_dir is not None:
         write_atomic(Path(settings.replay_dir) / f"{spec.id}.json", text)
@@ -184,66 +201,129 @@ def play(spec: EpisodeSpec, settings: Settings) -> tuple[dict, str | None]:
 
 
 def _decide(game: Game, seats: list, broken: list[bool], limit: float | None,
-            deadline: float | None, alarm: _Alarm, fault: Any) -> tuple[list, list[bool]] | None:
-    """Six actions for this turn and which seats fell back to ``factor``.
+            deadline: float | None, alarm: _Alarm,
+            fault: Any) -> tuple[list[Decision], list[bool]] | None:
+    """Six decisions for this turn and which seats fell back to ``factor``.
 
     None when the episode deadline passed meanwhile: the turn is abandoned.
     """
-    actions: list[Any] = []
-    fell: list[bool] = []
-    for seat, policy in enumerate(seats):
-        action: Any = None
-        if not broken[seat]:
+    answers: list[Any] = [None] * SEATS
+    errors: list[str | None] = [None] * SEATS
+    spent = [0.0] * SEATS
+    threaded = [s for s, p in enumerate(seats)
+                if not broken[s] and getattr(p, "concurrent", False)]
+    pool = ThreadPoolExecutor(max_workers=len(threaded)) if len(threaded) > 1 else None
+    futures = {s: pool.submit(_timed, seats[s].act, game, s) for s in threaded} if pool else {}
+    try:
+        for seat, policy in enumerate(seats):
+            if broken[seat] or seat in futures:
+                continue
             budget = limit
             if deadline is not None:
                 left = deadline - time.perf_counter()
                 budget = left if budget is None else min(budget, left)
             t0 = time.perf_counter()
             try:
-                action = alarm.call(policy.act, budget, game, seat)
-                error = None
+                answers[seat] = alarm.call(policy.act, budget, game, seat)
             except _Interrupted:
-                action, error = None, "timeout"
+                errors[seat] = "timeout"
             except (Exception, SystemExit) as e:
-                action, error = None, f"raised {_describe(e)}"
-            spent = time.perf_counter() - t0
+                errors[seat] = f"raised {_describe(e)}"
+            spent[seat] = time.perf_counter() - t0
             if deadline is not None and time.perf_counter() >= deadline:
                 return None
-            if error is None and limit is not None and spent > limit:
-                action, error = None, "timeout"
+        for seat, future in futures.items():
+            wait = None if deadline is None else max(0.0, deadline - time.perf_counter())
+            try:
+                answers[seat], errors[seat], spent[seat] = future.result(timeout=wait)
+            except FuturesTimeout:
+                return None
+        if futures and deadline is not None and time.perf_counter() >= deadline:
+            return None
+    finally:
+        if pool is not None:  # normally all done; after the deadline, abandoned
+            pool.shutdown(wait=False, cancel_futures=True)
+    decisions: list[Decision] = []
+    fell: list[bool] = []
+    for seat in range(SEATS):
+        decision: Decision | None = None
+        if not broken[seat]:
+            answer, error = answers[seat], errors[seat]
+            if error is None and limit is not None and spent[seat] > limit:
+                error = "timeout"
             if error == "timeout":
                 fault(seat, "timeout", f"took over {limit} s")
             elif error is not None:
                 fault(seat, "raised", error)
-            elif not isinstance(action, (str, Intent)):
-                fault(seat, "garbage",
-                      f"returned {type(action).__name__}, not a sentence or an Intent")
-                action = None
-        fell.append(action is None)
-        actions.append(_FALLBACK.act(game, seat) if action is None else action)
-    return actions, fell
+            else:
+                decision = answer if isinstance(answer, Decision) else Decision(answer)
+                if not isinstance(decision.action, (str, Intent)):
+                    fault(seat, "garbage", f"returned {type(decision.action).__name__}, not a "
+                                           "sentence or an Intent")
+                    decision = None
+                elif not (isinstance(decision.say, str) and isinstance(decision.notes, str)):
+                    fault(seat, "garbage", "returned a Decision whose say or notes is not a str")
+                    decision = None
+        fell.append(decision is None)
+        decisions.append(Decision(_FALLBACK.act(game, seat)) if decision is None else decision)
+    return decisions, fell
 
 
-def _play_turn(game: Game, actions: list, fell: list[bool], scripted_by_policy: list[bool],
-               fault: Any) -> None:
+def _timed(act: Any, game: Game, seat: int) -> tuple[Any, str | None, float]:
+    """``act(game, seat)`` in a worker thread: the answer, the error if any, the time taken."""
+    t0 = time.perf_counter()
+    try:
+        answer, error = act(game, seat), None
+    except (Exception, SystemExit) as e:
+        answer, error = None, f"raised {_describe(e)}"
+    return answer, error, time.perf_counter() - t0
+
+
+def _take_records(seats: list) -> list[dict]:
+    """Every policy's ``take_records()`` (each policy object once), sorted by turn and seat."""
+    out: list[dict] = []
+    seen: set[int] = set()
+    for policy in seats:
+        take = getattr(policy, "take_records", None)
+        if id(policy) in seen or not callable(take):
+            continue
+        seen.add(id(policy))
+        try:
+            got = take()
+        except Exception:  # a policy's bookkeeping must not lose the episode
+            continue
+        if isinstance(got, list):
+            out.extend(r for r in got if isinstance(r, dict))
+    out.sort(key=lambda r: (r.get("turn", 0), r.get("seat", 0)))
+    return out
+
+
+def _play_turn(game: Game, decisions: list[Decision], fell: list[bool],
+               scripted_by_policy: list[bool], fault: Any) -> None:
     """``play_turn``; an ``Intent`` the rules refuse is garbage and ``factor`` plays that seat.
 
     ``play_turn`` checks every action before it changes anything, so a refused call can be
     retried with the offending seats replaced. Fallback decisions are recorded scripted.
     """
+    def play() -> None:
+        game.play_turn([d.action for d in decisions], says=[d.say for d in decisions],
+                       notes=[d.notes for d in decisions],
+                       scripted=[f or s or d.scripted
+                                 for f, s, d in zip(fell, scripted_by_policy, decisions)])
+
     try:
-        game.play_turn(actions, scripted=[f or s for f, s in zip(fell, scripted_by_policy)])
+        play()
         return
     except ValueError:
         pass
-    for seat, action in enumerate(actions):
+    for seat, d in enumerate(decisions):
         try:
-            game.intent_for(action, seat)
+            game.intent_for(d.action, seat)
         except ValueError as e:
             fault(seat, "garbage", f"returned an action the rules refuse ({_describe(e)})")
-            actions[seat] = _FALLBACK.act(game, seat)
+            decisions[seat] = Decision(_FALLBACK.act(game, seat))
             fell[seat] = True
-    game.play_turn(actions, scripted=[f or s for f, s in zip(fell, scripted_by_policy)])
+    play()
 
 
 def _describe(e: BaseException) -> str:

@@ -193,13 +193,20 @@ class GuildEnv(gym.Env):
             raise RuntimeError("step() called before reset() or after the episode ended")
         mine = self.face.action(game, self.seat, action)
         actions: list = [None] * SEATS
+        says, notes = [""] * SEATS, [""] * SEATS
         scripted = [False] * SEATS
         actions[self.seat] = mine
         others = [s for s in range(SEATS) if s != self.seat]
         for policy, s in zip(self.opponents, others):
-            actions[s] = policy.act(game, s)
-            scripted[s] = bool(getattr(policy, "scripted", False))
-        game.play_turn(actions, scripted=scripted)
+            answer = policy.act(game, s)
+            # A policy may answer with a decision record (agents.Decision: action, say, notes,
+            # scripted); duck-typed because sim never imports agents.
+            actions[s] = getattr(answer, "action", answer)
+            says[s] = getattr(answer, "say", "") or ""
+            notes[s] = getattr(answer, "notes", "") or ""
+            scripted[s] = bool(getattr(policy, "scripted", False)
+                               or getattr(answer, "scripted", False))
+        game.play_turn(actions, says=says, notes=notes, scripted=scripted)
         new = score(game.state, self.seat)
         done = game.done
         if self.reward_mode == "dense":

@@ -1,0 +1,321 @@
+"""Language-model seats (issue 11): reading replies, the policy against a local
+OpenAI-compatible server (every case of SENTENCES §20.1 and §21), concurrent turns, the league."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from fake_llm import FakeLLM, closed_port, good_reply
+
+from agents import Decision, Factor, LLMPolicy, decide_turn, make_policy, play_episode
+from agents.llm import CORRECTIVE, parse_reply, system_prompt
+from league.cli import main
+from sim import Game, GameConfig
+from sim.world import SEATS
+
+pytest.importorskip("httpx")
+
+GOOD_ACTION = "I wait by the well and listen."
+
+
+@pytest.fixture(scope="module")
+def server():
+    with FakeLLM(lifetime=120) as s:
+        yield s
+
+
+def policy(server: FakeLLM, model: str, **kw) -> LLMPolicy:
+    kw.setdefault("timeout", 5.0)
+    kw.setdefault("retry_floor", 0.0)
+    return LLMPolicy(model, server.url, **kw)
+
+
+def decide(server: FakeLLM, model: str, seed: int = 3, **kw) -> tuple[Game, LLMPolicy, Decision]:
+    game = Game(GameConfig(seed=seed, turns=6))
+    p = policy(server, model, **kw)
+    return game, p, p.act(game, 0)
+
+
+# --- reading a reply (§20.1) ---------------------------------------------------------------------
+
+def test_parse_reply_extracts_the_object_from_fences_and_prose():
+    obj = '{"action": "I go to the Docks.", "say": "hi", "notes": "n", "extra": 1}'
+    for text in (obj, f"```json\n{obj}\n```", f"Here you go: {obj} Cheers."):
+        reply, why = parse_reply(text)
+        assert why == "" and reply is not None
+        assert (reply.action, reply.say, reply.notes) == ("I go to the Docks.", "hi", "n")
+
+
+@pytest.mark.parametrize("text", ["no braces at all", '{"action": "I wait", }', "[1, {}]",
+                                  '{"say": "hi"}', '{"action": 7}', '{"action": " \\n\\t "}',
+                                  "} backwards {"])
+def test_parse_reply_refuses_invalid_replies(text):
+    reply, why = parse_reply(text)
+    assert reply is None and why
+
+
+def test_parse_reply_cleans_and_caps_fields_by_rune():
+    reply, _ = parse_reply(json.dumps({
+        "action": "\t I\nwait\r " + "é" * 300, "say": 42, "notes": "🙂" * 700}))
+    assert reply is not None
+    assert reply.action.startswith("I wait ") and len(reply.action) == 240
+    assert reply.action.endswith("é…")
+    assert reply.say == ""  # not a string: counts as empty
+    assert len(reply.notes) == 600 and reply.notes == "🙂" * 599 + "…"
+    short, _ = parse_reply('{"action": "I wait.", "notes": "  keep  "}')
+    assert short is not None and short.notes == "keep" and short.say == ""
+
+
+def test_system_prompt_is_the_same_for_every_seat_but_the_alias():
+    game = Game(GameConfig(seed=5))
+    texts = [system_prompt(game, s) for s in range(SEATS)]
+    for s, text in enumerate(texts):
+        assert game.aliases[s] in text
+        assert texts[0].replace(game.aliases[0], "X") == text.replace(game.aliases[s], "X")
+    assert "JSON" in texts[0] and "Guildmaster Vell" in texts[0] and "Cutpurse Alley" in texts[0]
+
+
+# --- building from a spec -----------------------------------------------------------------------
+
+def test_make_policy_builds_from_an_llm_spec_with_options(tmp_path: Path):
+    guidance = tmp_path / "guide.txt"
+    guidance.write_text("Be bold.", encoding="utf-8")
+    p = make_policy(f"llm:my@model@http://127.0.0.1:9/v1/#timeout=2.5&max_tokens=50"
+                    f"&temperature=0.2&key_env=MY_KEY&retry_floor=1&prompt_file={guidance}")
+    assert isinstance(p, LLMPolicy)
+    assert (p.model, p.base_url, p.timeout, p.max_tokens, p.temperature, p.api_key_env) == (
+        "my@model", "http://127.0.0.1:9/v1", 2.5, 50, 0.2, "MY_KEY")
+    assert p.retry_timeout == 1.25 and p.prompt == "Be bold."
+    assert make_policy({"name": "llm:m@http://h/v1", "timeout": 3}).timeout == 3
+    assert LLMPolicy("m", "http://h/v1").retry_timeout == 12.0  # half of 24, at least 8
+    assert LLMPolicy("m", "http://h/v1", prompt="x" * 5000).prompt == "x" * 4000
+
+
+@pytest.mark.parametrize("spec", ["llm:", "llm:model", "llm:model@ftp://h", "llm:@http://h/v1",
+                                  "llm:m@http://h/v1#nope=1", "llm:m@http://h/v1#timeout=abc",
+                                  "llm:m@http://h/v1#timeout=0", "llm:m@http://h/v1#prompt_file=/no"])
+def test_bad_llm_specs_are_one_clear_error(spec):
+    with pytest.raises(ValueError, match="llm"):
+        make_policy(spec)
+
+
+# --- each reply case against the local server (§20.1, §21) --------------------------------------
+
+def test_a_good_reply_is_played_with_its_say_and_notes(server, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    game, p, d = decide(server, "good", prompt="Hoard salt.", temperature=0.3, max_tokens=77)
+    want = good_reply(game.observation_text(0))
+    assert d == Decision(want["action"], want["say"], want["notes"], scripted=False)
+    req = server.by_model("good")[-1]
+    body = req["body"]
+    assert body["max_tokens"] == 77 and body["temperature"] == 0.3
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]
+    assert body["messages"][0]["content"] == system_prompt(game, 0)
+    assert req["user"] == game.observation_text(0, prompt="Hoard salt.")
+    assert "Hoard salt." in req["user"] and server.requests_auth is None
+    rec = p.records[-1]
+    assert rec["turn"] == 0 and rec["seat"] == 0 and rec["user"] == req["user"]
+    assert len(rec["attempts"]) == 1 and rec["attempts"][0]["reply"]
+    assert rec["attempts"][0]["usage"]["completion_tokens"] == 17
+    assert rec["action"] == want["action"] and rec["scripted"] is False
+
+
+def test_the_api_key_comes_from_the_named_environment_variable(server, monkeypatch):
+    monkeypatch.setenv("GUILD_TEST_KEY", "sekrit")
+    _, p, _ = decide(server, "good", api_key_env="GUILD_TEST_KEY")
+    assert server.requests_auth == "Bearer sekrit"
+    assert "sekrit" not in json.dumps(p.records)
+
+
+@pytest.mark.parametrize("model", ["fenced", "prose"])
+def test_replies_in_fences_or_prose_are_read_at_once(server, model):
+    game, p, d = decide(server, model)
+    assert d.action == GOOD_ACTION and not d.scripted
+    assert len(p.records[-1]["attempts"]) == 1
+
+
+@pytest.mark.parametrize("model", ["malformed-once", "e500-once"])
+def test_one_invalid_reply_or_failed_request_is_retried_with_a_corrective_line(server, model):
+    game, p, d = decide(server, model)
+    assert d.action == GOOD_ACTION and not d.scripted
+    first, retry = server.by_model(model)[-2:]
+    assert not first["retry"] and retry["retry"]
+    assert retry["user"] == first["user"] + "\n\n" + CORRECTIVE
+    attempts = p.records[-1]["attempts"]
+    assert [a["retry"] for a in attempts] == [False, True]
+    assert attempts[0]["error"] and "error" not in attempts[1]
+
+
+@pytest.mark.parametrize("model", ["malformed", "noaction", "empty-action", "e500"])
+def test_a_second_failure_plays_factor_marked_scripted(server, model):
+    game, p, d = decide(server, model)
+    assert d == Decision(Factor().act(game, 0), scripted=True)
+    assert len(server.by_model(model)) >= 2
+    rec = p.records[-1]
+    assert rec["scripted"] and len(rec["attempts"]) == 2
+    assert all(a["error"] for a in rec["attempts"])
+    acts = game.play_turn([d.action] + [Factor().act(game, s) for s in range(1, SEATS)],
+                          scripted=[d.scripted] + [True] * 5)
+    assert acts[0]["scripted"] is True
+
+
+def test_an_overlong_reply_is_capped_with_an_ellipsis(server):
+    _, p, d = decide(server, "long")
+    assert len(d.action) == 240 and d.action.endswith("…") and d.action.startswith("I wait")
+    assert len(d.say) == 160 and d.say.endswith("…")
+    assert len(d.notes) == 600 and "\n" not in d.notes and "\t" not in d.notes
+    assert not d.scripted and len(p.records[-1]["attempts"]) == 1
+
+
+def test_an_unreadable_but_valid_action_is_played_and_explained_next_turn(server):
+    game, p, d = decide(server, "unreadable")
+    assert d.action == "I contemplate my options." and not d.scripted
+    assert len(server.by_model("unreadable")) == 1 or not server.by_model("unreadable")[-1][
+        "retry"]
+    acts = game.play_turn([d.action] + [Factor().act(game, s) for s in range(1, SEATS)])
+    assert acts[0]["intent"] == "none" and acts[0]["reason"] != "ok"
+    assert 'YOUR LAST SENTENCE: "I contemplate my options." - ' in game.observation_text(0)
+
+
+def test_a_slow_reply_past_the_timeout_falls_back_in_bounded_time(server):
+    t0 = time.perf_counter()
+    game, p, d = decide(server, "slow", timeout=0.4)
+    spent = time.perf_counter() - t0
+    assert d.scripted and d.action == Factor().act(game, 0)
+    assert spent < 2.0  # 0.4 s, then the retry's 0.2 s, not the server's 3 s
+    assert [a["error"] for a in p.records[-1]["attempts"]] == ["no reply within 0.4 s",
+                                                               "no reply within 0.2 s"]
+
+
+def test_a_refused_connection_falls_back_to_factor():
+    p = LLMPolicy("good", f"http://127.0.0.1:{closed_port()}/v1", timeout=2, retry_floor=0)
+    game = Game(GameConfig(seed=4))
+    t0 = time.perf_counter()
+    d = p.act(game, 2)
+    assert time.perf_counter() - t0 < 2.0
+    assert d == Decision(Factor().act(game, 2), scripted=True)
+    errors = [a["error"] for a in p.records[-1]["attempts"]]
+    assert len(errors) == 2 and all("ConnectError" in e for e in errors)
+
+
+def test_refused_credentials_switch_the_service_off_for_the_episode(server):
+    game, p, d = decide(server, "e401")
+    assert d.scripted and p.disabled
+    assert len(server.by_model("e401")) == 1  # no retry
+    n = len(server.requests)
+    d2 = p.act(game, 1)
+    assert d2 == Decision(Factor().act(game, 1), scripted=True)
+    assert len(server.requests) == n  # no network wait
+    assert p.records[-1]["attempts"] == [] and "refused" in p.records[-1]["error"]
+    p.reset(0)
+    assert not p.disabled and p.records == []
+
+
+# --- whole episodes and concurrency (RULES §6.6) ------------------------------------------------
+
+def turn_groups(requests: list[dict]) -> dict[int, list[dict]]:
+    out: dict[int, list[dict]] = {}
+    for r in requests:
+        turn = int(r["user"].split(" of ", 1)[0].removeprefix("Turn "))
+        out.setdefault(turn, []).append(r)
+    return out
+
+
+def test_a_whole_episode_with_six_llm_seats_completes(server):
+    before = len(server.by_model("good"))
+    seats = [policy(server, "good") for _ in range(SEATS)]
+    game = play_episode(GameConfig(seed=8, turns=6), seats)
+    assert game.done and game.results()["turns"] == 6
+    acts = [e for e in game.events if e["kind"] == "act"]
+    assert len(acts) == 36 and not any(e["scripted"] for e in acts)
+    assert all(e["sentence"] == GOOD_ACTION and e["say"].endswith(" is here.") for e in acts)
+    assert acts[-1]["text"] == "seen turn 6"  # notes kept and stored
+    assert len(server.by_model("good")) - before == 36
+    records = [r for p in seats for r in p.take_records()]
+    assert sorted((r["turn"], r["seat"]) for r in records) == [
+        (t, s) for t in range(6) for s in range(SEATS)]
+    assert "seen turn 5" in next(r["user"] for r in records if r["turn"] == 5)
+
+
+def test_the_six_requests_of_a_turn_overlap(server):
+    shared = policy(server, "slowish")  # one object for all six seats is fine too
+    t0 = time.perf_counter()
+    game = play_episode(GameConfig(seed=9, turns=6), [shared] * SEATS)
+    spent = time.perf_counter() - t0
+    assert game.done
+    groups = turn_groups(server.by_model("slowish"))
+    assert sorted(groups) == [1, 2, 3, 4, 5, 6]
+    for turn, reqs in groups.items():
+        assert len(reqs) == SEATS
+        assert max(r["start"] for r in reqs) < min(r["end"] for r in reqs), turn
+    assert server.max_in_flight >= SEATS
+    assert spent < 6 * 0.3 * 3  # one-by-one would take 6 * 6 * 0.3 = 10.8 s
+
+
+def test_decide_turn_mixes_threaded_and_plain_seats_and_raises_errors(server):
+    game = Game(GameConfig(seed=2))
+    seats = [policy(server, "good"), Factor(), policy(server, "good"), Factor(), Factor(),
+             Factor()]
+    answers = decide_turn(game, seats)
+    assert isinstance(answers[0], Decision) and answers[1] == Factor().act(game, 1)
+
+    class Boom:
+        concurrent = True
+
+        def act(self, game, seat):
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        decide_turn(game, [Boom(), policy(server, "good")] + [Factor()] * 4)
+
+
+# --- the league ---------------------------------------------------------------------------------
+
+def league(out: Path, policies: str, *extra: str) -> int:
+    return main(["league", "--policies", policies, "--episodes", "1", "--turns", "6",
+                 "--workers", "1", "--seed", "4", "--out", str(out), *extra])
+
+
+def test_the_league_runs_llm_seats_concurrently_and_records_prompts_and_replies(
+        server, tmp_path: Path, capsys):
+    before = len(server.by_model("slowish"))
+    out = tmp_path / "lg"
+    assert league(out, f"llm:slowish@{server.url}") == 0
+    row = json.loads((out / "results.jsonl").read_text())
+    assert row["turns"] == 6 and row["fallbacks"] == [0] * 6 and row["faults"] == [{}] * 6
+    payload = json.loads((out / "replays" / "e000000.json").read_text())
+    recs = payload["llm"]
+    assert [(r["turn"], r["seat"]) for r in recs] == [(t, s) for t in range(6)
+                                                     for s in range(SEATS)]
+    acts = [e for e in payload["events"] if e["kind"] == "act"]
+    by = {(e["turn"], e["seat"]): e for e in acts}
+    for r in recs:
+        assert r["model"] == "slowish" and r["attempts"][0]["usage"]["total_tokens"] > 0
+        assert by[(r["turn"], r["seat"])]["sentence"] == r["action"]
+        assert r["user"].startswith(f"Turn {r['turn'] + 1} of 6.")
+    groups = turn_groups(server.by_model("slowish")[before:])
+    assert all(max(q["start"] for q in g) < min(q["end"] for q in g) for g in groups.values())
+    assert main(["verify", str(out)]) == 0
+    assert "all 1 episodes verify" in capsys.readouterr().out
+
+
+def test_league_llm_faults_fall_back_and_still_verify(server, tmp_path: Path, capsys):
+    refused = f"llm:good@http://127.0.0.1:{closed_port()}/v1#retry_floor=0"
+    slow = f"llm:slowish@{server.url}"
+    assert league(tmp_path / "a", f"{refused},factor") == 0
+    row = json.loads((tmp_path / "a" / "results.jsonl").read_text())
+    llm_seats = [s for s, name in enumerate(row["lineup"]) if name == refused]
+    assert llm_seats and all(row["fallbacks"][s] == 6 for s in llm_seats)
+    payload = json.loads((tmp_path / "a" / "replays" / "e000000.json").read_text())
+    assert all(e["scripted"] for e in payload["events"] if e["kind"] == "act")
+    assert all(r["scripted"] for r in payload["llm"])
+    # A decision timeout shorter than the server's answer: a fault, factor plays it.
+    assert league(tmp_path / "b", f"{slow},factor", "--decision-timeout", "0.1") == 0
+    row = json.loads((tmp_path / "b" / "results.jsonl").read_text())
+    assert any(f.get("timeout") for f in row["faults"])
+    assert "faulted (timeout" in capsys.readouterr().err
+    for d in ("a", "b"):
+        assert main(["verify", str(tmp_path / d)]) == 0
