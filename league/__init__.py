@@ -12,11 +12,12 @@ from .ladder import build as build_ladder
 from .ladder import table as ladder_table
 from .lineups import EpisodeSpec, episode_spec, group_draw, schedule
 from .run import LeagueOptions, LeagueRun, run_league
-from .runner import RESULT_KEYS, Settings, play
+from .runner import RESULT_KEYS, Settings
+from .runner import play as play_episode_spec
 from .verify import Report, verify_dir
 
 __all__ = [
     "RESULT_KEYS", "EpisodeSpec", "LeagueError", "LeagueOptions", "LeagueRun", "Report",
-    "Settings", "build_ladder", "episode_spec", "group_draw", "ladder_table", "play",
+    "Settings", "build_ladder", "episode_spec", "group_draw", "ladder_table", "play_episode_spec",
     "run_league", "schedule", "verify_dir",
 ]

@@ -1,0 +1,267 @@
+"""``guild view REPLAY.json [-o page.html]``: one self-contained HTML page that plays a replay.
+
+People would rather watch an episode than read its JSON.  The page (inline CSS and JS, no
+network, no build step) draws the town from the room coordinates, moves the six seats turn by
+turn, tells each turn's sentences with their outcomes, picks a highlight reel by salience
+(RULES §15.3) and keeps a scoreboard.
+
+The page computes no game rule itself: every frame (positions, purses, packs, shop stock and
+prices, commissions, scores) is worked out here by re-deriving the replay with ``sim.replay``
+(RULES §15.4) and embedded as JSON, so what the page shows is what the rules say, and the last
+frame's scores are the replay's ``results``.  A replay that does not re-derive is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from importlib import resources
+from pathlib import Path
+
+from sim import GameConfig, ReplayMismatch, replay
+from sim.errors import ConfigError
+from sim.game import Game
+from sim.phrasing import outcome_text
+from sim.world import SEATS, STANDARD_TOWN, World
+
+from .errors import LeagueError
+
+PROTOCOL = "cogmud.replay.v1"
+HIGHLIGHTS = 8
+TEMPLATE = "viewer.html"
+DATA_MARK = "/*__REPLAY_DATA__*/"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``guild view`` to the ``guild`` command line."""
+    p = sub.add_parser(
+        "view", help="write a self-contained HTML page that plays a replay",
+        description="Write one self-contained HTML page (no network needed) that plays a "
+                    "replay: the town map, the seats moving turn by turn, the chronicle, a "
+                    "highlight reel and the scoreboard. Keys: left/right step, space plays "
+                    "or pauses, Home/End jump.")
+    p.add_argument("replay", metavar="REPLAY.json", help="a replay (e.g. a league's "
+                   "replays/<id>.json)")
+    p.add_argument("-o", "--out", metavar="PAGE.html",
+                   help="where to write the page (default: the replay's path with .html)")
+    p.add_argument("--world", metavar="FILE",
+                   help="the world file of a replay played in a variant town")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handler of ``guild view``: read, re-derive, write the page; 2 on a bad file."""
+    src = Path(args.replay)
+    out = Path(args.out) if args.out else src.with_suffix(".html")
+    world = _load_world(args.world) if args.world else None
+    page = render_page(load_replay(src), world)
+    try:
+        out.write_text(page, encoding="utf-8")
+    except OSError as e:
+        raise LeagueError(f"cannot write {out} ({e.strerror or e})") from None
+    print(f"view: wrote {out}")
+    return 0
+
+
+def load_replay(path: Path) -> dict:
+    """The replay payload at ``path``; ``LeagueError`` (one line) when it is not one."""
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise LeagueError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise LeagueError(f"{path} is a directory, not a replay file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise LeagueError(f"{path}: cannot read it ({getattr(e, 'strerror', None) or e})"
+                          ) from None
+    except json.JSONDecodeError as e:
+        raise LeagueError(f"{path} is not JSON (line {e.lineno} column {e.colno}: {e.msg})"
+                          ) from None
+    if not isinstance(payload, dict) or payload.get("protocol") != PROTOCOL:
+        raise LeagueError(f"{path} is not a {PROTOCOL} replay")
+    if not isinstance(payload.get("config"), dict) or not isinstance(payload.get("events"),
+                                                                     list):
+        raise LeagueError(f"{path}: the replay lacks its config or events")
+    return payload
+
+
+def _load_world(path: str) -> World:
+    from sim.worldfile import load_world
+
+    try:
+        return load_world(path)[0]
+    except ValueError as e:
+        raise LeagueError(str(e)) from None
+
+
+def render_page(payload: dict, world: World | None = None) -> str:
+    """The whole HTML page for a replay payload (see :func:`view_model`)."""
+    model = view_model(payload, world)
+    template = resources.files("league").joinpath("viewer", TEMPLATE).read_text("utf-8")
+    # "<" escaped so no sentence in the data can close the <script> element.
+    data = json.dumps(model, separators=(",", ":"), ensure_ascii=False).replace("<", "\\u003c")
+    title = f"Guild replay: seed {model['seed']}"
+    # The title first: the data, inserted last, is never searched for the title mark.
+    return template.replace("__TITLE__", _html_escape(title)).replace(DATA_MARK, data)
+
+
+def view_model(payload: dict, world: World | None = None) -> dict:
+    """Everything the page shows, frame by frame, re-derived from the replay's events.
+
+    Frame 0 is the town before turn 1; frame k is the town after turn k, with the acts of turn
+    k.  Each frame's state comes from replaying the events up to that turn's snapshot, so the
+    rules (not the page) compute the scores.  ``LeagueError`` if the replay does not re-derive
+    or its results differ from what its events give.
+    """
+    config, events = payload["config"], payload["events"]
+    world = world if world is not None else STANDARD_TOWN
+    if config.get("world") is not None and config["world"] != world.to_json():
+        raise LeagueError("the replay is played in a variant town; pass its world file with "
+                          "--world FILE")
+    policies = payload.get("policyNames")
+    if not (isinstance(policies, list) and len(policies) == SEATS
+            and all(isinstance(p, str) for p in policies)):
+        policies = [f"P{i + 1}" for i in range(SEATS)]
+    try:
+        cfg = GameConfig.from_dict({**config, "players": policies}, world)
+    except (ConfigError, TypeError) as e:
+        raise LeagueError(f"the replay's config is invalid: {e}") from None
+    snaps = [i for i, e in enumerate(events) if isinstance(e, dict) and e.get("kind") == "turn"]
+    try:
+        final = replay(cfg, events)
+        games = [replay(cfg, events[:i + 1]) for i in snaps[:-1]] + [final]
+    except ReplayMismatch as e:
+        hint = "" if world is not STANDARD_TOWN else " (a variant town? pass --world FILE)"
+        raise LeagueError(f"the replay does not re-derive{hint}: {e}") from None
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError) as e:
+        raise LeagueError(f"the replay's events are malformed ({type(e).__name__}: {e})"
+                          ) from None
+    results = final.results()
+    if "results" in payload and payload["results"] != results:
+        raise LeagueError("the replay's results differ from what its events give")
+    acts_by_turn: dict[int, list[dict]] = {}
+    for e in events:
+        if isinstance(e, dict) and e.get("kind") == "act":
+            acts_by_turn.setdefault(e.get("turn", -1), []).append(e)
+    aliases = final.aliases
+    frames = []
+    for k, game in enumerate(games):
+        acts = [_act_view(e, world, aliases) for e in acts_by_turn.get(k - 1, [])]
+        frames.append(_frame(game, k, acts))
+    return {
+        "seed": cfg.seed, "turns": cfg.turns, "speech": cfg.speech, "thievery": cfg.thievery,
+        "names": aliases, "policies": policies,
+        "rooms": [{"id": r.id, "name": r.name, "desc": r.desc, "x": r.x, "y": r.y,
+                   "dark": r.dark, "exits": list(r.exits)} for r in world.rooms],
+        "keepers": [{"name": k.name, "room": k.room, "trade": list(k.trade)}
+                    for k in world.keepers],
+        "goods": [g.name for g in world.goods],
+        "guild": world.guild,
+        "frames": frames,
+        "highlights": highlights(frames),
+        "results": results,
+    }
+
+
+def _frame(game: Game, k: int, acts: list[dict]) -> dict:
+    """One frame: the state after ``k`` turns, shown as the page needs it."""
+    w, snap, res = game.world, game.snapshot(), game.results()
+    cogs = []
+    for s, c in enumerate(snap["cogs"]):
+        comms = game.commissions(s)
+        cogs.append({
+            "room": c["room"], "coin": c["coin"], "pack": _goods_text(w, c["items"]),
+            "carried": sum(c["items"]), "score": res["scores"][s], "wealth": res["wealth"][s],
+            "points": res["questPoints"][s], "delivered": res["delivered"][s],
+            "commissions": [{"item": w.goods[q["item"]].plural, "count": q["count"],
+                             "delivered": q["delivered"]} for q in comms],
+            "robberies": c["robberies"], "robbed": c["robbed"],
+            "hiredTo": c["retainerOf"] if c["retainerTurns"] > 0 else -1,
+        })
+    stalls = []
+    for n, keeper in enumerate(w.keepers):
+        stock = snap["npcs"][n]["stock"]
+        stalls.append({"coin": snap["npcs"][n]["coin"], "goods": [
+            {"item": w.goods[g].name, "stock": w.item_name(g, stock[g]),
+             "ask": w.ask_table[g][stock[g]],
+             "bid": w.bid_table[g][stock[g]]} for g in keeper.trade]})
+    done = game.done
+    label = ("Before turn 1" if k == 0 else
+             f"After turn {k} of {game.config.turns}" + (f" - {res['reason']}" if done else ""))
+    return {"turn": k, "label": label, "done": done, "cogs": cogs, "stalls": stalls,
+            "ground": [_goods_text(w, f) for f in snap["rooms"]], "acts": acts}
+
+
+def _goods_text(w: World, counts: list[int]) -> str:
+    return ", ".join(w.item_name(g, n) for g, n in enumerate(counts) if n > 0)
+
+
+def _act_view(e: dict, w: World, aliases: list[str]) -> dict:
+    """One act as the chronicle tells it: who, the sentence, what came of it."""
+    room = e.get("room", -1)
+    room_name = w.rooms[room].name if 0 <= room < len(w.rooms) else "?"
+    reason = str(e.get("reason", ""))
+    return {"seat": e.get("seat", 0), "turn": e.get("turn", 0), "order": e.get("order", 0),
+            "intent": e.get("intent", ""), "ok": reason == "ok", "reason": reason,
+            "salience": e.get("salience", 0), "sentence": e.get("sentence", ""),
+            "say": e.get("say", ""), "outcome": outcome(e, w, aliases, room_name)}
+
+
+def outcome(e: dict, w: World, aliases: list[str], room_name: str) -> str:
+    """What came of an act, in words: what happened when it succeeded, why not otherwise."""
+    reason, kind = e.get("reason", ""), e.get("intent", "")
+    qty, coin = e.get("qty", 0), e.get("coin", 0)
+
+    def name(table, i: int, attr: str = "name") -> str:
+        return getattr(table[i], attr) if isinstance(i, int) and 0 <= i < len(table) else "?"
+
+    item = e.get("item", -1)
+    goods = w.item_name(item, qty) if isinstance(item, int) and 0 <= item < w.n_goods else ""
+    keeper = name(w.keepers, e.get("npc", -1))
+    other = e.get("other", -1)
+    cog = aliases[other] if isinstance(other, int) and 0 <= other < len(aliases) else "?"
+    if kind == "rob" and reason == "robbery_failed":
+        return f"the attempt on {cog} failed; paid a {coin} coin fine."
+    if reason != "ok":
+        return outcome_text(reason, room_name)
+    if kind == "move":
+        return f"walked to {name(w.rooms, e.get('toRoom', -1))}."
+    if kind == "take":
+        return f"picked up {goods}."
+    if kind == "drop":
+        return f"dropped {goods}."
+    if kind == "buy":
+        return f"bought {goods} from {keeper} for {coin} coin."
+    if kind == "sell":
+        return f"sold {goods} to {keeper} for {coin} coin."
+    if kind == "give" and e.get("npc", -1) >= 0:
+        return f"delivered {goods} to {keeper}: {coin} commission points."
+    if kind == "give":
+        parts = [p for p in (goods if qty > 0 else "", f"{coin} coin" if coin > 0 else "") if p]
+        return f"handed {cog} {' and '.join(parts)}."
+    if kind == "trade":
+        return f"offered {cog} {goods} for {coin} coin."
+    if kind == "hire":
+        return f"offered to hire {cog} for {coin} coin."
+    if kind == "accept":
+        if goods:
+            return f"accepted {cog}'s offer: {goods} for {coin} coin."
+        return f"was hired by {cog} for {coin} coin."
+    if kind == "rob":
+        return f"robbed {cog} of {goods or f'{coin} coin'}."
+    if kind == "quest":
+        return f"asked {keeper} about the commissions."
+    if kind == "say":
+        return "spoke."
+    return outcome_text(reason, room_name)
+
+
+def highlights(frames: list[dict], n: int = HIGHLIGHTS) -> list[dict]:
+    """The ``n`` most salient acts (ties: the earlier), in the order they happened."""
+    acts = [(a["salience"], f["turn"], a["order"], a) for f in frames for a in f["acts"]]
+    top = sorted(acts, key=lambda t: (-t[0], t[1], t[2]))[:n]
+    return [{"frame": turn, **a} for _, turn, _, a in sorted(top, key=lambda t: (t[1], t[2]))]
+
+
+def _html_escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

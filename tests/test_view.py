@@ -1,0 +1,256 @@
+"""``guild view``: the page's frames are the rules' states, bad files are refused in one line,
+and in a real headless Chromium the page loads, plays, scrubs and ends on the replay's results."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from agents import play_episode
+from league import view
+from league.cli import main
+from sim import Game, GameConfig
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def league_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("league")
+    assert main(["league", "--policies", "factor,magpie,random", "--episodes", "6", "--seed",
+                 "1", "--workers", "1", "--out", str(out)]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def replay_path(league_dir: Path) -> Path:
+    # The episode with the most salient act makes the richest page.
+    paths = sorted((league_dir / "replays").glob("*.json"))
+    return max(paths, key=lambda p: max(e.get("salience", 0) for e in
+                                        json.loads(p.read_text())["events"]))
+
+
+def payload_of(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+# --- the frames ----------------------------------------------------------------------------------
+def test_frames_are_the_states_an_independent_play_goes_through(replay_path: Path) -> None:
+    payload = payload_of(replay_path)
+    model = view.view_model(payload)
+    cfg = GameConfig(seed=payload["config"]["seed"], turns=payload["config"]["turns"],
+                     players=tuple(payload["policyNames"]))
+    seen: list[dict] = []
+    game = play_episode(cfg, payload["policyNames"],
+                        on_turn=lambda g, acts: seen.append({"results": g.results(),
+                                                             "snap": g.snapshot()}))
+    assert game.events == payload["events"]  # the league's episode, played again
+    start = Game(cfg)
+    seen.insert(0, {"results": start.results(), "snap": start.snapshot()})
+    assert len(model["frames"]) == len(seen) == cfg.turns + 1
+    for frame, want in zip(model["frames"], seen):
+        cogs = frame["cogs"]
+        assert [c["score"] for c in cogs] == want["results"]["scores"]
+        assert [c["coin"] for c in cogs] == want["results"]["coin"]
+        assert [c["points"] for c in cogs] == want["results"]["questPoints"]
+        assert [c["robbed"] for c in cogs] == want["results"]["robbed"]
+        assert [c["room"] for c in cogs] == [c["room"] for c in want["snap"]["cogs"]]
+    last = model["frames"][-1]
+    assert [c["score"] for c in last["cogs"]] == payload["results"]["scores"]
+    assert model["results"] == payload["results"] and last["done"]
+
+
+def test_each_frame_tells_its_turn_and_stalls_price_the_stock(replay_path: Path) -> None:
+    payload = payload_of(replay_path)
+    model = view.view_model(payload)
+    acts = [e for e in payload["events"] if e["kind"] == "act"]
+    for k, frame in enumerate(model["frames"]):
+        mine = [a for a in acts if a["turn"] == k - 1]
+        assert [(a["seat"], a["sentence"]) for a in frame["acts"]] == \
+            [(a["seat"], a.get("sentence", "")) for a in mine]
+    # Frame 1's stall lines: the snapshot's stock, priced by the town's ask/bid tables.
+    from sim.world import STANDARD_TOWN as W
+    snap = [e for e in payload["events"] if e["kind"] == "turn"][1]
+    for n, stall in enumerate(model["frames"][1]["stalls"]):
+        for g, line in zip(W.keepers[n].trade, stall["goods"]):
+            stock = snap["npcs"][n]["stock"][g]
+            assert (line["stock"], line["ask"], line["bid"]) == (
+                W.item_name(g, stock), W.ask_table[g][stock], W.bid_table[g][stock])
+
+
+def test_highlights_are_the_most_salient_acts(replay_path: Path) -> None:
+    model = view.view_model(payload_of(replay_path))
+    reel = model["highlights"]
+    assert len(reel) == view.HIGHLIGHTS
+    every = sorted((a["salience"] for f in model["frames"] for a in f["acts"]), reverse=True)
+    assert sorted((h["salience"] for h in reel), reverse=True) == every[:view.HIGHLIGHTS]
+    assert [(h["frame"], h["order"]) for h in reel] == sorted((h["frame"], h["order"])
+                                                              for h in reel)
+
+
+def test_outcomes_explain_failures_and_tell_successes() -> None:
+    from sim.world import STANDARD_TOWN as W
+    aliases = ["A", "B", "C", "D", "E", "F"]
+    buy = {"intent": "buy", "reason": "ok", "item": 2, "qty": 2, "npc": 1, "coin": 17}
+    assert view.outcome(buy, W, aliases, "x") == "bought 2 rope from Smith Bram for 17 coin."
+    rob = {"intent": "rob", "reason": "robbery_failed", "other": 1, "coin": 8}
+    assert view.outcome(rob, W, aliases, "x") == "the attempt on B failed; paid a 8 coin fine."
+    move = {"intent": "move", "reason": "no_such_exit"}
+    assert view.outcome(move, W, aliases, "The Docks") == \
+        "there is no road from The Docks to that place."
+
+
+def test_the_page_is_self_contained_and_sentences_cannot_break_it(tmp_path: Path) -> None:
+    game = Game(GameConfig(seed=3, turns=6))
+    evil = 'I wait </script><script>alert(1)</script> "<b>hi</b>"'
+    while not game.done:
+        game.play_turn([evil] + ["I wait"] * 5)
+    page = view.render_page(game.replay_payload())
+    assert page.count("</script>") == 2  # the data's script and the viewer's script only
+    assert "http://" not in page.replace("http://www.w3.org/2000/svg", "")
+    assert "https://" not in page and "src=" not in page
+
+
+# --- the command line ----------------------------------------------------------------------------
+def test_guild_view_writes_the_page(replay_path: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "page.html"
+    assert main(["view", str(replay_path), "-o", str(out)]) == 0
+    assert "data-loaded" in out.read_text(encoding="utf-8")
+    assert str(out) in capsys.readouterr().out
+
+
+def _broken(tmp_path: Path, replay_path: Path) -> dict[str, tuple[Path, str]]:
+    payload = payload_of(replay_path)
+    cases: dict[str, object] = {
+        "not json": "{",
+        "not a replay": {"protocol": "something else"},
+        "no events": {**payload, "events": None},
+        "tampered act": {**payload, "events": [
+            {**e, "coin": 999} if i == 10 else e for i, e in enumerate(payload["events"])]},
+        "false results": {**payload, "results": {**payload["results"], "coin": [0] * 6}},
+        "variant town": {**payload, "config": {**payload["config"], "world": {"rooms": []}}},
+        "bad seed": {**payload, "config": {**payload["config"], "seed": "x"}},
+    }
+    words = {"not json": "is not JSON", "not a replay": "is not a cogmud.replay.v1 replay",
+             "no events": "lacks its config or events", "tampered act": "does not re-derive",
+             "false results": "results differ", "variant town": "--world FILE",
+             "bad seed": "config is invalid"}
+    made = {}
+    for name, body in cases.items():
+        p = tmp_path / f"{name.replace(' ', '_')}.json"
+        p.write_text(body if isinstance(body, str) else json.dumps(body), encoding="utf-8")
+        made[name] = (p, words[name])
+    made["missing"] = (tmp_path / "nope.json", "no such file")
+    made["directory"] = (tmp_path, "is a directory")
+    return made
+
+
+def test_bad_files_give_one_line_and_exit_2(replay_path: Path, tmp_path: Path, capsys) -> None:
+    for name, (path, words) in _broken(tmp_path, replay_path).items():
+        assert main(["view", str(path), "-o", str(tmp_path / "x.html")]) == 2, name
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and words in err, (name, err)
+        assert err.startswith("guild view: error: ") and "Traceback" not in err
+    assert main(["view", str(replay_path), "-o", str(tmp_path / "no" / "dir.html")]) == 2
+    assert "cannot write" in capsys.readouterr().err
+
+
+def test_a_variant_town_needs_its_world_file(tmp_path: Path, capsys) -> None:
+    from sim.worldfile import load_config
+
+    town = tmp_path / "town.json"
+    town.write_text(json.dumps({"goods": {"salt": {"value": 12}}}), encoding="utf-8")
+    game = play_episode(load_config(town, seed=5, turns=6), ["factor", "magpie"] * 3)
+    replay = tmp_path / "variant.json"
+    replay.write_text(json.dumps(game.replay_payload()), encoding="utf-8")
+    assert main(["view", str(replay)]) == 2
+    assert "--world FILE" in capsys.readouterr().err
+    assert main(["view", str(replay), "--world", str(town)]) == 0
+    assert (tmp_path / "variant.html").is_file()
+    world = view._load_world(str(town))
+    model = view.view_model(payload_of(replay), world)
+    assert [c["score"] for c in model["frames"][-1]["cogs"]] == game.results()["scores"]
+
+
+# --- a real browser ------------------------------------------------------------------------------
+def test_the_page_in_headless_chromium(replay_path: Path, tmp_path: Path) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api",
+                                   reason="playwright is not installed (pip install playwright)")
+    if not (os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)):
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set CHROMIUM)")
+    payload = payload_of(replay_path)
+    html = tmp_path / "page.html"
+    assert main(["view", str(replay_path), "-o", str(html)]) == 0
+    turns = payload["config"]["turns"]
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1500, "height": 1000})
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("requestfailed", lambda r: errors.append(f"request {r.url}"))
+            page.goto(html.as_uri())
+            page.wait_for_selector("body[data-loaded=true]", timeout=10_000)
+
+            def frame() -> int:
+                return int(page.get_attribute("body", "data-frame"))
+
+            def scores() -> list[float]:
+                return page.eval_on_selector_all(
+                    "td.score[data-seat]",
+                    "els => els.map(e => [+e.dataset.seat, +e.dataset.score])")
+
+            # The map: every room, a road per exit pair, dark rooms shaded, six tokens.
+            world = payload["config"]["world"]
+            assert page.locator("g.room").count() == len(world["rooms"])
+            assert page.locator("g.room.dark").count() == sum(r["dark"] for r in world["rooms"])
+            roads = {tuple(sorted((r["id"], b))) for r in world["rooms"] for b in r["exits"]}
+            assert page.locator("line.road").count() == len(roads)
+            assert page.locator("g.token").count() == 6
+            assert frame() == 0 and [s for _, s in scores()] == [0.0] * 6
+            # Step with the keys and the buttons; scrub half way.
+            page.keyboard.press("ArrowRight")
+            page.keyboard.press("ArrowRight")
+            assert frame() == 2
+            page.click("#back")
+            assert frame() == 1
+            page.locator("#chronicle .turn-block.current li.act").first.wait_for()
+            assert page.locator("#chronicle .turn-block.current li.act").count() == 6
+            page.eval_on_selector("#scrubber", "(s, v) => { s.value = v; "
+                                  "s.dispatchEvent(new Event('input')); }", str(turns // 2))
+            assert frame() == turns // 2
+            # Play advances by itself; space pauses.
+            page.click("#play")
+            page.wait_for_function(f"+document.body.dataset.frame > {turns // 2}", timeout=5000)
+            page.keyboard.press(" ")
+            assert page.inner_text("#play") == "Play"
+            # Scrub to the end: the page's scores are the replay's results.
+            page.keyboard.press("End")
+            assert frame() == turns
+            final = scores()
+            assert [seat for seat, _ in final] == list(range(6))
+            assert [s for _, s in final] == payload["results"]["scores"]
+            assert page.inner_text("#frame-label").endswith(payload["results"]["reason"])
+            # Tokens stand in the rooms of the last snapshot.
+            last = [e for e in payload["events"] if e["kind"] == "turn"][-1]
+            rooms = page.eval_on_selector_all("g.token", "els => els.map(e => +e.dataset.room)")
+            assert rooms == [c["room"] for c in last["cogs"]]
+            # A highlight jumps to its turn.
+            first = page.locator("#highlights li").first
+            target = int(first.get_attribute("data-frame"))
+            first.click()
+            assert frame() == target
+            page.keyboard.press("End")
+            page.wait_for_timeout(700)  # let the tokens finish moving for the picture
+            shot = tmp_path / "viewer.png"
+            page.screenshot(path=str(shot), full_page=True)
+            assert shot.stat().st_size > 20_000
+            assert errors == []
+        finally:
+            browser.close()
