@@ -178,6 +178,25 @@ def bench_parallel(seconds: float) -> float:
     return _rate(episode, seconds)
 
 
+def bench_league(episodes: int) -> float | None:
+    """League episodes/s: factor vs magpie, replays written, 2 worker processes."""
+    if importlib.util.find_spec("league") is None:
+        return None
+    import contextlib
+    import io
+    import tempfile
+
+    from league import LeagueOptions, run_league
+
+    with tempfile.TemporaryDirectory() as out:
+        opts = LeagueOptions(policies=("factor", "magpie"), episodes=episodes, out=out,
+                             seed=1, workers=2)
+        start = time.perf_counter()
+        with contextlib.redirect_stderr(io.StringIO()):
+            run_league(opts)
+        return episodes / (time.perf_counter() - start)
+
+
 def bench_feasibility() -> float | None:
     if importlib.util.find_spec("feasibility") is None:
         return None
@@ -207,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     if steps is not None:
         print(f"gym_steps_per_s: {steps:.0f} steps/s")
     print(f"parallel_joint_steps_per_s: {bench_parallel(secs):.0f} joint-steps/s")
+    rate = bench_league(120 if args.quick else 1000)
+    if rate is not None:
+        print(f"league_episodes_per_s: {rate:.1f} episodes/s")
     gate = bench_feasibility()
     if gate is not None:
         print(f"feasibility_gate_s: {gate:.2f} s")
