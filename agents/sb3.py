@@ -1,0 +1,178 @@
+"""Trained Stable-Baselines3 models as league policies: ``make_policy("sb3:path/model.zip")``.
+
+A model trained on ``guild/Guild-v0`` (``examples/train_maskable_ppo.py``) plays a seat here by
+building the same observation it was trained on (the flat vector or the ``Dict``, read from the
+model's own observation space), masking with ``sim.actions.legal_mask`` and decoding the index
+with ``to_intent``.  The observation is the seat's own encoding, so nothing hidden is read.
+
+Loading a zip takes a good fraction of a second and leagues build a fresh policy every
+episode, so loaded models are cached per process by (resolved path, mtime, size): a retrained
+file at the same path is picked up, an unchanged one is loaded once.
+
+``agents`` itself never imports this module; without the ``train`` extra (sb3-contrib, torch)
+loading a model raises a ``ValueError`` that names the extra.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sim import Game, Intent
+from sim.actions import legal_mask, to_intent
+from sim.encode import encode, encode_flat
+
+# Written into the model zip by the trainer: how to rebuild the observation, and provenance.
+META_NAME = "guild.json"
+
+try:  # the feature extractor must be importable wherever a model is loaded
+    import torch
+    from gymnasium import spaces
+    from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+
+    class Log1pFeatures(BaseFeaturesExtractor):
+        """Flat guild observation squashed with ``log1p``.
+
+        The raw vector mixes 0/1 flags with coin counts in the hundreds; ``log1p`` brings them
+        to one scale inside the network, so the model stays a plain zip with no separate
+        normalisation statistics to ship (unlike ``VecNormalize``).
+        """
+
+        def __init__(self, observation_space: spaces.Box) -> None:
+            super().__init__(observation_space, features_dim=int(observation_space.shape[0]))
+
+        def forward(self, observations: torch.Tensor) -> torch.Tensor:
+            return torch.log1p(torch.clamp(observations, min=0.0))
+
+except ImportError:  # pragma: no cover - only without the train extra
+    Log1pFeatures = None  # type: ignore[assignment,misc]
+
+
+@dataclass
+class _Loaded:
+    model: Any
+    flat: bool
+    meta: dict
+
+
+_CACHE: dict[tuple[str, int, int], _Loaded] = {}
+_LOCK = threading.Lock()
+
+
+def read_meta(path: str | os.PathLike) -> dict:
+    """The ``guild.json`` the trainer stored in a model zip ({} if absent or unreadable)."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            if META_NAME in z.namelist():
+                return json.loads(z.read(META_NAME).decode("utf-8"))
+    except (OSError, zipfile.BadZipFile, ValueError):
+        pass
+    return {}
+
+
+def load_model(path: str | os.PathLike) -> _Loaded:
+    """Load (or fetch from the per-process cache) a MaskablePPO zip."""
+    p = Path(path).expanduser().resolve()
+    try:
+        st = p.stat()
+    except OSError as e:
+        raise ValueError(f"sb3 model {str(path)!r} cannot be read ({e.strerror})") from None
+    if not p.is_file():
+        raise ValueError(f"sb3 model {str(path)!r} is not a file")
+    key = (str(p), st.st_mtime_ns, st.st_size)
+    with _LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None:
+            return hit
+        try:
+            from sb3_contrib import MaskablePPO
+        except ImportError as e:
+            raise ValueError("sb3 policies need the 'train' extra (pip install torch==2.13.0 "
+                             f"then pip install -e '.[train]'): {e}") from None
+        try:
+            model = MaskablePPO.load(str(p), device="cpu")
+        except Exception as e:  # a corrupt zip or not a MaskablePPO model
+            raise ValueError(f"sb3 model {str(path)!r} cannot be loaded as MaskablePPO "
+                             f"({type(e).__name__}: {e})") from None
+        meta = read_meta(p)
+        from gymnasium import spaces as gspaces
+
+        flat = not isinstance(model.observation_space, gspaces.Dict)
+        for k in [k for k in _CACHE if k[0] == key[0]]:
+            del _CACHE[k]  # an older version of the same file
+        loaded = _CACHE[key] = _Loaded(model, flat, meta)
+        return loaded
+
+
+class SB3Policy:
+    """A trained MaskablePPO model playing one seat from that seat's own encoding.
+
+    Args:
+        path: the model zip.
+        deterministic: take the most likely legal action (default) or sample one.
+    """
+
+    scripted = False
+
+    def __init__(self, path: str, deterministic: bool = True) -> None:
+        if not isinstance(deterministic, bool):
+            raise ValueError(f"deterministic must be a bool; got {deterministic!r}")
+        self.path = str(path)
+        self.deterministic = deterministic
+        self._loaded: _Loaded | None = None
+        self._seed: int | None = None
+
+    def __repr__(self) -> str:
+        return f"SB3Policy({self.path!r}, deterministic={self.deterministic})"
+
+    def reset(self, seed: int | None = None) -> None:
+        """Seed torch's sampler so stochastic play is reproducible per episode."""
+        self._seed = seed
+        if not self.deterministic and seed is not None:
+            import torch as _torch
+
+            _torch.manual_seed(int(seed) % (2 ** 63))
+
+    @classmethod
+    def from_model(cls, model: Any, deterministic: bool = True) -> SB3Policy:
+        """Wrap an in-memory model (e.g. during training) without saving it first."""
+        from gymnasium import spaces as gspaces
+
+        policy = cls("<in memory>", deterministic)
+        flat = not isinstance(model.observation_space, gspaces.Dict)
+        policy._loaded = _Loaded(model, flat, {})
+        return policy
+
+    def _model(self) -> _Loaded:
+        if self._loaded is None:  # lazily: building a league lineup must stay cheap
+            self._loaded = load_model(self.path)
+        return self._loaded
+
+    def act(self, game: Game, seat: int) -> Intent:
+        """The model's choice for ``seat`` in the start-of-turn state, always a legal index."""
+        loaded = self._model()
+        st = game.state
+        mask_list = legal_mask(st, seat)
+        mask = np.array(mask_list, dtype=bool)
+        obs: Any = encode_flat(st, seat, mask_list) if loaded.flat else encode(st, seat, mask_list)
+        action, _ = loaded.model.predict(obs, action_masks=mask,
+                                         deterministic=self.deterministic)
+        index = int(np.asarray(action).item())
+        return to_intent(index, st.world, seat, st.room[seat])
+
+
+def from_spec(spec: str, **params: Any) -> SB3Policy:
+    """``make_policy("sb3:PATH")``: check the file now, load the model on first use."""
+    path = spec.strip()
+    if not path:
+        raise ValueError("an sb3 policy needs a model path: 'sb3:path/to/model.zip'")
+    if not Path(path).expanduser().is_file():
+        raise ValueError(f"sb3 model {path!r} does not exist")
+    return SB3Policy(str(Path(path).expanduser()), **params)
