@@ -29,7 +29,10 @@ def _register() -> None:
     import gymnasium
 
     if "guild/Guild-v0" not in gymnasium.registry:
-        gymnasium.register(id="guild/Guild-v0", entry_point="sim.env:GuildEnv")
+        # make_vec(..., vectorization_mode="vector_entry_point") gives the batched numpy engine
+        # (sim.batched); "sync"/"async" wrap GuildEnv as usual.
+        gymnasium.register(id="guild/Guild-v0", entry_point="sim.env:GuildEnv",
+                           vector_entry_point="sim.batched_env:GuildVectorEnv")
 
 
 _register()

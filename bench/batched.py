@@ -1,0 +1,114 @@
+"""Batched-engine benchmarks (issue 8): seat-steps per second at ``n`` episodes in lockstep.
+
+``bench_engine`` times ``BatchedGuild.step`` alone; ``bench_full`` times the step plus the
+observation and mask of every seat (``sim.batched_obs.encode``), the work a self-play trainer
+needs per step.  Actions are uniformly random legal ones (``sample_legal`` over the masks),
+drawn outside the timed region: the figures are the environment's cost, not the policy's.
+Autoreset is on, so episode starts (the vectorised Nim setup) are included.
+
+``python -m bench.batched [--quick] [--n N]`` prints the figures with their ratios to the
+scalar engine (``bench_structured`` of ``python -m bench``) and to the original's 48,000.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+SEATS = 6
+ORIGINAL_SEAT_STEPS_PER_S = 48_000
+
+
+def _run(seconds: float, n: int, with_obs: bool, backend: str = "numpy") -> float:
+    from sim.batched import BatchedGuild
+    from sim.batched_obs import all_seats, encode, legal_masks, offsets
+    from sim.batched_policies import sample_legal
+
+    e = BatchedGuild(n, seed=0, backend=backend)
+    rng = np.random.default_rng(0)
+    r, s = all_seats(n)
+    off, width = offsets(e.tables)
+    obs = np.zeros((n * SEATS, width), np.float32)
+    mask_at = off["action_mask"]
+
+    def masks() -> np.ndarray:  # outside the timed region when the step does not encode
+        if backend == "numba":
+            encode(e, r, s, obs)
+            return obs[:, mask_at:] > 0
+        return legal_masks(e, r, s)
+
+    mask = masks()
+    for _ in range(3):  # warm up (and compile, for the numba backend)
+        e.step(sample_legal(rng, mask).reshape(n, SEATS))
+        mask = masks()
+    steps, spent = 0, 0.0
+    while spent < seconds:
+        actions = sample_legal(rng, mask).reshape(n, SEATS)
+        t0 = time.perf_counter()
+        e.step(actions)
+        if with_obs:
+            encode(e, r, s, obs)
+        spent += time.perf_counter() - t0
+        mask = obs[:, mask_at:] > 0 if with_obs else masks()
+        steps += 1
+    return steps * n * SEATS / spent
+
+
+def bench_engine(seconds: float, n: int = 4096, backend: str = "numpy") -> float:
+    """Seat-steps/s of the engine step alone (rules, rewards, autoreset)."""
+    return _run(seconds, n, False, backend)
+
+
+def bench_full(seconds: float, n: int = 4096, backend: str = "numpy") -> float:
+    """Seat-steps/s of the step plus every seat's observation and action mask."""
+    return _run(seconds, n, True, backend)
+
+
+def bench_vector_env(seconds: float, n: int = 4096) -> float:
+    """Env-steps/s of ``GuildVectorEnv`` (one learning seat, five batched baselines)."""
+    from sim.batched_env import GuildVectorEnv
+    from sim.batched_policies import sample_legal
+
+    env = GuildVectorEnv(n, flatten=True)
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    steps, spent = 0, 0.0
+    while spent < seconds:
+        a = sample_legal(rng, env.action_masks())
+        t0 = time.perf_counter()
+        env.step(a)
+        spent += time.perf_counter() - t0
+        steps += 1
+    return steps * n / spent
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.batched", description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="about 1 s per figure")
+    ap.add_argument("--n", type=int, default=4096, help="episodes in lockstep (4096)")
+    args = ap.parse_args(argv)
+    secs = 1.0 if args.quick else 5.0
+    from bench.__main__ import SEAT_STEPS, bench_structured
+
+    scalar = bench_structured(secs) * SEAT_STEPS
+    print(f"scalar_structured_seat_steps_per_s: {scalar:.0f} seat-steps/s")
+    backends = ["numpy"]
+    from sim.batched_numba import available
+
+    if available():
+        backends.append("numba")
+    for backend in backends:
+        for name, fn in (("engine", bench_engine), ("full", bench_full)):
+            rate = fn(secs, args.n, backend)
+            print(f"batched_{backend}_{name}_seat_steps_per_s: {rate:.0f} seat-steps/s "
+                  f"(n={args.n}; {rate / scalar:.1f} x scalar, "
+                  f"{rate / ORIGINAL_SEAT_STEPS_PER_S:.1f} x original)")
+    print(f"batched_vector_env_steps_per_s: {bench_vector_env(secs, args.n):.0f} env-steps/s "
+          f"(n={args.n}, five batched baselines, backend auto)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

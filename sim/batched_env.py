@@ -1,0 +1,293 @@
+"""Batched faces of the guild game: a Gymnasium ``VectorEnv`` and a six-seat self-play API.
+
+Both run on :class:`sim.batched.BatchedGuild`; observations, masks and rewards equal those of
+``sim.env.GuildEnv`` (one seat) and ``sim.parallel`` (all seats) row for row.
+
+**Autoreset: Gymnasium's ``SAME_STEP`` mode.**  The step on which an episode ends returns
+``terminated=True`` together with the *first* observation of the next episode of that row;
+the last observation of the finished episode is in ``info["final_obs"]`` (batched like the
+observation, valid where ``info["_final_obs"]`` is True) and its score in
+``info["final_info"]["score"]``.  Episodes never truncate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from .batched import SEED_HIGH, BatchedGuild
+from .batched_obs import all_seats, encode, offsets
+from .batched_policies import BATCHED_POLICIES
+from .encode import layout
+from .env import DEFAULT_OPPONENTS, seat_spaces
+from .world import SEATS, World
+
+
+def make_batched_policy(spec):
+    """A batched policy from a spec: ``"factor"``, ``"magpie"``, ``"random"``, a mapping
+    ``{"name": ..., **params}``, or an object marked ``batched = True`` with
+    ``act(engine, rows, seats) -> indices`` (``sim.batched_policies``).
+
+    Scalar policies (``act(game, seat)``) are refused: calling them once per episode would undo
+    the batching.
+    """
+    if isinstance(spec, Mapping):
+        d = dict(spec)
+        name = d.pop("name", None)
+        if not isinstance(name, str) or name.lower() not in BATCHED_POLICIES:
+            raise ValueError(f"batched opponent spec {spec!r}: 'name' must be one of "
+                             f"{', '.join(BATCHED_POLICIES)}")
+        return BATCHED_POLICIES[name.lower()](**d)
+    if isinstance(spec, str):
+        if spec.strip().lower() not in BATCHED_POLICIES:
+            raise ValueError(f"batched opponents are {', '.join(BATCHED_POLICIES)} or objects "
+                             f"marked batched = True; got {spec!r}")
+        return BATCHED_POLICIES[spec.strip().lower()]()
+    if getattr(spec, "batched", False) and callable(getattr(spec, "act", None)):
+        return spec
+    raise ValueError(f"batched opponents are {', '.join(BATCHED_POLICIES)} or objects marked "
+                     f"batched = True with act(engine, rows, seats); got {spec!r}")
+
+
+class GuildVectorEnv(VectorEnv):
+    """``num_envs`` single-seat guild games in one batched engine (``guild/Guild-v0``'s twin).
+
+    Same spaces, observations, masks and rewards as ``sim.env.GuildEnv``; the five opponents
+    are batched policies (``sim.batched_policies``; default factor, magpie, factor, magpie,
+    factor as ``DEFAULT_OPPONENTS``).  Autoreset ``SAME_STEP`` (module docstring).
+
+    ``info``: ``seat``, ``score`` and ``game_seed`` per env, ``action_mask`` (``[n, actions]``
+    int8); at an episode's end ``final_obs``/``_final_obs`` and ``final_info`` (``score``,
+    ``seat``, ``game_seed`` of the finished episode, with ``_``-masks).
+
+    Args:
+        num_envs: number of episodes in lockstep.
+        seat: the learning seat (0..5), or None to draw one per episode.
+        opponents: five batched policy specs (see :func:`make_batched_policy`).
+        turns, thievery, world, flatten, reward: as ``GuildEnv``.  ``speech`` is accepted and
+            has no effect (table actions never speak); ``text_mode`` needs the scalar engine.
+        backend: the engine's backend (``"auto"``: numba when installed, else numpy; both
+            give identical results).
+        max_episode_steps: accepted for ``make_vec`` and ignored (episodes last ``turns``).
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
+
+    def __init__(self, num_envs: int = 1, seat: int | None = None,
+                 opponents: Sequence | None = None, turns: int = 14, thievery: bool = True,
+                 speech: bool = True, world: World | None = None, text_mode: bool = False,
+                 flatten: bool = False, reward: str = "dense", render_mode: str | None = None,
+                 backend: str = "auto", max_episode_steps: int | None = None) -> None:
+        if text_mode:
+            raise ValueError("text_mode needs the scalar engine: use vectorization_mode='sync'")
+        if render_mode is not None:
+            raise ValueError("the batched env does not render; use the scalar GuildEnv")
+        if seat is not None and (isinstance(seat, bool) or seat not in range(SEATS)):
+            raise ValueError(f"seat must be 0..5 or None; got {seat!r}")
+        if reward not in ("dense", "terminal"):
+            raise ValueError(f"reward must be 'dense' or 'terminal'; got {reward!r}")
+        specs = list(DEFAULT_OPPONENTS if opponents is None else opponents)
+        if len(specs) != SEATS - 1:
+            raise ValueError(f"opponents must name {SEATS - 1} policies; got {len(specs)}")
+        self.engine = BatchedGuild(num_envs, turns=turns, thievery=thievery, world=world,
+                                   backend=backend)
+        self.world = self.engine.world
+        self.num_envs = num_envs
+        self.fixed_seat = seat
+        self.reward_mode = reward
+        self.flatten = flatten
+        self.opponents = [make_batched_policy(s) for s in specs]
+        self.single_observation_space, self.single_action_space = seat_spaces(
+            self.world, False, flatten)
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self._slices = _slices(self.world)
+        self._rngs: list[np.random.Generator] | None = None
+        self.seat = np.zeros(num_envs, np.int64)
+        self._score = np.zeros(num_envs)
+        self._obs = np.zeros((num_envs, offsets(self.engine.tables)[1]), np.float32)
+        self._rows = np.arange(num_envs)
+        self._others = np.zeros((num_envs, SEATS - 1), np.int64)
+
+    def reset(self, *, seed: int | Sequence[int] | None = None, options: dict | None = None):
+        """Start every env anew.
+
+        Seeding follows ``SyncVectorEnv`` of ``GuildEnv``: env ``i`` gets its own generator,
+        seeded ``seed + i`` (or ``seed[i]`` for a list), and draws each episode's game seed,
+        learning seat and opponent seeds from it exactly as ``GuildEnv.reset`` does, so the
+        same seed gives the same towns and seats as ``make_vec(..., "sync")``.
+        """
+        n = self.num_envs
+        if seed is None:
+            seeds: list = [None] * n
+        elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            seeds = [int(seed) + i for i in range(n)]
+        else:
+            seeds = [int(x) for x in seed]
+            if len(seeds) != n:
+                raise ValueError(f"seed must be an int or {n} ints; got {len(seeds)}")
+        if seed is not None or self._rngs is None:
+            self._rngs = [seeding.np_random(x)[0] for x in seeds]
+            opp = seeding.np_random(None if seed is None else seeds[0])[0]
+            for k, p in enumerate(self.opponents):
+                if hasattr(p, "reset"):
+                    p.reset(int(opp.integers(0, SEED_HIGH)) + k)
+        self._start(self._rows)
+        return self._observe(), self._info()
+
+    def step(self, actions):
+        a = np.asarray(actions)
+        if a.shape != (self.num_envs,) or not np.issubdtype(a.dtype, np.integer):
+            raise ValueError(f"actions must be {self.num_envs} int indices; got {a!r:.80}")
+        e = self.engine
+        joint = np.empty((self.num_envs, SEATS), np.int64)
+        joint[self._rows, self.seat] = a
+        for j, policy in enumerate(self.opponents):
+            joint[self._rows, self._others[:, j]] = policy.act(e, self._rows, self._others[:, j])
+        rewards, done = e.step(joint, autoreset=False)
+        new = e.scores()[self._rows, self.seat]
+        if self.reward_mode == "dense":
+            reward = rewards[self._rows, self.seat]
+        else:
+            reward = np.where(done, new, 0.0)
+        self._score = new
+        obs = self._observe()
+        info = self._info()
+        if done.any():
+            ended = np.flatnonzero(done)
+            info["final_obs"] = _copy(obs)
+            info["_final_obs"] = done.copy()
+            info["final_info"] = {"score": new.copy(), "_score": done.copy(),
+                                  "seat": self.seat.copy(), "_seat": done.copy(),
+                                  "game_seed": e.seed.copy(), "_game_seed": done.copy()}
+            self._start(ended)
+            obs = self._observe()
+            info.update(self._info())
+        return obs, reward, done, np.zeros(self.num_envs, bool), info
+
+    def action_masks(self) -> np.ndarray:
+        """``[num_envs, actions]`` bool: the legal actions of each learning seat."""
+        off = offsets(self.engine.tables)[0]["action_mask"]
+        return self._obs[:, off:] > 0
+
+    def _start(self, rows: np.ndarray) -> None:
+        """New episodes in ``rows``: the draws of ``GuildEnv.reset``, row by row."""
+        seeds = np.empty(rows.size, np.int64)
+        fixed = self.fixed_seat
+        for j, i in enumerate(rows.tolist()):
+            rng = self._rngs[i]
+            seeds[j] = rng.integers(0, SEED_HIGH)
+            self.seat[i] = rng.integers(0, SEATS) if fixed is None else fixed
+            rng.integers(0, SEED_HIGH, size=SEATS - 1)  # GuildEnv's opponent reset seeds
+        self.engine.reset(seeds, rows)
+        self._score[rows] = 0.0
+        self._others[rows] = (self.seat[rows, None] + np.arange(1, SEATS)) % SEATS
+        self._others[rows] = np.sort(self._others[rows], axis=1)  # others in seat order
+
+    def _observe(self):
+        encode(self.engine, self._rows, self.seat, self._obs)
+        if self.flatten:
+            return self._obs.copy()
+        return {k: self._obs[:, a:b].astype(np.int8 if k == "action_mask" else np.float32)
+                for k, (a, b) in self._slices.items()}
+
+    def _info(self) -> dict:
+        off = offsets(self.engine.tables)[0]["action_mask"]
+        return {"seat": self.seat.copy(), "score": self._score.copy(),
+                "game_seed": self.engine.seed.copy(),
+                "action_mask": self._obs[:, off:].astype(np.int8)}
+
+
+class GuildSelfPlay:
+    """All six seats of ``num_envs`` episodes as ``num_envs * 6`` agent rows (self-play).
+
+    The layout PufferLib-style trainers expect: row ``6 * i + seat`` is seat ``seat`` of
+    episode ``i``; preallocated buffers ``observations`` (``[rows, obs_dim]`` float32, the
+    flat observation of ``GuildEnv(flatten=True)``, mask in the last ``n_actions`` columns),
+    ``masks`` (``[rows, n_actions]`` bool), ``rewards`` (float32), ``terminals`` and
+    ``truncations`` (bool).  ``step(actions)`` takes ``[rows]`` indices and returns
+    ``(observations, rewards, terminals, truncations, infos)``; autoreset ``SAME_STEP``:
+    ``infos["final_obs"]`` holds the last observations of rows that just ended
+    (``infos["_final_obs"]``) and ``infos["final_score"]`` their scores.  The returned arrays
+    are the buffers themselves, overwritten by the next step (copy them to keep them).
+
+    Args:
+        num_envs: episodes; ``num_agents = 6 * num_envs``.
+        turns, thievery, world: as ``GuildEnv``.
+        reward: ``"dense"`` (score change each turn) or ``"terminal"``; float32 here (the
+            engine's float64 rewards are ``engine.step``'s).
+        seed: seeds the game seeds of every episode (reset and autoreset).
+        backend: the engine's backend (``"auto"``: numba when installed, else numpy).
+    """
+
+    def __init__(self, num_envs: int, turns: int = 14, thievery: bool = True,
+                 world: World | None = None, reward: str = "dense",
+                 seed: int | None = None, backend: str = "auto") -> None:
+        if reward not in ("dense", "terminal"):
+            raise ValueError(f"reward must be 'dense' or 'terminal'; got {reward!r}")
+        self.engine = BatchedGuild(num_envs, turns=turns, thievery=thievery, world=world,
+                                   seed=seed, backend=backend)
+        self.num_envs = num_envs
+        self.num_agents = num_envs * SEATS
+        self.reward_mode = reward
+        self.single_observation_space, self.single_action_space = seat_spaces(
+            self.engine.world, False, True)
+        off, width = offsets(self.engine.tables)
+        self._mask_at = off["action_mask"]
+        self.observations = np.zeros((self.num_agents, width), np.float32)
+        self.masks = np.zeros((self.num_agents, self.engine.tables.n_actions), bool)
+        self.rewards = np.zeros(self.num_agents, np.float32)
+        self.terminals = np.zeros(self.num_agents, bool)
+        self.truncations = np.zeros(self.num_agents, bool)
+        self._r, self._s = all_seats(num_envs)
+
+    def reset(self, seed: int | None = None) -> tuple[np.ndarray, dict]:
+        """New episodes everywhere; ``seed`` reseeds the stream of game seeds."""
+        if seed is not None:
+            self.engine.seed_rng = np.random.default_rng(seed)
+        self.engine.reset()
+        self.rewards[:] = 0
+        self.terminals[:] = False
+        self._observe()
+        return self.observations, {}
+
+    def step(self, actions) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
+        a = np.asarray(actions)
+        if a.shape != (self.num_agents,) or not np.issubdtype(a.dtype, np.integer):
+            raise ValueError(f"actions must be {self.num_agents} int indices; got "
+                             f"{a.dtype} {a.shape}")
+        e = self.engine
+        rewards, done = e.step(a.reshape(self.num_envs, SEATS), autoreset=False)
+        if self.reward_mode == "terminal":
+            rewards = np.where(done[:, None], e.scores(), 0.0)
+        self.rewards[:] = rewards.ravel()
+        self.terminals[:] = np.repeat(done, SEATS)
+        infos: dict = {}
+        if done.any():
+            self._observe()
+            infos = {"final_obs": self.observations.copy(), "_final_obs": self.terminals.copy(),
+                     "final_score": e.scores().ravel(), "_final_score": self.terminals.copy()}
+            e.reset_done()
+        self._observe()
+        return self.observations, self.rewards, self.terminals, self.truncations, infos
+
+    def _observe(self) -> None:
+        encode(self.engine, self._r, self._s, self.observations)
+        np.greater(self.observations[:, self._mask_at:], 0, out=self.masks)
+
+
+def _slices(world: World) -> dict[str, tuple[int, int]]:
+    out, at = {}, 0
+    for k, (shape, _) in layout(world).items():
+        out[k] = (at, at + shape[0])
+        at += shape[0]
+    return out
+
+
+def _copy(obs):
+    return {k: v.copy() for k, v in obs.items()} if isinstance(obs, dict) else obs.copy()
+
