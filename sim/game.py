@@ -115,6 +115,7 @@ class Game:
         self.world = c.world
         self.state = initial_state(c.seed, c.world, c.turns, c.speech, c.thievery)
         self.events: list[dict] = [{"kind": "start"}]
+        self._aliases_low = tuple(a.lower() for a in self.state.aliases)
         open_turn(self.state, self.events)
 
     # --- reading -------------------------------------------------------------------------
@@ -164,8 +165,8 @@ class Game:
         st = self.state
         if isinstance(action, str):
             sentence = action if stored else cut(one_line(action), MAX_SENTENCE_LEN)
-            return _parse_cached(self.world, st.aliases, seat, st.room[seat], st.offers,
-                                 st.turn, sentence), sentence
+            return _parse_cached(self.world, st.aliases, self._aliases_low, seat, st.room[seat],
+                                 st.offers, st.turn, sentence), sentence
         if isinstance(action, Intent):
             validate_ids(action, self.world, f"actions[{seat}]")
             it = check_structured(action, self.world, seat, st.room[seat], st.offers, st.turn)
@@ -207,7 +208,8 @@ class Game:
         if stored:  # a replay: the recorded fields are already one-lined and cut
             stored_says = [s if st.speech else "" for s in says]
         else:
-            stored_says = [cut(one_line(s), MAX_SAY_LEN) if st.speech else "" for s in says]
+            stored_says = [cut(one_line(s), MAX_SAY_LEN) if s and st.speech else ""
+                           for s in says]
         for seat, n in enumerate(notes):
             if n:
                 st.notes[seat] = n if stored else cut(one_line(n), MAX_NOTES_LEN)
@@ -245,8 +247,8 @@ _PARSES: dict[tuple, tuple[World, Intent]] = {}
 _PARSES_MAX = 1 << 16
 
 
-def _parse_cached(world: World, aliases: list[str], seat: int, room: int, offers, turn: int,
-                  sentence: str) -> Intent:
+def _parse_cached(world: World, aliases: list[str], aliases_low: tuple[str, ...], seat: int,
+                  room: int, offers, turn: int, sentence: str) -> Intent:
     """``parse`` with a memo: the parse is pure in (town, aliases, seat, room, sentence) except
     for an ``accept`` naming nobody, which reads the live offers, so those are never stored.
     Baselines and leagues repeat sentences a lot; this saves about a third of a turn.  The
@@ -254,7 +256,7 @@ def _parse_cached(world: World, aliases: list[str], seat: int, room: int, offers
     lowercased text, a superset of occurring as a token), so alias-free sentences are shared
     across episodes."""
     low = sentence.lower()
-    named = tuple(aliases) if any(a.lower() in low for a in aliases) else ()
+    named = tuple(aliases) if any(a in low for a in aliases_low) else ()
     key = (id(world), named, seat, room, sentence)
     hit = _PARSES.get(key)
     if hit is not None and hit[0] is world:
