@@ -70,7 +70,7 @@ def act_event(turn: int, a: Act, sentence: str, say: str, notes: str, scripted: 
 
 
 def turn_event(snap: dict) -> dict:
-    """A ``turn`` event around a snapshot (``turn`` omitted when negative, as §15.2 says)."""
+    """A ``turn`` event around a snapshot (§15.2)."""
     ev = {"kind": "turn"}
     ev.update(snap)
     return ev

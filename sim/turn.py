@@ -106,9 +106,8 @@ def resolve_turn(st: GameState, intents: Sequence[Intent], sentences: Sequence[s
     if st.turns_played < st.turns:
         open_turn(st, events)
     else:
-        snap = snapshot(st)
-        snap["turn"] = st.turns_played
-        events.append(turn_event(snap))
+        # The closing snapshot: its turn is turnsPlayed, which st.turn now equals.
+        events.append(turn_event(snapshot(st)))
         settle(st, "complete", events)
     return acts  # type: ignore[return-value]
 
