@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from .checks import check_structured, validate_ids
 from .errors import ConfigError, TurnError
@@ -84,10 +84,8 @@ class GameConfig:
 
     def to_dict(self) -> dict:
         """JSON-ready config (the world is recorded separately, as the replay payload does)."""
-        d = asdict(self)
-        d.pop("world")
-        d["players"] = self.names
-        return d
+        return {"seed": self.seed, "turns": self.turns, "thievery": self.thievery,
+                "speech": self.speech, "players": self.names}
 
     @classmethod
     def from_dict(cls, d: dict, world: World | None = None) -> GameConfig:
