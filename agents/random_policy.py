@@ -54,10 +54,11 @@ def legal_intents(game: Game, seat: int) -> list[Intent]:
 
 
 class RandomPolicy:
-    """Uniform over :func:`legal_intents`, from a seeded generator (reproducible).
+    """Uniform over :func:`legal_intents`, from seeded generators (reproducible).
 
-    ``reset(seed)`` re-seeds from both the policy's own seed and the episode seed, so two random
-    seats of one table built with different seeds stay different.
+    Each seat draws from its own stream, derived from the policy's seed, the episode seed given
+    to ``reset`` and the seat, so two random seats at one table are independent even when they
+    were built with the same seed.
     """
 
     scripted = False
@@ -67,16 +68,20 @@ class RandomPolicy:
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise ValueError(f"seed must be an int; got {seed!r}")
         self.seed = seed
-        self._rng = random.Random(seed)
+        self._base = seed
+        self._rngs: dict[int, random.Random] = {}
 
     def __repr__(self) -> str:
         return f"RandomPolicy(seed={self.seed})"
 
     def reset(self, seed: int | None = None) -> None:
-        """Start a fresh stream: the policy's seed alone, or mixed with an episode ``seed``."""
-        self._rng = random.Random(self.seed if seed is None
-                                  else self.seed * 1_000_003 + seed)
+        """Start fresh streams: the policy's seed alone, or mixed with an episode ``seed``."""
+        self._base = self.seed if seed is None else self.seed * 1_000_003 + seed
+        self._rngs = {}
 
     def act(self, game: Game, seat: int) -> Intent:
+        rng = self._rngs.get(seat)
+        if rng is None:
+            rng = self._rngs[seat] = random.Random(self._base * 7 + seat)
         choices = legal_intents(game, seat)
-        return choices[self._rng.randrange(len(choices))]
+        return choices[rng.randrange(len(choices))]

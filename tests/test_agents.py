@@ -259,3 +259,21 @@ def test_make_policy_errors(spec: object, params: dict, match: str) -> None:
 def test_make_policy_refuses_params_for_an_object() -> None:
     with pytest.raises(ValueError, match="parameters"):
         make_policy(Factor(), sell_margin=1)
+
+
+def test_random_seats_of_one_policy_draw_independent_streams() -> None:
+    """Six seats in one room with the same (empty) packs have equally long legal lists; equal
+    streams would make all six pick the same position, per-seat streams do not."""
+    from scenario import staged
+
+    from agents.random_policy import legal_intents
+
+    game = staged(everyone=0)
+    sizes = {len(legal_intents(game, s)) for s in range(6)}
+    assert len(sizes) == 1
+    # A league builds one fresh RandomPolicy(0) per seat and resets each with the episode seed.
+    policies = [RandomPolicy(0) for _ in range(6)]
+    for p in policies:
+        p.reset(42)
+    picks = [legal_intents(game, s).index(p.act(game, s)) for s, p in enumerate(policies)]
+    assert len(set(picks)) > 1
