@@ -46,12 +46,18 @@ import numpy as np
 from gymnasium import spaces
 
 from .actions import action_table, canonical, legal_mask, n_actions, to_intent
-from .encode import encode, encode_flat, layout
+from .encode import _slices, encode, encode_flat, layout
 from .game import Game, GameConfig
 from .scoring import score
 from .world import MAX_SENTENCE_LEN, SEATS, STANDARD_TOWN, World
 
 DEFAULT_OPPONENTS = ("factor", "magpie", "factor", "magpie", "factor")
+
+
+def _numba_available() -> bool:
+    from .batched_numba import available
+
+    return available()
 # Everything below the surrogates (and newline) can appear in a sentence or a text view.
 TEXT_CHARSET = "\n" + "".join(chr(c) for c in range(0x20, 0xD800))
 
@@ -118,6 +124,48 @@ class SeatFace:
             return flat, {"action_mask": flat[-self.n_actions:].astype(np.int8)}
         obs = encode(st, seat)
         return obs, {"action_mask": obs["action_mask"]}
+
+    def observe_all(self, game: Game) -> list[tuple[dict | np.ndarray, dict]]:
+        """Every seat's ``observe``, in seat order.
+
+        With the optional numba extra, the six rows are encoded in one compiled pass over a
+        one-episode copy of the state (``sim.batched``), about six times cheaper than six
+        Python passes; the batched differential tests hold that encoder equal to
+        ``encode_flat``.  Without numba (or in text mode) it is six ``observe`` calls.
+        """
+        if self.text_mode or not _numba_available():
+            return [self.observe(game, s) for s in range(SEATS)]
+        rows = self._encode_rows(game)
+        out = []
+        for s in range(SEATS):
+            flat = rows[s].copy()
+            mask = flat[-self.n_actions:].astype(np.int8)
+            if self.flat:
+                out.append((flat, {"action_mask": mask}))
+            else:
+                obs = {k: flat[a:b] for k, (a, b) in self._slices.items()}
+                obs["action_mask"] = mask
+                out.append((obs, {"action_mask": mask}))
+        return out
+
+    def _encode_rows(self, game: Game) -> np.ndarray:
+        from .batched import BatchedGuild
+        from .batched_obs import all_seats, offsets
+        from .batched_obs import encode as batch_encode
+
+        st = game.state
+        key = (st.turns, st.thievery)
+        if getattr(self, "_batch_key", None) != key:
+            self._batch = BatchedGuild(1, turns=st.turns, thievery=st.thievery,
+                                       world=self.world, seed=0, backend="numba")
+            self._batch_key = key
+            self._rows = all_seats(1)
+            offs, width = offsets(self._batch.tables)
+            self._out = np.zeros((SEATS, width), np.float32)
+            self._slices = _slices(self.world)
+        self._batch.load_games([game])
+        batch_encode(self._batch, self._rows[0], self._rows[1], self._out)
+        return self._out
 
     def action(self, game: Game, seat: int, action):
         """The ``play_turn`` input for an action of this face."""

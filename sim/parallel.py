@@ -116,8 +116,9 @@ class GuildParallelEnv(ParallelEnv):
 
     def _views(self) -> tuple[dict, dict]:
         obs, infos = {}, {}
-        for s, a in enumerate(self.possible_agents):
-            obs[a], face_info = self.face.observe(self.game, s)
+        for s, (o, face_info) in enumerate(self.face.observe_all(self.game)):
+            a = self.possible_agents[s]
+            obs[a] = o
             infos[a] = {"score": self._scores[s], **face_info}
         return obs, infos
 

@@ -281,3 +281,28 @@ def test_make_vec_sync_runs_whole_episodes() -> None:
         obs, rewards, terms, truncs, infos = envs.step(np.zeros(3, dtype=np.int64))
     assert terms.all()
     envs.close()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("numba") is None,
+                    reason="the compiled all-seats path needs the 'fast' extra (numba)")
+@pytest.mark.parametrize("kwargs", [{}, {"flatten": True}])
+def test_all_seats_fast_path_equals_six_python_observations(kwargs: dict) -> None:
+    env = sim.parallel_env(**kwargs)
+    for seed in range(6):
+        obs, infos = env.reset(seed=seed)
+        rng = np.random.default_rng(seed)
+        while env.agents:
+            game = env.game
+            fast = env.face.observe_all(game)
+            slow = [env.face.observe(game, s) for s in range(6)]
+            for (fo, fi), (so, si) in zip(fast, slow):
+                if isinstance(fo, dict):
+                    assert fo.keys() == so.keys()
+                    assert all((fo[k] == so[k]).all() and fo[k].dtype == so[k].dtype
+                               for k in fo)
+                else:
+                    assert (fo == so).all() and fo.dtype == so.dtype
+                assert (fi["action_mask"] == si["action_mask"]).all()
+            picks = {a: int(rng.choice(np.flatnonzero(infos[a]["action_mask"])))
+                     for a in env.agents}
+            obs, rewards, terms, truncs, infos = env.step(picks)
