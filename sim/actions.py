@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .errors import IntentError
 from .intents import Intent
 from .phrasing import canonical_sentence
 from .state import GameState
@@ -101,14 +102,11 @@ def n_actions(world: World) -> int:
     return len(action_table(world))
 
 
-WAIT_ACTION = 0
-
 
 def to_intent(index: int, world: World, seat: int, room: int) -> Intent:
     """The intent of action ``index`` for ``seat`` standing in ``room``."""
     table = action_table(world)
     if not 0 <= index < len(table):
-        from .errors import IntentError
         raise IntentError(f"action index must be between 0 and {len(table) - 1}; got {index!r}")
     a = table[index]
     npc = world.keeper_in_room[room] if a.to_keeper else -1
