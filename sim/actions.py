@@ -34,7 +34,7 @@ from .errors import IntentError
 from .intents import Intent
 from .phrasing import canonical_sentence
 from .state import GameState
-from .world import QTY_ALL, SEATS, World
+from .world import QTY_ALL, SEATS, World, per_world
 
 TAKE_QTYS = (1, QTY_ALL)
 BUY_QTYS = (1, 2)
@@ -58,21 +58,10 @@ class ActionSpec:
     to_keeper: bool = False  # buy/sell/quest/deliver name the keeper standing here
 
 
-_TABLES: dict[int, tuple[World, tuple[ActionSpec, ...]]] = {}
-
-
+@per_world
 def action_table(world: World) -> tuple[ActionSpec, ...]:
-    """The table for a town, in a fixed order (OpenSpiel-style: legal actions ascend).
-
-    Cached by identity (hashing a whole World on every call would cost more than the lookup);
-    the entry keeps the world alive so its id cannot be reused.
-    """
-    hit = _TABLES.get(id(world))
-    if hit is not None and hit[0] is world:
-        return hit[1]
-    table = _build_table(world)
-    _TABLES[id(world)] = (world, table)
-    return table
+    """The table for a town, in a fixed order (OpenSpiel-style: legal actions ascend)."""
+    return _build_table(world)
 
 
 def _build_table(world: World) -> tuple[ActionSpec, ...]:

@@ -64,20 +64,16 @@ from .world import (
     SEATS,
     STANDARD_TOWN,
     World,
+    per_world,
 )
 
-_TABLES: dict[int, tuple[World, Tables]] = {}
 SEED_HIGH = 2 ** 31 - 1  # game seeds drawn for new episodes: 0 <= seed < 2**31 - 1, as GuildEnv
 
 
+@per_world
 def tables_for(world: World) -> Tables:
     """The batched tables of a town, cached by identity (as ``sim.actions.action_table``)."""
-    hit = _TABLES.get(id(world))
-    if hit is not None and hit[0] is world:
-        return hit[1]
-    t = Tables(world)
-    _TABLES[id(world)] = (world, t)
-    return t
+    return Tables(world)
 
 
 @dataclass

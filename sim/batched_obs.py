@@ -15,7 +15,7 @@ import numpy as np
 from .actions import RELS, action_table
 from .batched_tables import HIRE_OFFER, NO_OFFER, TRADE_OFFER, Tables
 from .encode import FLOOR_CLIP, REL, layout
-from .world import SEATS
+from .world import SEATS, per_world
 
 if TYPE_CHECKING:
     from .batched import BatchedGuild
@@ -271,14 +271,9 @@ def _n_features(tb: Tables) -> int:
     return 2 + tb.n_rooms + 5 * tb.n_goods + REL * tb.n_goods + 3 * REL
 
 
-_FEATURES: dict[int, tuple[Tables, np.ndarray]] = {}
-
-
+@per_world  # keyed by the Tables object's identity, like a World's
 def mask_features(tb: Tables) -> np.ndarray:
     """For each action index, the column of the feature matrix of ``legal_masks`` it reads."""
-    hit = _FEATURES.get(id(tb))
-    if hit is not None and hit[0] is tb:
-        return hit[1]
     ng, nr = tb.n_goods, tb.n_rooms
     goods_at = {"take": 0, "drop": 1, "buy": 2, "sell": 3, "deliver": 4}
     gift, pay = 2 + nr + 5 * ng, 2 + nr + 5 * ng + REL * ng
@@ -301,6 +296,4 @@ def mask_features(tb: Tables) -> np.ndarray:
             src.append(pay + REL + a.rel - 1)
         else:
             src.append(pay + 2 * REL + a.rel - 1)
-    out = np.array(src, np.int64)
-    _FEATURES[id(tb)] = (tb, out)
-    return out
+    return np.array(src, np.int64)

@@ -35,7 +35,7 @@ from .actions import legal_mask, n_actions
 from .intents import REASONS
 from .observation import cheapest_source
 from .state import GameState
-from .world import SEATS, World
+from .world import SEATS, World, per_world
 
 REL = 5
 _REASON_INDEX = {r: i for i, r in enumerate(REASONS)}
@@ -154,16 +154,11 @@ def encode_flat(st: GameState, seat: int, mask: list[bool] | None = None) -> np.
     return np.array(v, np.float32)
 
 
-_SLICES: dict[int, tuple[World, dict[str, tuple[int, int]]]] = {}
-
-
+@per_world
 def _slices(world: World) -> dict[str, tuple[int, int]]:
-    hit = _SLICES.get(id(world))
-    if hit is not None and hit[0] is world:
-        return hit[1]
+    """Each key's ``(start, stop)`` in the flat vector."""
     out, at = {}, 0
     for k, (shape, _) in layout(world).items():
         out[k] = (at, at + shape[0])
         at += shape[0]
-    _SLICES[id(world)] = (world, out)
     return out

@@ -150,6 +150,27 @@ class World:
         }
 
 
+def per_world(build):
+    """Cache ``build(world)`` by the world's identity.
+
+    Hashing a whole ``World`` on every lookup would cost more than the lookup itself; the
+    entry keeps the key object alive, so its id cannot be reused by another world.
+    """
+    cache: dict[int, tuple[object, object]] = {}
+
+    def cached(world):
+        hit = cache.get(id(world))
+        if hit is not None and hit[0] is world:
+            return hit[1]
+        value = build(world)
+        cache[id(world)] = (world, value)
+        return value
+
+    cached.__doc__ = build.__doc__
+    cached.__name__ = build.__name__
+    return cached
+
+
 def _distances(rooms: tuple[Room, ...]) -> tuple[tuple[int, ...], ...]:
     """All-pairs BFS distances over the exits; -1 for unreachable."""
     n = len(rooms)
