@@ -10,7 +10,6 @@ OpenAI-compatible chat model and answers with a ``Decision`` (sentence, say, not
 from .baselines import Factor, Magpie
 from .llm import LLMPolicy
 from .policy import (
-    BUILTIN,
     Decision,
     Policy,
     as_decision,
@@ -23,7 +22,7 @@ from .random_policy import RandomPolicy, legal_intents
 from .view import BaselineView, SeatView
 
 __all__ = [
-    "BUILTIN", "BaselineView", "Decision", "Factor", "LLMPolicy", "Magpie", "Policy",
+    "BaselineView", "Decision", "Factor", "LLMPolicy", "Magpie", "Policy",
     "RandomPolicy", "SeatView", "as_decision", "decide_turn", "is_scripted", "legal_intents",
     "make_policy", "play_episode",
 ]

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from sim import Game
-from sim.world import (
+from sim.rules.world import (
     COMPLETION_BONUS,
     FINE_COIN,
     MAX_NOTES_LEN,

@@ -10,17 +10,14 @@ requests of slow remote seats overlap (RULES §6.6).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from sim import Game, GameConfig, Intent
-from sim.world import SEATS
-
-from .baselines import Factor, Magpie
-from .random_policy import RandomPolicy
+from sim.policies import POLICIES
+from sim.rules.world import SEATS
 
 
 @runtime_checkable
@@ -79,87 +76,19 @@ def decide_turn(game: Game, policies: Sequence[Policy]) -> list[Any]:
                 for s in range(len(policies))]
 
 
-BUILTIN: dict[str, Callable[..., Policy]] = {
-    "factor": Factor,
-    "magpie": Magpie,
-    "random": RandomPolicy,
-}
-
-
-# Spec prefixes handled by a module of their own (loaded only when used).
-SCHEMES = {"sb3": "agents.sb3:from_spec", "llm": "agents.llm:from_spec"}
-
-
 def make_policy(spec: str | Policy | type | Mapping[str, Any], **params: Any) -> Policy:
-    """Build a policy from a spec and keyword parameters.
+    """Build a policy from a spec and keyword parameters (API.md §3).
 
-    ``spec`` is ``"factor"``, ``"magpie"``, ``"random"`` (case-insensitive), or
-    ``"module.path:Name"`` naming a class or factory in an importable module (``Name`` may be
-    dotted); ``params`` go to its constructor, e.g. ``make_policy("factor", sell_margin=1)``.
-    A mapping ``{"name": spec, **params}`` and a ready policy object (no params) also work.
-    Raises ``ValueError`` naming the spec for anything unknown or unbuildable.
+    ``spec`` is ``"factor"``, ``"magpie"``, ``"random"`` (case-insensitive), a prefixed spec
+    such as ``"sb3:model.zip"`` or ``"llm:MODEL@URL"``, or ``"module.path:Name"`` naming a class
+    or factory in an importable module (``Name`` may be dotted); ``params`` go to its
+    constructor, e.g. ``make_policy("factor", sell_margin=1)``.  A mapping ``{"name": spec,
+    **params}`` and a ready policy object (no params) also work.  Names resolve through
+    ``sim.policies``, where the ``guild.policies`` entry points of ``pyproject.toml`` declare
+    ours and a user's package may declare its own.  Raises ``ValueError`` naming the spec for
+    anything unknown or unbuildable.
     """
-    if isinstance(spec, Mapping):
-        d = dict(spec)
-        if "name" not in d:
-            raise ValueError(f"a policy spec mapping needs a 'name' key; got {sorted(d)}")
-        name = d.pop("name")
-        return make_policy(name, **{**d, **params})
-    if isinstance(spec, str):
-        key = spec.strip()
-        if key.lower() in BUILTIN:
-            return _build(BUILTIN[key.lower()], spec, params)
-        scheme, _, rest = key.partition(":")
-        if scheme.lower() in SCHEMES:
-            # "sb3:model.zip", "llm:MODEL@URL": the module's from_spec(rest, **params) builds it.
-            return _build(_import(SCHEMES[scheme.lower()]), spec, {"spec": rest, **params})
-        if ":" in key:
-            return _build(_import(key), spec, params)
-        raise ValueError(f"unknown policy {spec!r}; known: {', '.join(BUILTIN)}, or "
-                         "'module.path:Name'")
-    if isinstance(spec, type):
-        return _build(spec, spec.__name__, params)
-    if isinstance(spec, Policy):
-        if params:
-            raise ValueError(f"parameters {sorted(params)} given for a ready policy object "
-                             f"{spec!r}")
-        return spec
-    raise ValueError(f"unknown policy {spec!r}; known: {', '.join(BUILTIN)}, or "
-                     "'module.path:Name'")
-
-
-def _import(spec: str) -> Any:
-    module_name, _, attr = spec.strip().partition(":")
-    if not module_name or not attr:
-        raise ValueError(f"policy spec {spec!r} must look like 'module.path:Name'")
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except ImportError as e:
-        raise ValueError(f"policy {spec!r}: cannot import module {module_name!r} ({e})") from e
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise ValueError(f"policy {spec!r}: module {module_name!r} has no {attr!r}") from None
-    return obj
-
-
-def _build(factory: Any, spec: object, params: dict[str, Any]) -> Policy:
-    if isinstance(factory, Policy) and not isinstance(factory, type):
-        if params:
-            raise ValueError(f"policy {spec!r} is an object, not a class; it takes no "
-                             f"parameters (got {sorted(params)})")
-        return factory
-    if not callable(factory):
-        raise ValueError(f"policy {spec!r} is neither a policy nor a class or factory")
-    try:
-        policy = factory(**params)
-    except TypeError as e:
-        raise ValueError(f"policy {spec!r}: bad parameters {sorted(params)} ({e})") from e
-    if not isinstance(policy, Policy):
-        raise ValueError(f"policy {spec!r} built {type(policy).__name__}, which has no "
-                         "act(game, seat) method")
-    return policy
+    return POLICIES.make(spec, **params)
 
 
 def is_scripted(policy: object) -> bool:

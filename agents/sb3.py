@@ -2,7 +2,8 @@
 
 A model trained on ``guild/Guild-v0`` (``examples/train_maskable_ppo.py``) plays a seat here by
 building the same observation it was trained on (the flat vector or the ``Dict``, read from the
-model's own observation space), masking with ``sim.actions.legal_mask`` and decoding the index
+model's own observation space), masking with
+``sim.codec.action_table.legal_mask`` and decoding the index
 with ``to_intent``.  The observation is the seat's own encoding, so nothing hidden is read.
 
 Loading a zip takes a good fraction of a second and leagues build a fresh policy every
@@ -26,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from sim import Game, Intent
-from sim.actions import legal_mask, to_intent
-from sim.encode import encode, encode_flat
+from sim.codec.action_table import legal_mask, to_intent
+from sim.codec.encode import encode, encode_flat
 
 # Written into the model zip by the trainer: how to rebuild the observation, and provenance.
 META_NAME = "guild.json"

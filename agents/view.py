@@ -21,7 +21,7 @@ are confined here and used by ``Factor`` and ``Magpie`` only:
 from __future__ import annotations
 
 from sim import Game
-from sim.world import SEATS, World
+from sim.rules.world import SEATS, World
 
 
 class SeatView:

@@ -18,8 +18,8 @@ import time
 from collections.abc import Callable
 
 from sim import Game, GameConfig, Intent
-from sim.parser import parse
-from sim.vocab import PHRASEBOOK
+from sim.language.parser import parse
+from sim.language.vocab import PHRASEBOOK
 
 TURNS = 14
 SEAT_STEPS = 6 * TURNS

@@ -1,7 +1,7 @@
 """Batched-engine benchmarks (issue 8): seat-steps per second at ``n`` episodes in lockstep.
 
 ``bench_engine`` times ``BatchedGuild.step`` alone; ``bench_full`` times the step plus the
-observation and mask of every seat (``sim.batched_obs.encode``), the work a self-play trainer
+observation and mask of every seat (``sim.batched.observe.encode``), the work a self-play trainer
 needs per step.  Actions are uniformly random legal ones (``sample_legal`` over the masks),
 drawn outside the timed region: the figures are the environment's cost, not the policy's.
 Autoreset is on, so episode starts (the vectorised Nim setup) are included.
@@ -22,9 +22,9 @@ ORIGINAL_SEAT_STEPS_PER_S = 48_000
 
 
 def _run(seconds: float, n: int, with_obs: bool, backend: str = "numpy") -> float:
-    from sim.batched import BatchedGuild
-    from sim.batched_obs import all_seats, encode, legal_masks, offsets
-    from sim.batched_policies import sample_legal
+    from agents.batched import sample_legal
+    from sim.batched.engine import BatchedGuild
+    from sim.batched.observe import all_seats, encode, legal_masks, offsets
 
     e = BatchedGuild(n, seed=0, backend=backend)
     rng = np.random.default_rng(0)
@@ -68,8 +68,8 @@ def bench_full(seconds: float, n: int = 4096, backend: str = "numpy") -> float:
 
 def bench_vector_env(seconds: float, n: int = 4096) -> float:
     """Env-steps/s of ``GuildVectorEnv`` (one learning seat, five batched baselines)."""
-    from sim.batched_env import GuildVectorEnv
-    from sim.batched_policies import sample_legal
+    from agents.batched import sample_legal
+    from sim.envs.vector import GuildVectorEnv
 
     env = GuildVectorEnv(n, flatten=True)
     env.reset(seed=0)
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     scalar = bench_structured(secs) * SEAT_STEPS
     print(f"scalar_structured_seat_steps_per_s: {scalar:.0f} seat-steps/s")
     backends = ["numpy"]
-    from sim.batched_numba import available
+    from sim.batched.step_kernel import available
 
     if available():
         backends.append("numba")

@@ -40,7 +40,7 @@ except ImportError:  # run from a checkout that is not installed: the repo root 
 
 from agents import make_policy, play_episode  # noqa: E402
 from sim import GameConfig  # noqa: E402
-from sim.scoring import score  # noqa: E402
+from sim.rules.scoring import score  # noqa: E402
 
 OPPONENTS = ("factor", "magpie", "factor", "magpie", "factor")
 BASELINES = ("random", "magpie", "factor")

@@ -14,9 +14,9 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from sim.start import seed_in_range
-from sim.world import DEFAULT_TURNS, MIN_TURNS, STANDARD_TOWN
-from sim.worldfile import WorldFileError, load_world
+from sim.rules.setup import seed_in_range
+from sim.rules.world import DEFAULT_TURNS, MIN_TURNS, STANDARD_TOWN
+from sim.rules.worldfile import WorldFileError, load_world
 
 from .gate import DEFAULT_SEEDS, run_gate
 from .report import format_text

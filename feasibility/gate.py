@@ -19,8 +19,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from sim.start import draw_town
-from sim.world import DEFAULT_TURNS, SEATS, STANDARD_TOWN, World
+from sim.rules.setup import draw_town
+from sim.rules.world import DEFAULT_TURNS, SEATS, STANDARD_TOWN, World
 
 from .greedy import Source, cheapest_source, greedy_plan
 from .optimal import OptimalSearch

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sim.world import World
+from sim.rules.world import World
 
 from .plan import UNITS, Plan, Step, buy_cost, walk
 

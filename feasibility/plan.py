@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sim.world import COMMISSION_COUNT, World
+from sim.rules.world import COMMISSION_COUNT, World
 
 UNITS = COMMISSION_COUNT
 """Units each commission asks for (RULES §1: commission count 2)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sim.world import World
+from sim.rules.world import World
 
 from .gate import Case, GateReport, Outcome, Summary, pair_name
 

@@ -39,7 +39,7 @@ from typing import Any, TextIO
 
 from sim import Game, GameConfig, ReplayMismatch, replay
 from sim.replay import _action  # the recorded act as replay plays it (sentence or structured)
-from sim.world import SEATS, STANDARD_TOWN
+from sim.rules.world import SEATS, STANDARD_TOWN
 
 from .errors import LeagueError
 from .runner import write_atomic

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import overload
 
-from sim.world import SEATS
+from sim.rules.world import SEATS
 
 from .errors import LeagueError
 

@@ -29,9 +29,9 @@ from pathlib import Path
 
 from agents import is_scripted, make_policy
 from sim import Game, GameConfig
-from sim.errors import ConfigError
-from sim.phrasing import outcome_text
-from sim.world import SEATS
+from sim.language.phrasing import outcome_text
+from sim.rules.errors import ConfigError
+from sim.rules.world import SEATS
 
 from .errors import LeagueError
 

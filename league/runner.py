@@ -56,7 +56,7 @@ from typing import Any
 
 from agents import Decision, Factor, is_scripted, make_policy
 from sim import Game, GameConfig, Intent
-from sim.world import SEATS
+from sim.rules.world import SEATS
 
 from .lineups import EpisodeSpec
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sim import GameConfig, ReplayMismatch, replay
-from sim.world import STANDARD_TOWN
+from sim.rules.world import STANDARD_TOWN
 
 from .errors import LeagueError
 from .lineups import episode_spec

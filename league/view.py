@@ -19,10 +19,10 @@ from importlib import resources
 from pathlib import Path
 
 from sim import GameConfig, ReplayMismatch, replay
-from sim.errors import ConfigError
 from sim.game import Game
-from sim.phrasing import outcome_text
-from sim.world import SEATS, STANDARD_TOWN, World
+from sim.language.phrasing import outcome_text
+from sim.rules.errors import ConfigError
+from sim.rules.world import SEATS, STANDARD_TOWN, World
 
 from .errors import LeagueError
 
@@ -86,7 +86,7 @@ def load_replay(path: Path) -> dict:
 
 
 def _load_world(path: str) -> World:
-    from sim.worldfile import load_world
+    from sim.rules.worldfile import load_world
 
     try:
         return load_world(path)[0]

@@ -1,9 +1,18 @@
 """The guild game: a faithful, seed-compatible simulator (rules engine, parser, views).
 
-Public names follow API.md §1.  Importing ``sim`` imports no other package of the project.
+Public names follow API.md §1.  Importing ``sim`` imports no other package of the project, and
+no heavy one: Gymnasium learns the environment ids here, but their modules (``sim.envs``) and
+the batched engine (``sim.batched``) load on first use.
+
+The wings, lowest first (each imports only from those below it, checked by import-linter):
+``sim.rules`` (the game), ``sim.language`` (sentences and text), ``sim.game`` / ``sim.replay``
+(the facade), ``sim.codec`` (action table, numeric observation), ``sim.batched`` (the batched
+engine), ``sim.envs`` (Gymnasium, PettingZoo and vector faces).
 """
 
-from .errors import (
+from .game import Game, GameConfig, load_config
+from .replay import replay
+from .rules.errors import (
     ConfigError,
     GuildError,
     IntentError,
@@ -11,15 +20,14 @@ from .errors import (
     StateError,
     TurnError,
 )
-from .game import Game, GameConfig
-from .intents import KINDS, REASONS, Intent
-from .replay import replay
-from .world import STANDARD_TOWN, World
+from .rules.intents import KINDS, REASONS, Intent
+from .rules.world import STANDARD_TOWN, World
+from .rules.worldfile import WorldFileError, load_world
 
 
 def parallel_env(**kwargs):
     """The PettingZoo ``ParallelEnv`` (API.md §2); PettingZoo is imported on first use."""
-    from .parallel import parallel_env as make
+    from .envs.parallel import parallel_env as make
 
     return make(**kwargs)
 
@@ -29,10 +37,10 @@ def _register() -> None:
     import gymnasium
 
     if "guild/Guild-v0" not in gymnasium.registry:
-        # make_vec(..., vectorization_mode="vector_entry_point") gives the batched numpy engine
-        # (sim.batched); "sync"/"async" wrap GuildEnv as usual.
-        gymnasium.register(id="guild/Guild-v0", entry_point="sim.env:GuildEnv",
-                           vector_entry_point="sim.batched_env:GuildVectorEnv")
+        # make_vec(..., vectorization_mode="vector_entry_point") gives the batched engine
+        # (sim.envs.vector); "sync"/"async" wrap GuildEnv as usual.
+        gymnasium.register(id="guild/Guild-v0", entry_point="sim.envs.gym:GuildEnv",
+                           vector_entry_point="sim.envs.vector:GuildVectorEnv")
 
 
 _register()
@@ -50,5 +58,5 @@ def parse_sentence(text: str, game: Game, seat: int) -> Intent:
 __all__ = [
     "KINDS", "REASONS", "STANDARD_TOWN", "ConfigError", "Game", "GameConfig", "GuildError",
     "Intent", "IntentError", "ReplayMismatch", "StateError", "TurnError", "World",
-    "parallel_env", "parse_sentence", "replay",
+    "WorldFileError", "load_config", "load_world", "parallel_env", "parse_sentence", "replay",
 ]

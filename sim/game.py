@@ -5,20 +5,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .checks import check_structured, validate_ids
-from .errors import ConfigError, TurnError
-from .intents import Intent
-from .observation import observe
-from .parser import parse
-from .phrasing import canonical_sentence
-from .scoring import results
-from .start import initial_state, seed_in_range
-from .state import restore, snapshot
-from .text import cut, one_line
-from .textview import render_observation
-from .turn import open_turn, settle
-from .turn import resolve_turn as _resolve_turn
-from .world import (
+from .language.parser import parse
+from .language.phrasing import canonical_sentence, outcome_text
+from .language.textview import render_observation
+from .rules.checks import check_structured, validate_ids
+from .rules.errors import ConfigError, TurnError
+from .rules.intents import Intent
+from .rules.observation import observe
+from .rules.scoring import results
+from .rules.setup import initial_state, seed_in_range
+from .rules.state import restore, snapshot
+from .rules.text import cut, one_line
+from .rules.turn import open_turn, settle
+from .rules.turn import resolve_turn as _resolve_turn
+from .rules.world import (
     MAX_NOTES_LEN,
     MAX_PROMPT_LEN,
     MAX_SAY_LEN,
@@ -28,6 +28,7 @@ from .world import (
     STANDARD_TOWN,
     World,
 )
+from .rules.worldfile import load_world
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ class Game:
 
     def observe(self, seat: int) -> dict:
         _check_seat(seat)
-        return observe(self.state, seat)
+        return observe(self.state, seat, outcome_text)
 
     def observation_text(self, seat: int, prompt: str = "") -> str:
         """The text view a language-model player reads (SENTENCES §17); ``prompt`` is the
@@ -293,3 +294,12 @@ def _six_strings(xs, name: str) -> list[str]:
 
 
 
+
+
+def load_config(path, **settings) -> GameConfig:
+    """A ``GameConfig`` that plays a world file (``sim.rules.worldfile``): its town, and its turn
+    count unless ``turns`` is given; other settings (``seed``, ``thievery``...) pass through."""
+    world, turns = load_world(path)
+    if turns is not None:
+        settings.setdefault("turns", turns)
+    return GameConfig(world=world, **settings)

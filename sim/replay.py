@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .errors import ReplayMismatch
 from .game import Game, GameConfig
-from .intents import Intent
-from .world import SEATS, World
+from .rules.errors import ReplayMismatch
+from .rules.intents import Intent
+from .rules.world import SEATS, World
 
 
 def replay(config: dict | GameConfig, events: Sequence[dict], world: World | None = None) -> Game:

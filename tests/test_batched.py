@@ -20,20 +20,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agents import Factor, Magpie
-from sim import Game, GameConfig, batched_numba
-from sim.actions import OFFER_PRICES, action_table, legal_mask, semantic, to_intent
-from sim.batched import BatchedGuild
-from sim.batched_env import GuildSelfPlay, GuildVectorEnv
-from sim.batched_obs import all_seats, encode, legal_masks
-from sim.batched_policies import BatchedFactor, BatchedMagpie, BatchedRandom, sample_legal
-from sim.batched_setup import SEED_MAX, SEED_MIN, draw_towns
-from sim.batched_tables import Tables
-from sim.checks import check_structured
-from sim.encode import encode_flat
-from sim.scoring import score
-from sim.start import draw_town
-from sim.world import SEATS, STANDARD_TOWN, World
-from sim.worldfile import world_from_dict
+from agents.batched import BatchedFactor, BatchedMagpie, BatchedRandom, sample_legal
+from sim import Game, GameConfig
+from sim.batched import step_kernel as batched_numba
+from sim.batched.engine import BatchedGuild
+from sim.batched.observe import all_seats, encode, legal_masks
+from sim.batched.setup import SEED_MAX, SEED_MIN, draw_towns
+from sim.batched.tables import Tables
+from sim.codec.action_table import OFFER_PRICES, action_table, legal_mask, semantic, to_intent
+from sim.codec.encode import encode_flat
+from sim.envs.vector import GuildSelfPlay, GuildVectorEnv
+from sim.rules.checks import check_structured
+from sim.rules.scoring import score
+from sim.rules.setup import draw_town
+from sim.rules.world import SEATS, STANDARD_TOWN, World
+from sim.rules.worldfile import world_from_dict
 
 W = STANDARD_TOWN
 BACKENDS = ["numpy"] + (["numba"] if batched_numba.available() else [])
@@ -238,7 +239,7 @@ def _effect(it, game: Game, seat: int) -> tuple:
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_batched_baselines_choose_the_scalar_sentence(seed: int) -> None:
     """Batched factor/magpie pick the index meaning the scalar baseline's sentence (module
-    docstring of ``sim.batched_policies`` lists the two snapped amounts)."""
+    docstring of ``agents.batched`` lists the two snapped amounts)."""
     rng = np.random.default_rng(seed)
     lineups = [["factor", "magpie"] * 3, ["magpie"] * 6, ["factor"] * 3 + ["random"] * 3]
     scalar = {"factor": Factor(), "magpie": Magpie()}
@@ -330,8 +331,8 @@ def test_vector_env_equals_scalar_games(reward: str) -> None:
 
 
 def test_make_vec_with_vector_entry_point() -> None:
-    gymnasium.register(id="guild/GuildBatchedTest-v0", entry_point="sim.env:GuildEnv",
-                       vector_entry_point="sim.batched_env:GuildVectorEnv")
+    gymnasium.register(id="guild/GuildBatchedTest-v0", entry_point="sim.envs.gym:GuildEnv",
+                       vector_entry_point="sim.envs.vector:GuildVectorEnv")
     try:
         env = gymnasium.make_vec("guild/GuildBatchedTest-v0", num_envs=4,
                                  vectorization_mode="vector_entry_point", seat=1)

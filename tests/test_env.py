@@ -18,10 +18,10 @@ from pettingzoo.test import parallel_api_test
 
 import sim
 from sim import Game, GameConfig, parse_sentence
-from sim.actions import action_table, canonical, legal_mask, semantic, to_intent
-from sim.checks import check_structured
-from sim.encode import encode
-from sim.world import STANDARD_TOWN
+from sim.codec.action_table import action_table, canonical, legal_mask, semantic, to_intent
+from sim.codec.encode import encode
+from sim.rules.checks import check_structured
+from sim.rules.world import STANDARD_TOWN
 
 N = len(action_table(STANDARD_TOWN))
 
@@ -131,7 +131,7 @@ def test_every_action_sentence_parses_back_to_its_intent() -> None:
 
 
 # --- masks ---------------------------------------------------------------------------------------
-# What a seat cannot foresee from its own view (documented in sim.actions.legal_mask).
+# What a seat cannot foresee from its own view (documented in sim.codec.action_table.legal_mask).
 UNFORESEEABLE = {
     "take": {"no_such_item"}, "buy": {"out_of_stock", "cannot_afford"}, "sell": {"npc_broke"},
     "gift": {"carry_limit", "not_carrying"}, "offer": {"not_carrying"},

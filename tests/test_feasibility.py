@@ -1,5 +1,5 @@
 """The feasibility gate (RULES §18): the original figures, the exhaustive and optimal checks,
-variant world files (``sim.worldfile``) and the command line."""
+variant world files (``sim.rules.worldfile``) and the command line."""
 
 from __future__ import annotations
 
@@ -22,12 +22,11 @@ from feasibility import (
     run_gate,
 )
 from feasibility.cli import main
-from sim import Game, GameConfig, Intent
-from sim.prices import ask_at
-from sim.world import STANDARD_TOWN, Room, World
-from sim.worldfile import (
+from sim import Game, GameConfig, Intent, load_config
+from sim.rules.prices import ask_at
+from sim.rules.world import STANDARD_TOWN, Room, World
+from sim.rules.worldfile import (
     WorldFileError,
-    load_config,
     load_world,
     world_from_dict,
     world_to_dict,

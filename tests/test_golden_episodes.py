@@ -10,7 +10,7 @@ import pytest
 from golden import episode_ids, episodes
 
 from sim import Game, GameConfig, replay
-from sim.world import SEATS
+from sim.rules.world import SEATS
 
 
 def _game(setup: dict) -> Game:

@@ -14,7 +14,7 @@ from agents import Decision, Factor, LLMPolicy, decide_turn, make_policy, play_e
 from agents.llm import CORRECTIVE, parse_reply, system_prompt
 from league.cli import main
 from sim import Game, GameConfig
-from sim.world import SEATS
+from sim.rules.world import SEATS
 
 pytest.importorskip("httpx")
 

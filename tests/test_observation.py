@@ -5,7 +5,7 @@ from __future__ import annotations
 from scenario import edit, staged, turn
 
 from sim import Game, GameConfig, Intent
-from sim.vocab import PHRASEBOOK
+from sim.language.vocab import PHRASEBOOK
 
 HIDE, NAILS, ROPE, SALT, LAMP, RELIC = range(6)
 

@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.intents import KINDS, PARSER_REASONS, REASONS, Intent
-from sim.offers import Offer
-from sim.parser import lift_speech, number_value, parse
-from sim.vocab import PHRASEBOOK, VERB_TABLE, VERBS, tokenize
-from sim.world import STANDARD_TOWN
+from sim.language.parser import lift_speech, number_value, parse
+from sim.language.vocab import PHRASEBOOK, VERB_TABLE, VERBS, tokenize
+from sim.rules.intents import KINDS, PARSER_REASONS, REASONS, Intent
+from sim.rules.offers import Offer
+from sim.rules.world import STANDARD_TOWN
 
 # ---------------------------------------------------------------------------------------------
 # The states of SENTENCES §16: six aliases, everyone in one room, no offers, turn 0, seat 0.

@@ -16,8 +16,8 @@ import pytest
 from agents import is_scripted, make_policy
 from league.cli import main
 from sim import Game, GameConfig
-from sim.phrasing import outcome_text
-from sim.world import SEATS
+from sim.language.phrasing import outcome_text
+from sim.rules.world import SEATS
 
 # importlib, not ``from league import play``: the package also exports the runner's play().
 play = importlib.import_module("league.play")

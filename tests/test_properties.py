@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sim import KINDS, Game, GameConfig, Intent, ReplayMismatch, replay
-from sim.world import SEATS
+from sim.rules.world import SEATS
 
 TOTAL_COIN = 6 * 40 + 5 * 120  # RULES §5: 840 in unedited play
 

@@ -10,8 +10,8 @@ import pytest
 from scenario import edit, staged, turn
 
 from sim import Game, GameConfig, Intent, StateError, TurnError
-from sim.prices import ask_at, bid_at
-from sim.world import STANDARD_TOWN
+from sim.rules.prices import ask_at, bid_at
+from sim.rules.world import STANDARD_TOWN
 
 HIDE, NAILS, ROPE, SALT, LAMP, RELIC = range(6)
 ODA, BRAM, NESH, FEN, VELL = range(5)

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim import Game, GameConfig, parse_sentence
-from sim.text import UNICODE_WS
+from sim.rules.text import UNICODE_WS
 
 
 @settings(max_examples=80, deadline=None)

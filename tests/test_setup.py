@@ -6,8 +6,8 @@ import pytest
 from golden import setup_seeds
 
 from sim import ConfigError, Game, GameConfig
-from sim.rng import NimRand
-from sim.world import STANDARD_TOWN
+from sim.rules.rng import NimRand
+from sim.rules.world import STANDARD_TOWN
 
 
 def test_rng_vectors_of_rules_3() -> None:

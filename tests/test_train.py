@@ -20,7 +20,7 @@ from agents import make_policy, play_episode  # noqa: E402
 from agents import sb3 as sb3_agents  # noqa: E402
 from league.cli import main as guild  # noqa: E402
 from sim import GameConfig, Intent  # noqa: E402
-from sim.actions import legal_mask, to_intent  # noqa: E402
+from sim.codec.action_table import legal_mask, to_intent  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = 2048

@@ -75,7 +75,7 @@ def test_each_frame_tells_its_turn_and_stalls_price_the_stock(replay_path: Path)
         assert [(a["seat"], a["sentence"]) for a in frame["acts"]] == \
             [(a["seat"], a.get("sentence", "")) for a in mine]
     # Frame 1's stall lines: the snapshot's stock, priced by the town's ask/bid tables.
-    from sim.world import STANDARD_TOWN as W
+    from sim.rules.world import STANDARD_TOWN as W
     snap = [e for e in payload["events"] if e["kind"] == "turn"][1]
     for n, stall in enumerate(model["frames"][1]["stalls"]):
         for g, line in zip(W.keepers[n].trade, stall["goods"]):
@@ -95,7 +95,7 @@ def test_highlights_are_the_most_salient_acts(replay_path: Path) -> None:
 
 
 def test_outcomes_explain_failures_and_tell_successes() -> None:
-    from sim.world import STANDARD_TOWN as W
+    from sim.rules.world import STANDARD_TOWN as W
     aliases = ["A", "B", "C", "D", "E", "F"]
     buy = {"intent": "buy", "reason": "ok", "item": 2, "qty": 2, "npc": 1, "coin": 17}
     assert view.outcome(buy, W, aliases, "x") == "bought 2 rope from Smith Bram for 17 coin."
@@ -162,7 +162,7 @@ def test_bad_files_give_one_line_and_exit_2(replay_path: Path, tmp_path: Path, c
 
 
 def test_a_variant_town_needs_its_world_file(tmp_path: Path, capsys) -> None:
-    from sim.worldfile import load_config
+    from sim import load_config
 
     town = tmp_path / "town.json"
     town.write_text(json.dumps({"goods": {"salt": {"value": 12}}}), encoding="utf-8")

@@ -30,11 +30,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import IntentError
-from .intents import Intent
-from .phrasing import canonical_sentence
-from .state import GameState
-from .world import QTY_ALL, SEATS, World, per_world
+from ..language.phrasing import canonical_sentence
+from ..rules.errors import IntentError
+from ..rules.intents import Intent
+from ..rules.state import GameState
+from ..rules.world import QTY_ALL, SEATS, World, per_world
 
 TAKE_QTYS = (1, QTY_ALL)
 BUY_QTYS = (1, 2)

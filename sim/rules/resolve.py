@@ -7,10 +7,10 @@ the actor's start-of-turn room ``a.room``.
 
 from __future__ import annotations
 
-from .act import Act
 from .commissions import credit_commissions
 from .intents import Intent
 from .offers import Offer
+from .outcome import Outcome
 from .prices import STOCK_CAP
 from .speech import log_room
 from .state import GameState
@@ -21,7 +21,7 @@ def _keeper_here(st: GameState, npc: int, room: int) -> bool:
     return 0 <= npc < len(st.world.keepers) and st.world.keepers[npc].room == room
 
 
-def buy(st: GameState, a: Act, it: Intent) -> None:
+def buy(st: GameState, a: Outcome, it: Intent) -> None:
     """§9.1: walk the rising ask one unit at a time; partial fills are ok."""
     w, me, npc, good = st.world, a.seat, a.npc, a.item
     if not _keeper_here(st, npc, st.room[me]):
@@ -59,7 +59,7 @@ def buy(st: GameState, a: Act, it: Intent) -> None:
                          f"{w.keepers[npc].name} for {spent} coin.")
 
 
-def sell(st: GameState, a: Act, it: Intent) -> None:
+def sell(st: GameState, a: Outcome, it: Intent) -> None:
     """§9.2: walk the falling bid; the shop stops paying when its coin runs short."""
     w, me, npc, good = st.world, a.seat, a.npc, a.item
     if not _keeper_here(st, npc, st.room[me]):
@@ -95,7 +95,7 @@ def sell(st: GameState, a: Act, it: Intent) -> None:
                          f"{w.keepers[npc].name} for {earned} coin.")
 
 
-def quest(st: GameState, a: Act, it: Intent) -> None:
+def quest(st: GameState, a: Outcome, it: Intent) -> None:
     """§9.3: set the hint flag read by the next observation; no state change."""
     if not _keeper_here(st, a.npc, st.room[a.seat]):
         a.reason = "no_npc_here"
@@ -105,7 +105,7 @@ def quest(st: GameState, a: Act, it: Intent) -> None:
                          "about a commission.")
 
 
-def give_to_keeper(st: GameState, a: Act, it: Intent) -> None:
+def give_to_keeper(st: GameState, a: Outcome, it: Intent) -> None:
     """§9.4: goods handed to a keeper leave the pack whatever happens; Vell credits them."""
     w, me, npc, good = st.world, a.seat, a.npc, a.item
     if not _keeper_here(st, npc, st.room[me]):
@@ -139,7 +139,7 @@ def give_to_keeper(st: GameState, a: Act, it: Intent) -> None:
                          f"for {points} commission points.")
 
 
-def give_to_cog(st: GameState, a: Act, it: Intent) -> None:
+def give_to_cog(st: GameState, a: Outcome, it: Intent) -> None:
     """§9.5: goods and/or coin to another seat in the room; no consent needed."""
     w, me, other, good = st.world, a.seat, a.other, a.item
     if not 0 <= other < SEATS:
@@ -177,7 +177,7 @@ def give_to_cog(st: GameState, a: Act, it: Intent) -> None:
     log_room(st, a.room, f"{st.aliases[me]} gave {' and '.join(parts)} to {st.aliases[other]}.")
 
 
-def _offer_checks(st: GameState, a: Act) -> bool:
+def _offer_checks(st: GameState, a: Outcome) -> bool:
     """Checks 1-3 shared by trade and hire offers (§9.6, §9.7)."""
     me, other = a.seat, a.other
     if not 0 <= other < SEATS:
@@ -191,7 +191,7 @@ def _offer_checks(st: GameState, a: Act) -> bool:
     return False
 
 
-def trade(st: GameState, a: Act, it: Intent) -> None:
+def trade(st: GameState, a: Outcome, it: Intent) -> None:
     """§9.6: post a trade offer (nothing escrowed); qty is clamped to what is held."""
     if not _offer_checks(st, a):
         return
@@ -211,7 +211,7 @@ def trade(st: GameState, a: Act, it: Intent) -> None:
                          f"{st.world.item_name(good, units)} for {price} coin.")
 
 
-def hire(st: GameState, a: Act, it: Intent) -> None:
+def hire(st: GameState, a: Outcome, it: Intent) -> None:
     """§9.7: post a hire offer; a fee above the purse is clamped to the purse."""
     if not _offer_checks(st, a):
         return
@@ -226,7 +226,7 @@ def hire(st: GameState, a: Act, it: Intent) -> None:
                          f"for {fee} coin.")
 
 
-def accept(st: GameState, a: Act, it: Intent) -> None:
+def accept(st: GameState, a: Outcome, it: Intent) -> None:
     """§9.8: take the oldest matching offer posted last turn; it is consumed even if it fails."""
     me, want_from = a.seat, a.other
     offer = None
@@ -269,7 +269,7 @@ def accept(st: GameState, a: Act, it: Intent) -> None:
                          f"{RETAINER_TURNS} turns.")
 
 
-def take(st: GameState, a: Act, it: Intent) -> None:
+def take(st: GameState, a: Outcome, it: Intent) -> None:
     """§9.9: pick goods off the floor, up to the free slots (qty 0 is an ok take of 0)."""
     me, good = a.seat, a.item
     floor = st.floor[st.room[me]]
@@ -287,7 +287,7 @@ def take(st: GameState, a: Act, it: Intent) -> None:
     log_room(st, a.room, f"{st.aliases[me]} picked up {st.world.item_name(good, units)}.")
 
 
-def drop(st: GameState, a: Act, it: Intent) -> None:
+def drop(st: GameState, a: Outcome, it: Intent) -> None:
     """§9.10: put carried goods on the floor."""
     me, good = a.seat, a.item
     held = st.items[me][good]
@@ -301,7 +301,7 @@ def drop(st: GameState, a: Act, it: Intent) -> None:
     log_room(st, a.room, f"{st.aliases[me]} dropped {st.world.item_name(good, units)}.")
 
 
-def move(st: GameState, a: Act, it: Intent) -> None:
+def move(st: GameState, a: Outcome, it: Intent) -> None:
     """§9.12: walk to an adjacent room; the departure line is logged in the room left."""
     me, dest = a.seat, a.to_room
     here = st.room[me]
@@ -313,12 +313,12 @@ def move(st: GameState, a: Act, it: Intent) -> None:
     log_room(st, a.room, f"{st.aliases[me]} left for {st.world.rooms[dest].name}.")
 
 
-def wait(st: GameState, a: Act, it: Intent) -> None:
+def wait(st: GameState, a: Outcome, it: Intent) -> None:
     """§9.13: waiting is an act with a public line."""
     a.reason = "waited"
     log_room(st, a.room, f"{st.aliases[a.seat]} waited and watched.")
 
 
-def none(st: GameState, a: Act, it: Intent) -> None:
+def none(st: GameState, a: Outcome, it: Intent) -> None:
     """§9.13: an unreadable sentence costs the turn and nothing else."""
     a.reason = it.reason

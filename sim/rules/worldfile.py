@@ -2,9 +2,9 @@
 
 A world file changes the standard town of RULES §1-2 and the settings that the feasibility gate
 of RULES §18 guards: rooms, exits, keepers, trade lists, opening stock, base values, the
-starting coin and the turn count.  :func:`load_world` returns a :class:`~sim.world.World` that
+starting coin and the turn count.  :func:`load_world` returns a :class:`~sim.rules.world.World` that
 ``GameConfig(world=...)`` plays and ``python -m feasibility --world FILE`` checks, plus the
-file's turn count (or ``None``); :func:`load_config` makes the ``GameConfig`` in one call.
+file's turn count (or ``None``); ``sim.load_config`` makes the ``GameConfig`` in one call.
 
 The format (every key optional; unknown keys are errors, so a typo never passes silently)::
 
@@ -52,9 +52,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .game import GameConfig
 from .prices import STOCK_CAP
-from .start import GROUND_ROOMS, RELIC
+from .setup import GROUND_ROOMS, RELIC
 from .world import MIN_TURNS, SEATS, STANDARD_TOWN, Good, Keeper, Room, World
 
 try:  # Python >= 3.11
@@ -104,15 +103,6 @@ def load_world(path: str | Path, base: World = STANDARD_TOWN) -> tuple[World, in
             raise WorldFileError(f"{p}: malformed JSON at line {e.lineno} column {e.colno}: "
                                  f"{e.msg}") from None
     return world_from_dict(data, source=str(p), base=base)
-
-
-def load_config(path: str | Path, **settings: Any) -> GameConfig:
-    """A ``GameConfig`` that plays the world file: its town, and its turn count unless
-    ``turns`` is given; other settings (``seed``, ``thievery``...) pass through."""
-    world, turns = load_world(path)
-    if turns is not None:
-        settings.setdefault("turns", turns)
-    return GameConfig(world=world, **settings)
 
 
 def world_from_dict(data: Any, source: str = "<world>",

@@ -1,7 +1,7 @@
 """Batched faces of the guild game: a Gymnasium ``VectorEnv`` and a six-seat self-play API.
 
 Both run on :class:`sim.batched.BatchedGuild`; observations, masks and rewards equal those of
-``sim.env.GuildEnv`` (one seat) and ``sim.parallel`` (all seats) row for row.
+``sim.envs.gym.GuildEnv`` (one seat) and ``sim.envs.parallel`` (all seats) row for row.
 
 **Autoreset: Gymnasium's ``SAME_STEP`` mode.**  The step on which an episode ends returns
 ``terminated=True`` together with the *first* observation of the next episode of that row;
@@ -12,52 +12,37 @@ observation, valid where ``info["_final_obs"]`` is True) and its score in
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from .batched import SEED_HIGH, BatchedGuild
-from .batched_obs import all_seats, encode, offsets
-from .batched_policies import BATCHED_POLICIES
-from .encode import layout
-from .env import DEFAULT_OPPONENTS, seat_spaces
-from .world import SEATS, World
+from ..batched.engine import SEED_HIGH, BatchedGuild
+from ..batched.observe import all_seats, encode, offsets
+from ..codec.encode import layout
+from ..policies import BATCHED_POLICIES
+from ..rules.world import SEATS, World
+from .face import DEFAULT_OPPONENTS, seat_spaces
 
 
 def make_batched_policy(spec):
-    """A batched policy from a spec: ``"factor"``, ``"magpie"``, ``"random"``, a mapping
-    ``{"name": ..., **params}``, or an object marked ``batched = True`` with
-    ``act(engine, rows, seats) -> indices`` (``sim.batched_policies``).
+    """A batched policy from a spec (``sim.policies.BATCHED_POLICIES``): ``"factor"``,
+    ``"magpie"``, ``"random"``, a mapping ``{"name": ..., **params}``, ``"module:Name"``, or an
+    object marked ``batched = True`` with ``act(engine, rows, seats) -> indices``.
 
     Scalar policies (``act(game, seat)``) are refused: calling them once per episode would undo
     the batching.
     """
-    if isinstance(spec, Mapping):
-        d = dict(spec)
-        name = d.pop("name", None)
-        if not isinstance(name, str) or name.lower() not in BATCHED_POLICIES:
-            raise ValueError(f"batched opponent spec {spec!r}: 'name' must be one of "
-                             f"{', '.join(BATCHED_POLICIES)}")
-        return BATCHED_POLICIES[name.lower()](**d)
-    if isinstance(spec, str):
-        if spec.strip().lower() not in BATCHED_POLICIES:
-            raise ValueError(f"batched opponents are {', '.join(BATCHED_POLICIES)} or objects "
-                             f"marked batched = True; got {spec!r}")
-        return BATCHED_POLICIES[spec.strip().lower()]()
-    if getattr(spec, "batched", False) and callable(getattr(spec, "act", None)):
-        return spec
-    raise ValueError(f"batched opponents are {', '.join(BATCHED_POLICIES)} or objects marked "
-                     f"batched = True with act(engine, rows, seats); got {spec!r}")
+    return BATCHED_POLICIES.make(spec)
 
 
 class GuildVectorEnv(VectorEnv):
     """``num_envs`` single-seat guild games in one batched engine (``guild/Guild-v0``'s twin).
 
-    Same spaces, observations, masks and rewards as ``sim.env.GuildEnv``; the five opponents
-    are batched policies (``sim.batched_policies``; default factor, magpie, factor, magpie,
+    Same spaces, observations, masks and rewards as ``sim.envs.gym.GuildEnv``; the five opponents
+    are batched policies (``agents.batched``; default factor, magpie, factor, magpie,
     factor as ``DEFAULT_OPPONENTS``).  Autoreset ``SAME_STEP`` (module docstring).
 
     ``info``: ``seat``, ``score`` and ``game_seed`` per env, ``action_mask`` (``[n, actions]``

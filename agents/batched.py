@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .actions import BUY_QTYS, OFFER_PRICES, QTY_ALL, RELS, TAKE_QTYS
-from .batched_obs import legal_masks
+from sim.batched.observe import legal_masks
+from sim.codec.action_table import BUY_QTYS, OFFER_PRICES, QTY_ALL, RELS, TAKE_QTYS
 
 if TYPE_CHECKING:
-    from .batched import BatchedGuild
-    from .batched_tables import Tables
+    from sim.batched.engine import BatchedGuild
+    from sim.batched.tables import Tables
 
 WAIT = 0
 
@@ -249,5 +249,3 @@ def sample_legal(rng: np.random.Generator, mask: np.ndarray) -> np.ndarray:
     pick = (rng.random(mask.shape[0]) * cum[:, -1]).astype(np.int64)
     return (cum > pick[:, None]).argmax(1)
 
-
-BATCHED_POLICIES = {"factor": BatchedFactor, "magpie": BatchedMagpie, "random": BatchedRandom}

@@ -6,7 +6,7 @@ form replays, leagues and the golden episodes use.
 
 from __future__ import annotations
 
-from .act import Act
+from .outcome import Outcome
 
 
 def salience(kind: str, reason: str, npc: int, qty: int, coin: int, item: int,
@@ -42,7 +42,7 @@ def salience(kind: str, reason: str, npc: int, qty: int, coin: int, item: int,
     return 5
 
 
-def act_event(turn: int, a: Act, sentence: str, say: str, notes: str, scripted: bool) -> dict:
+def act_event(turn: int, a: Outcome, sentence: str, say: str, notes: str, scripted: bool) -> dict:
     """An ``act`` event in JSON form: optional keys only when they differ from the blanks."""
     ev = {"kind": "act", "turn": turn, "seat": a.seat, "order": a.order, "intent": a.kind,
           "room": a.room, "reason": a.reason,

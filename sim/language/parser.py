@@ -1,4 +1,4 @@
-"""The sentence parser: one English sentence -> one :class:`~sim.intents.Intent` (SENTENCES).
+"""The sentence parser: one English sentence -> one :class:`~sim.rules.intents.Intent` (SENTENCES).
 
 :func:`parse` is pure and total: it never raises on any ``str`` (any length, any code point,
 lone surrogates, NUL, digit strings of any size) and the same inputs always give the same
@@ -6,7 +6,8 @@ result.  The pipeline follows SENTENCES §3: lift speech (§4), normalise and to
 whole-sentence phrase matches (§6-§7), the verb scan (§8), slots (§9), quantity (§10), coin
 (§11), per-intent checks (§12) and the ``say`` fallback (§13).
 
-Whitespace stripping uses :func:`sim.text.strip_ws`, which strips Unicode whitespace correctly;
+Whitespace stripping uses :func:`sim.rules.text.strip_ws`, which strips Unicode whitespace
+correctly;
 the original (Nim 2.2) mis-strips text ending in some 3/4-byte characters (RULES §23), a bug we
 deliberately do not reproduce.  The game one-lines and cuts the sentence to 240 runes before
 calling :func:`parse`; the parser itself has no length cap.
@@ -16,9 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .intents import Intent
-from .offers import Offer
-from .text import strip_ws
+from ..rules.intents import Intent
+from ..rules.offers import Offer
+from ..rules.text import strip_ws
+from ..rules.world import QTY_ALL, World
 from .vocab import (
     COIN_WORDS,
     G_ALWAYS,
@@ -44,7 +46,6 @@ from .vocab import (
     tokenize,
     world_phrases,
 )
-from .world import QTY_ALL, World
 
 __all__ = ["parse", "lift_speech", "number_value", "tokenize"]
 

@@ -1,15 +1,8 @@
 """The batched engine: thousands of episodes in lockstep on ``[episode, ...]`` numpy arrays.
 
-Bit for bit the rules of the scalar engine (``sim.turn``, ``sim.resolve``, ``sim.robbery``) for
-the structured action table of ``sim.actions``: for the same seeds and action indices, every
-episode's state after every turn equals what ``Game.play_turn`` gives (``tests/test_batched.py``
-proves it).  The trick is RULES §6.3 itself: within a resolution class the seats act one after
-another in initiative order, so the engine loops over the 6 initiative positions and, for each,
-resolves that seat of *every* episode at once with fancy indexing.  Python overhead is per
-class x position x intent kind, never per episode.  Classes whose acts cannot interact (quest,
-move, wait, none) are resolved for all seats in one pass.
+Bit for bit the rules of the scalar engine (``tests/test_batched.py`` proves it).
 
-State (``-1`` = none; ``K`` = the dummy keeper of ``sim.batched_tables``):
+State (``-1`` = none; ``K`` = the dummy keeper of ``sim.batched.tables``):
 
 | array | shape | meaning |
 |---|---|---|
@@ -35,10 +28,10 @@ the engine's seed stream) in every row that just ended, in the same call (Gymnas
 read it, then :meth:`reset_done`.
 
 Observations and masks: :meth:`BatchedGuild.observe` / :meth:`BatchedGuild.masks`, or
-``sim.batched_obs`` for chosen ``(episode, seat)`` pairs.  Faces: ``sim.batched_env``
+``sim.batched.observe`` for chosen ``(episode, seat)`` pairs.  Faces: ``sim.envs.vector``
 (``GuildVectorEnv`` for Gymnasium, ``GuildSelfPlay`` for six-seat self-play).  Backends:
 this numpy code is the reference; ``backend="numba"`` runs the compiled twin in
-``sim.batched_numba`` (same results, several times faster).
+``sim.batched.step_kernel`` (same results, several times faster).
 """
 
 from __future__ import annotations
@@ -47,13 +40,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import batched_resolve as res
-from .batched_setup import check_seeds, draw_towns
-from .batched_tables import NO_OFFER, Kind, R, Tables
-from .intents import REASONS
-from .offers import Offer
-from .prices import STOCK_CAP
-from .world import (
+from ..rules.intents import REASONS
+from ..rules.offers import Offer
+from ..rules.prices import STOCK_CAP
+from ..rules.world import (
     COMMISSION_COUNT,
     COMPLETION_BONUS,
     MAX_ROOM_LOG,
@@ -66,19 +56,22 @@ from .world import (
     World,
     per_world,
 )
+from . import resolve_numpy as res
+from .setup import check_seeds, draw_towns
+from .tables import NO_OFFER, Kind, R, Tables
 
 SEED_HIGH = 2 ** 31 - 1  # game seeds drawn for new episodes: 0 <= seed < 2**31 - 1, as GuildEnv
 
 
 @per_world
 def tables_for(world: World) -> Tables:
-    """The batched tables of a town, cached by identity (as ``sim.actions.action_table``)."""
+    """The batched tables of a town, cached by identity (as the action table)."""
     return Tables(world)
 
 
 @dataclass
 class TurnIntents:
-    """The decoded and checked intents of one turn, ``[N, 6]`` each (``sim.checks``)."""
+    """The decoded and checked intents of one turn, ``[N, 6]`` each (``sim.rules.checks``)."""
 
     kind: np.ndarray
     item: np.ndarray
@@ -103,7 +96,7 @@ class BatchedGuild:
         seed: seeds the stream of game seeds drawn for new episodes (``reset()`` without
             explicit seeds, and autoreset).
         backend: ``"numpy"`` (default, the reference), ``"numba"`` (the compiled twin of
-            ``sim.batched_numba``; raises if numba is missing) or ``"auto"`` (numba if
+            ``sim.batched.step_kernel``; raises if numba is missing) or ``"auto"`` (numba if
             installed).
     """
 
@@ -114,7 +107,7 @@ class BatchedGuild:
             raise ValueError(f"n must be a positive int; got {n!r}")
         if isinstance(turns, bool) or not isinstance(turns, int) or turns < MIN_TURNS:
             raise ValueError(f"turns must be an int of at least {MIN_TURNS}; got {turns!r}")
-        from .batched_numba import available
+        from .step_kernel import available
 
         if backend not in ("numpy", "numba", "auto"):
             raise ValueError(f"backend must be 'numpy', 'numba' or 'auto'; got {backend!r}")
@@ -232,9 +225,9 @@ class BatchedGuild:
         a = a.astype(np.int64, copy=False)
         old = self.points.copy()
         if self.backend == "numba":
-            from . import batched_numba
+            from . import step_kernel
 
-            batched_numba.step(self, np.ascontiguousarray(a))
+            step_kernel.step(self, np.ascontiguousarray(a))
         else:
             t = self._decode(a)
             self._resolve(t)
@@ -248,14 +241,14 @@ class BatchedGuild:
         return rewards, done
 
     def _decode(self, a: np.ndarray) -> TurnIntents:
-        """Index -> intent (``sim.actions.to_intent``), then the structured checks."""
+        """Index -> intent (``sim.codec.action_table.to_intent``), then the structured checks."""
         tb = self.tables
         here = self.room.copy()
         keeper = tb.keeper_here[here]
         kind = tb.kind[a]
         needs_keeper = tb.to_keeper[a] & (keeper == tb.n_keepers)
         reason = np.full((self.n, SEATS), -1, np.int64)
-        # sim.checks: a quest with no keeper here fails no_npc_here; buy/sell/give no_target.
+        # sim.rules.checks: a quest with no keeper here fails no_npc_here; buy/sell/give no_target.
         reason[needs_keeper] = np.where(kind[needs_keeper] == Kind.QUEST, R["no_npc_here"],
                                         R["no_target"])
         kind = np.where(needs_keeper, Kind.NONE, kind)
@@ -330,8 +323,8 @@ class BatchedGuild:
 
     def observe(self, out: np.ndarray | None = None) -> np.ndarray:
         """Every seat's observation, ``[n, 6, obs_dim]`` float32, row for row equal to
-        ``sim.encode.encode_flat`` (RULES §17); ``out`` may be a reused buffer of that shape."""
-        from .batched_obs import all_seats, encode
+        ``sim.codec.encode.encode_flat`` (RULES §17); ``out`` may be a reused buffer."""
+        from .observe import all_seats, encode
 
         r, s = all_seats(self.n)
         flat = None if out is None else out.reshape(self.n * SEATS, -1)
@@ -339,13 +332,13 @@ class BatchedGuild:
 
     def masks(self) -> np.ndarray:
         """Every seat's legal mask, ``[n, 6, n_actions]`` bool, equal to ``legal_mask``."""
-        from .batched_obs import all_seats, legal_masks
+        from .observe import all_seats, legal_masks
 
         r, s = all_seats(self.n)
         return legal_masks(self, r, s).reshape(self.n, SEATS, -1)
 
     def scores(self) -> np.ndarray:
-        """Every seat's score, ``[n, 6]`` float64, exactly as ``sim.scoring.score``."""
+        """Every seat's score, ``[n, 6]`` float64, exactly as ``sim.rules.scoring.score``."""
         return (self.points - self.world.start_coin) / SCORE_SCALE
 
     # --- conversion to and from the scalar engine (tests, curricula) --------------------------

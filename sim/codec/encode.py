@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .actions import legal_mask, n_actions
-from .intents import REASONS
-from .observation import cheapest_source
-from .state import GameState
-from .world import SEATS, World, per_world
+from ..rules.intents import REASONS
+from ..rules.observation import cheapest_source
+from ..rules.state import GameState
+from ..rules.world import SEATS, World, per_world
+from .action_table import legal_mask, n_actions
 
 REL = 5
 _REASON_INDEX = {r: i for i, r in enumerate(REASONS)}

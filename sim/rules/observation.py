@@ -6,8 +6,9 @@ rooms; other shops' stock and prices (except the hint after a successful ``quest
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .commissions import outstanding
-from .phrasing import outcome_text
 from .state import GameState
 from .world import COMPLETION_BONUS, POINTS_PER_UNIT, SEATS
 
@@ -24,8 +25,13 @@ def cheapest_source(st: GameState, good: int) -> int:
     return best
 
 
-def observe(st: GameState, seat: int) -> dict:
-    """The seat's view: own purse, pack, commissions; its room; offers to it; the map."""
+def observe(st: GameState, seat: int,
+            explain: Callable[[str, str], str] | None = None) -> dict:
+    """The seat's view: own purse, pack, commissions; its room; offers to it; the map.
+
+    ``explain(reason, room name)`` writes ``lastOutcome``, the prose of the last act's reason
+    (RULES §14); the rules know no prose, so the ``Game`` facade passes the language's.
+    """
     w = st.world
     here = st.room[seat]
     items = [{"item": w.goods[g].name, "count": n, "value": w.goods[g].value}
@@ -87,8 +93,8 @@ def observe(st: GameState, seat: int) -> dict:
                  if w.keeper_in_room[rm.id] >= 0 else "", "dark": rm.dark}
                 for rm in w.rooms],
         "lastSentence": st.last_sentence[seat],
-        "lastOutcome": outcome_text(st.last_reason[seat], w.rooms[last_room].name)
-        if st.last_reason[seat] else "",
+        "lastOutcome": explain(st.last_reason[seat], w.rooms[last_room].name)
+        if st.last_reason[seat] and explain is not None else "",
         "lastReason": st.last_reason[seat],
         "notes": st.notes[seat], "turn": st.turn, "turns": st.turns,
         "turnsPlayed": st.turns_played, "started": True, "done": st.done, "reason": st.reason,

@@ -2,8 +2,9 @@
 
 Each resolver takes the engine, the turn's decoded intents and the rows ``r`` (episodes) with
 the seat ``me`` acting in each of them; one row appears at most once, so scatter writes never
-collide.  Checks run in the order of the scalar resolvers in ``sim.resolve`` and
-``sim.robbery``: the first failing one sets the reason and changes nothing.  Where an act moves
+collide.  Checks run in the order of the scalar resolvers in ``sim.rules.resolve`` and
+``sim.rules.robbery``: the first failing one sets the reason and changes nothing.  Where an act
+moves
 nothing, its amounts are computed as 0 and written anyway; adding 0 changes nothing, which saves
 a selection per check.  Every act that the scalar engine logs a public line for sets
 ``logged`` (the batched engine counts lines per room instead of keeping text, RULES §12.1).
@@ -15,11 +16,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .batched_tables import HIRE_OFFER, NO_OFFER, TRADE_OFFER, Kind, R
-from .world import FINE_COIN, RETAINER_TURNS, ROB_COIN
+from ..rules.world import FINE_COIN, RETAINER_TURNS, ROB_COIN
+from .tables import HIRE_OFFER, NO_OFFER, TRADE_OFFER, Kind, R
 
 if TYPE_CHECKING:
-    from .batched import BatchedGuild, TurnIntents
+    from .engine import BatchedGuild, TurnIntents
 
 OK = R["ok"]
 

@@ -1,6 +1,7 @@
 """Seed -> starting town for many episodes at once: Nim's xoroshiro128+ on numpy arrays.
 
-The batched twin of ``sim.rng`` and ``sim.start.draw_town`` (RULES §3-4).  Every episode has
+The batched twin of ``sim.rules.rng`` and ``sim.rules.setup.draw_town`` (RULES §3-4).  Every
+episode has
 its own generator state, one row of two ``uint64`` arrays; all rows take the same sequence of
 draws, so each step of the scalar generator becomes a handful of array operations.  The alias
 stream is not drawn: aliases only name seats in text, and the batched engine keeps no text.
@@ -14,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .start import EXTRA_RELIC_ROOM, GROUND_ROOMS, INT64_MAX, INT64_MIN, RELIC
-from .world import SEATS, STANDARD_TOWN, World
+from ..rules.setup import EXTRA_RELIC_ROOM, GROUND_ROOMS, INT64_MAX, INT64_MIN, RELIC
+from ..rules.world import SEATS, STANDARD_TOWN, World
 
 MASK64 = (1 << 64) - 1
 _JUMP = (0xBEAC0467EBA5FACB, 0xD86B048B86AA9922)
@@ -110,7 +111,7 @@ def draw_towns(seeds: np.ndarray, world: World = STANDARD_TOWN
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Starting rooms ``[n, 6]``, commission goods ``[n, 6, 2]`` and floors ``[n, rooms, goods]``.
 
-    The same draws, in the same order, as ``sim.start.draw_town`` for each seed.
+    The same draws, in the same order, as ``sim.rules.setup.draw_town`` for each seed.
     """
     seeds = check_seeds(seeds)
     n = seeds.shape[0]

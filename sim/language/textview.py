@@ -6,8 +6,8 @@ so they cannot show different facts.  The prose is ours; the order and the facts
 
 from __future__ import annotations
 
+from ..rules.world import MAX_NOTES_LEN, MAX_SAY_LEN, MAX_SENTENCE_LEN, World
 from .vocab import PHRASEBOOK
-from .world import MAX_NOTES_LEN, MAX_SAY_LEN, MAX_SENTENCE_LEN, World
 
 
 def render_observation(obs: dict, world: World, prompt: str = "", speech: bool = True) -> str:

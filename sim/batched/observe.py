@@ -1,6 +1,6 @@
 """Observations and legal masks of many seats at once: ``encode_flat`` and ``legal_mask``.
 
-Row for row equal to ``sim.encode.encode_flat(state, seat, legal_mask(state, seat))`` (RULES
+Row for row equal to ``sim.codec.encode.encode_flat(state, seat, legal_mask(state, seat))`` (RULES
 §17): the same keys in ``layout(world)`` order, the same float32 values.  Seats are given as
 flat ``(rows, seats)`` pairs so one call serves all six seats of every episode (self-play) or
 one learning seat per episode (the single-seat face).
@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .actions import RELS, action_table
-from .batched_tables import HIRE_OFFER, NO_OFFER, TRADE_OFFER, Tables
-from .encode import FLOOR_CLIP, REL, layout
-from .world import SEATS, per_world
+from ..codec.action_table import RELS, action_table
+from ..codec.encode import FLOOR_CLIP, REL, layout
+from ..rules.world import SEATS, per_world
+from .tables import HIRE_OFFER, NO_OFFER, TRADE_OFFER, Tables
 
 if TYPE_CHECKING:
-    from .batched import BatchedGuild
+    from .engine import BatchedGuild
 
 _OFFSETS: dict[int, tuple[Tables, dict[str, int], int]] = {}
 
@@ -91,9 +91,9 @@ def encode(e: BatchedGuild, r: np.ndarray, s: np.ndarray,
         raise ValueError(f"out must be float32 of shape {(m, width)}; got {out.dtype} "
                          f"{out.shape}")
     if e.backend == "numba":
-        from . import batched_numba_obs
+        from . import observe_kernel
 
-        batched_numba_obs.encode(e, r, s, out)
+        observe_kernel.encode(e, r, s, out)
         return out
     mask_at = off["action_mask"]
     out[:, :mask_at] = 0  # the mask columns are all written below
@@ -171,7 +171,7 @@ def encode(e: BatchedGuild, r: np.ndarray, s: np.ndarray,
 
 def _cheapest(e: BatchedGuild, tb: Tables) -> tuple[np.ndarray, np.ndarray]:
     """Per episode and good: the keeper with stock and the lowest current ask (ties: lowest
-    id), or -1, and that ask (``sim.observation.cheapest_source``)."""
+    id), or -1, and that ask (``sim.rules.observation.cheapest_source``)."""
     k = tb.n_keepers
     stock = e.stock[:, :k]                                       # [n, keepers, goods]
     ask = tb.ask[np.arange(tb.n_goods), stock]
@@ -228,7 +228,7 @@ def legal_masks(e: BatchedGuild, r: np.ndarray, s: np.ndarray, c: SeatContext | 
                                              & (c.coin[:, None] >= c.off_coin)
                                              & (c.free[:, None] >= c.off_qty))
     f[:, at + REL:at + 2 * REL] = pres & takeable                # accept
-    # Robbery: assume the victim has no hidden guards (sim.actions.legal_mask).
+    # Robbery: assume the victim has no hidden guards (sim.codec.action_table.legal_mask).
     dark = tb.dark.take(c.here)
     rt = e.retainer_turns.take(r, axis=0)
     ret = e.retainer_of.take(r, axis=0)

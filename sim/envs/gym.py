@@ -5,12 +5,12 @@ The guild game of RULES.md: six seats, fourteen turns, one act per turn.  The ag
 seat; the other five are played by policies (default: a mix of the original baselines).
 
 ## Action Space
-``Discrete(n)`` over the structured action table of ``sim.actions`` (its docstring lists the
-blocks); ``action_masks()`` and ``obs["action_mask"]`` give the legal ones (MaskablePPO).  With
+``Discrete(n)`` over the structured action table of ``sim.codec.action_table`` (its docstring lists
+the blocks); ``action_masks()`` and ``obs["action_mask"]`` give the legal ones (MaskablePPO).  With
 ``text_mode=True`` the action is one English sentence instead (a ``Text`` space).
 
 ## Observation Space
-A one-level ``Dict`` of ``Box`` arrays (``sim.encode`` lists the keys), only what the seat may
+A one-level ``Dict`` of ``Box`` arrays (``sim.codec.encode`` lists the keys), only what the seat may
 see; ``flatten=True`` gives one ``Box`` vector instead; ``text_mode=True`` gives the text view
 of SENTENCES §17 and the mask.
 
@@ -38,152 +38,16 @@ v0: first release.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 
 import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
 
-from .actions import action_table, canonical, legal_mask, n_actions, to_intent
-from .encode import _slices, encode, encode_flat, layout
-from .game import Game, GameConfig
-from .scoring import score
-from .world import MAX_SENTENCE_LEN, SEATS, STANDARD_TOWN, World
-
-DEFAULT_OPPONENTS = ("factor", "magpie", "factor", "magpie", "factor")
-
-
-def _numba_available() -> bool:
-    from .batched_numba import available
-
-    return available()
-# Everything below the surrogates (and newline) can appear in a sentence or a text view.
-TEXT_CHARSET = "\n" + "".join(chr(c) for c in range(0x20, 0xD800))
-
-
-def resolve_policy(spec):
-    """A policy object from a spec; strings go through ``agents.make_policy`` at call time
-    (``sim`` never imports ``agents`` on import, API.md §2)."""
-    if isinstance(spec, str) or isinstance(spec, dict):
-        return importlib.import_module("agents").make_policy(spec)
-    if hasattr(spec, "act"):
-        return spec
-    if callable(spec):
-        return _CallablePolicy(spec)
-    raise ValueError(f"opponent must be a policy spec, an object with act(game, seat) or a "
-                     f"callable; got {spec!r}")
-
-
-class _CallablePolicy:
-    def __init__(self, fn) -> None:
-        self.fn = fn
-
-    def act(self, game, seat):
-        return self.fn(game, seat)
-
-
-def seat_spaces(world: World, text_mode: bool, flat: bool) -> tuple[spaces.Space, spaces.Space]:
-    """(observation space, action space) of one seat."""
-    lay = layout(world)
-    if text_mode:
-        # No mask here: the action is a sentence; info["admissible"] lists the legal ones.
-        obs = spaces.Dict({
-            "observation_text": spaces.Text(max_length=60_000, charset=TEXT_CHARSET),
-        })
-        return obs, spaces.Text(max_length=MAX_SENTENCE_LEN * 4, min_length=0,
-                                charset=TEXT_CHARSET)
-    if flat:
-        size = sum(shape[0] for shape, _ in lay.values())
-        high = np.concatenate([np.full(shape, hi, np.float32) for shape, hi in lay.values()])
-        obs = spaces.Box(np.zeros(size, np.float32), high, dtype=np.float32)
-    else:
-        obs = spaces.Dict({k: spaces.Box(0, 1, shape, np.int8) if k == "action_mask"
-                           else spaces.Box(0.0, hi, shape, np.float32)
-                           for k, (shape, hi) in lay.items()})
-    return obs, spaces.Discrete(n_actions(world))
-
-
-class SeatFace:
-    """What both environments share: a seat's observation, mask and action decoding."""
-
-    def __init__(self, world: World, text_mode: bool, flat: bool) -> None:
-        self.world = world
-        self.text_mode = text_mode
-        self.flat = flat
-        self.n_actions = n_actions(world)
-
-    def observe(self, game: Game, seat: int) -> tuple[dict | np.ndarray, dict]:
-        """The seat's observation and the face's part of ``info`` (mask computed once)."""
-        st = game.state
-        if self.text_mode:
-            return ({"observation_text": game.observation_text(seat)},
-                    {"admissible": self.admissible(game, seat)})
-        if self.flat:
-            flat = encode_flat(st, seat)
-            return flat, {"action_mask": flat[-self.n_actions:].astype(np.int8)}
-        obs = encode(st, seat)
-        return obs, {"action_mask": obs["action_mask"]}
-
-    def observe_all(self, game: Game) -> list[tuple[dict | np.ndarray, dict]]:
-        """Every seat's ``observe``, in seat order.
-
-        With the optional numba extra, the six rows are encoded in one compiled pass over a
-        one-episode copy of the state (``sim.batched``), about six times cheaper than six
-        Python passes; the batched differential tests hold that encoder equal to
-        ``encode_flat``.  Without numba (or in text mode) it is six ``observe`` calls.
-        """
-        if self.text_mode or not _numba_available():
-            return [self.observe(game, s) for s in range(SEATS)]
-        rows = self._encode_rows(game)
-        out = []
-        for s in range(SEATS):
-            flat = rows[s].copy()
-            mask = flat[-self.n_actions:].astype(np.int8)
-            if self.flat:
-                out.append((flat, {"action_mask": mask}))
-            else:
-                obs = {k: flat[a:b] for k, (a, b) in self._slices.items()}
-                obs["action_mask"] = mask
-                out.append((obs, {"action_mask": mask}))
-        return out
-
-    def _encode_rows(self, game: Game) -> np.ndarray:
-        from .batched import BatchedGuild
-        from .batched_obs import all_seats, offsets
-        from .batched_obs import encode as batch_encode
-
-        st = game.state
-        key = (st.turns, st.thievery)
-        if getattr(self, "_batch_key", None) != key:
-            self._batch = BatchedGuild(1, turns=st.turns, thievery=st.thievery,
-                                       world=self.world, seed=0, backend="numba")
-            self._batch_key = key
-            self._rows = all_seats(1)
-            offs, width = offsets(self._batch.tables)
-            self._out = np.zeros((SEATS, width), np.float32)
-            self._slices = _slices(self.world)
-        self._batch.load_games([game])
-        batch_encode(self._batch, self._rows[0], self._rows[1], self._out)
-        return self._out
-
-    def action(self, game: Game, seat: int, action):
-        """The ``play_turn`` input for an action of this face."""
-        if self.text_mode:
-            if not isinstance(action, str):
-                raise ValueError(f"text mode takes a sentence (str); got {action!r}")
-            return action
-        if isinstance(action, np.ndarray):
-            action = action.item()
-        if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
-            raise ValueError(f"action must be an int index; got {action!r}")
-        return to_intent(int(action), self.world, seat, game.state.room[seat])
-
-    def admissible(self, game: Game, seat: int) -> list[str]:
-        mask = legal_mask(game.state, seat)
-        room = game.state.room[seat]
-        return [canonical(i, self.world, game.state.aliases, seat, room)
-                for i in range(len(action_table(self.world))) if mask[i]]
+from ..codec.action_table import legal_mask
+from ..game import Game, GameConfig
+from ..rules.scoring import score
+from ..rules.world import SEATS, STANDARD_TOWN, World
+from .face import DEFAULT_OPPONENTS, SeatFace, resolve_policy, seat_spaces
 
 
 class GuildEnv(gym.Env):

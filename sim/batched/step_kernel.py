@@ -2,7 +2,8 @@
 
 Selected with ``BatchedGuild(..., backend="numba")`` (or ``"auto"``: numba when installed).
 The numpy path stays the reference and the default.  Here every episode is a plain loop that
-follows the scalar resolvers of ``sim.resolve`` and ``sim.robbery`` line by line (unit-by-unit
+follows the scalar resolvers of ``sim.rules.resolve`` and ``sim.rules.robbery`` line by line
+(unit-by-unit
 price walks included), so it is a second, independent transcription of RULES §6-§13; the
 differential tests run both backends against the scalar engine.  All arithmetic is on
 integers, so "bit-identical" needs no care beyond following the rules.
@@ -18,8 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .batched_tables import HIRE_OFFER, NO_OFFER, TRADE_OFFER, Kind, R
-from .world import (
+from ..rules.world import (
     COMPLETION_BONUS,
     FINE_COIN,
     MAX_ROOM_LOG,
@@ -28,9 +28,10 @@ from .world import (
     RETAINER_TURNS,
     ROB_COIN,
 )
+from .tables import HIRE_OFFER, NO_OFFER, TRADE_OFFER, Kind, R
 
 if TYPE_CHECKING:
-    from .batched import BatchedGuild
+    from .engine import BatchedGuild
 
 
 def available() -> bool:
@@ -110,7 +111,7 @@ def _step_rows(actions, turns, thievery,
     logged = np.empty(seats, np.bool_)
     here = np.empty(seats, np.int64)
     for n in range(n_rows):
-        # Decode and check (sim.actions.to_intent, sim.checks.check_structured).
+        # Decode and check (sim.codec.action_table.to_intent, sim.rules.checks.check_structured).
         for s in range(seats):
             a = actions[n, s]
             here[s] = room[n, s]

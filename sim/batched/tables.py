@@ -1,6 +1,7 @@
 """Constant tables of one town for the batched engine, built once from a ``World``.
 
-Action index -> intent slots (``sim.actions``), prices by stock and the cumulative cost of
+Action index -> intent slots (``sim.codec.action_table``), prices by stock and the cumulative
+cost of
 walking them unit by unit (RULES §7, §9.1-9.2), rooms, exits, keepers and restock order
 (RULES §2, §6.2).  Keeper id ``n_keepers`` is a *dummy keeper* that stands in every room without
 one: it deals in nothing and holds nothing, so "the keeper here" is always a valid index.
@@ -13,14 +14,14 @@ from math import lcm
 
 import numpy as np
 
-from .actions import action_table
-from .intents import REASONS
-from .prices import STOCK_CAP
-from .world import SEATS, World
+from ..codec.action_table import action_table
+from ..rules.intents import REASONS
+from ..rules.prices import STOCK_CAP
+from ..rules.world import SEATS, World
 
 
 class Kind(IntEnum):
-    """Intent kinds of the action table after the structured checks (``sim.checks``)."""
+    """Intent kinds of the action table after the structured checks (``sim.rules.checks``)."""
 
     WAIT = 0
     NONE = 1      # failed a structured check; the reason is already set
@@ -77,7 +78,7 @@ class Tables:
         self.adjacent = np.array(w.adjacent, bool)
         self.dist = np.array(w.dist, np.int64)
         self.dark = np.array([rm.dark for rm in w.rooms], np.int64)
-        # The observation's "exits" and "dark" keys of each room, side by side (sim.encode).
+        # The observation's "exits" and "dark" keys of each room, side by side (sim.codec.encode).
         self.room_block = np.concatenate([self.adjacent, self.dark[:, None]], 1).astype(
             np.float32)
         kir = np.array(w.keeper_in_room, np.int64)

@@ -1,6 +1,6 @@
 """PettingZoo face: all six seats act each turn, simultaneously, as the rules resolve them.
 
-Agents ``seat_0`` .. ``seat_5``; spaces, observations, masks and rewards as in ``sim.env``
+Agents ``seat_0`` .. ``seat_5``; spaces, observations, masks and rewards as in ``sim.envs.gym``
 (per seat).  Options: ``seed`` (a default for ``reset``), ``turns``, ``thievery``, ``speech``,
 ``world``, ``text_mode``, ``flatten``, ``reward`` and ``render_mode`` (``"ansi"``/``"human"``).
 """
@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 from pettingzoo import ParallelEnv
 
-from .actions import legal_mask
-from .env import SeatFace, seat_spaces
-from .game import Game, GameConfig
-from .scoring import score
-from .world import SEATS, STANDARD_TOWN, World
+from ..codec.action_table import legal_mask
+from ..game import Game, GameConfig
+from ..rules.scoring import score
+from ..rules.world import SEATS, STANDARD_TOWN, World
+from .face import SeatFace, seat_spaces
 
 
 def parallel_env(**kwargs) -> GuildParallelEnv:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .act import Act
 from .intents import Intent
+from .outcome import Outcome
 from .state import GameState
 from .text import cut, one_line
 from .world import MAX_ROOM_LOG, MAX_ROOM_LOG_LEN, MAX_SAY_LEN
@@ -34,6 +34,6 @@ def speak(st: GameState, seat: int, room: int, say: str, it: Intent) -> bool:
     return it.kind == "say"
 
 
-def resolve_say(a: Act) -> None:
+def resolve_say(a: Outcome) -> None:
     """A ``say`` act resolves ``ok`` at once, with no act line (§12.2 step 2)."""
     a.reason = "ok"

@@ -3,7 +3,7 @@
 Constant word lists (numbers, coin words, offer words, reflexive words, the ordered verb table
 with its guards, the phrasebook) live here, together with the token rules of §5 that both
 sentences and phrase tables use.  Phrase tables for rooms, goods and keepers are derived from a
-:class:`~sim.world.World` and cached per world instance; the cog table is derived from the six
+:class:`~sim.rules.world.World` and cached per world instance; the cog table is derived from the six
 aliases of a game and cached per alias tuple.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from .world import QTY_ALL, World
+from ..rules.world import QTY_ALL, World
 
 # ---------------------------------------------------------------------------------------------
 # §4 speech lifting: the characters that count as a straight double quote.

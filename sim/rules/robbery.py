@@ -6,8 +6,8 @@ accepted earlier in the same turn already counts.
 
 from __future__ import annotations
 
-from .act import Act
 from .intents import Intent
+from .outcome import Outcome
 from .speech import log_room
 from .state import GameState
 from .world import FINE_COIN, ROB_COIN, SEATS
@@ -37,7 +37,7 @@ def loot(st: GameState, victim: int) -> int:
     return best
 
 
-def rob(st: GameState, a: Act, it: Intent) -> None:
+def rob(st: GameState, a: Outcome, it: Intent) -> None:
     """§11, checks in order; a failed robber pays a fine of up to 8 coin to the victim."""
     me, victim = a.seat, a.other
     if victim == me:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .intents import Intent
-from .world import QTY_ALL, World
+from ..rules.intents import Intent
+from ..rules.world import QTY_ALL, World
 
 # {room} is the seat's start-of-turn room name for the reasons that mention it.
 OUTCOMES = {
@@ -57,7 +57,7 @@ def canonical_sentence(it: Intent, world: World, aliases: Sequence[str]) -> str:
     """One plain sentence for a structured intent; the parser reads it back as the same act.
 
     A keeper slot left empty (no keeper in the room) names nobody, so the sentence fails at
-    parse time exactly as the structured intent fails its checks (``sim.checks``).
+    parse time exactly as the structured intent fails its checks (``sim.rules.checks``).
     """
     k = it.kind
     goods = _goods(world, it.item, it.qty) if it.item >= 0 else ""

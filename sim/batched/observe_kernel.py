@@ -1,7 +1,7 @@
-"""The compiled twin of ``sim.batched_obs.encode`` (optional numba accelerator).
+"""The compiled twin of ``sim.batched.observe.encode`` (optional numba accelerator).
 
-One loop per ``(episode, seat)`` pair that follows ``sim.encode.encode_flat`` and
-``sim.actions.legal_mask`` field by field (RULES §17); the mask's repeated conditions are
+One loop per ``(episode, seat)`` pair that follows ``sim.codec.encode.encode_flat`` and
+``sim.codec.action_table.legal_mask`` field by field (RULES §17); the mask's repeated conditions are
 computed once per pair into a feature vector and spread over the table's columns with
 ``mask_features``, as the numpy path does.
 """
@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .batched_numba import _jit
-from .batched_tables import HIRE_OFFER, NO_OFFER, TRADE_OFFER
+from .step_kernel import _jit
+from .tables import HIRE_OFFER, NO_OFFER, TRADE_OFFER
 
 if TYPE_CHECKING:
-    from .batched import BatchedGuild
+    from .engine import BatchedGuild
 
 
 _KEYS = ("time", "purse", "pack", "commissions", "hint", "room", "exits", "dark", "floor", "cogs",
@@ -24,9 +24,9 @@ _KEYS = ("time", "purse", "pack", "commissions", "hint", "room", "exits", "dark"
 
 
 def encode(e: BatchedGuild, r: np.ndarray, s: np.ndarray, out: np.ndarray) -> None:
-    """``sim.batched_obs.encode`` compiled: observation rows of seats ``s`` in episodes ``r``."""
-    from .batched_obs import _n_features, mask_features, offsets
-    from .encode import FLOOR_CLIP
+    """``sim.batched.observe.encode`` compiled: rows of seats ``s`` in episodes ``r``."""
+    from ..codec.encode import FLOOR_CLIP
+    from .observe import _n_features, mask_features, offsets
 
     tb = e.tables
     off, _ = offsets(tb)
@@ -101,7 +101,7 @@ def _encode_rows(r, s, out, at, src, n_features, turns, thievery, keeper_here, d
             o[at[12]] = shop_coin[n, kp]
         width = 4 + ng
         slot = (turn[n] + 1) & 1
-        # Mask features, in the order of sim.batched_obs.legal_masks.
+        # Mask features, in the order of sim.batched.observe.legal_masks.
         f[0] = True
         f[1] = kp < nk
         for x in range(nr):

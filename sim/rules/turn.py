@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from . import resolve
-from .act import Act
 from .events import act_event, end_event, turn_event
 from .intents import Intent
+from .outcome import Outcome
 from .prices import STOCK_CAP
 from .robbery import rob
 from .speech import resolve_say, speak
 from .state import GameState, snapshot
 from .world import SEATS
 
-Resolver = Callable[[GameState, Act, Intent], None]
+Resolver = Callable[[GameState, Outcome, Intent], None]
 
 # The resolution class of each intent kind (§6.3); give is class 2 only when a keeper is named.
 CLASS_OF = {"say": 1, "buy": 2, "sell": 2, "quest": 2, "take": 3, "drop": 3, "trade": 4,
@@ -75,7 +75,7 @@ def resolve_turn(st: GameState, intents: Sequence[Intent], sentences: Sequence[s
     acts: list[dict | None] = [None] * SEATS
     classes = [class_of(it) for it in intents]
 
-    def emit(seat: int, a: Act) -> None:
+    def emit(seat: int, a: Outcome) -> None:
         ev = act_event(st.turn, a, sentences[seat], says[seat], st.notes[seat], scripted[seat])
         events.append(ev)
         acts[seat] = ev
@@ -87,7 +87,7 @@ def resolve_turn(st: GameState, intents: Sequence[Intent], sentences: Sequence[s
     for k, seat in enumerate(order):
         it = intents[seat]
         if speak(st, seat, rooms[seat], says[seat], it):
-            a = Act(seat, k, rooms[seat], it)
+            a = Outcome(seat, k, rooms[seat], it)
             resolve_say(a)
             emit(seat, a)
     for cls in range(2, 8):
@@ -95,7 +95,7 @@ def resolve_turn(st: GameState, intents: Sequence[Intent], sentences: Sequence[s
             if classes[seat] != cls or acts[seat] is not None:
                 continue
             it = intents[seat]
-            a = Act(seat, k, rooms[seat], it)
+            a = Outcome(seat, k, rooms[seat], it)
             if it.kind == "give":
                 (resolve.give_to_keeper if cls == 2 else resolve.give_to_cog)(st, a, it)
             else:

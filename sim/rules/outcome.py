@@ -5,7 +5,7 @@ from __future__ import annotations
 from .intents import Intent
 
 
-class Act:
+class Outcome:
     """A mutable act record.
 
     Every resolver starts from the *blank result* of RULES §9: reason ``ok``, the parsed

@@ -1,0 +1,188 @@
+"""Policy specs -> policies: a registry that ``sim`` owns and other packages fill.
+
+The environments take their opponents as specs (``"factor"``, ``"sb3:model.zip"``,
+``"my.module:MyPolicy"``, ``{"name": "factor", "sell_margin": 1}``) and must resolve them
+without importing ``agents`` (``sim`` sits below every other package).  So names are looked up
+here, in a registry that packages fill in one of two ways:
+
+* **Entry points** (for installed distributions): a package declares, in its
+  ``pyproject.toml``::
+
+      [project.entry-points."guild.policies"]
+      factor = "agents:Factor"
+
+  The entry point is loaded only when its name is first asked for.  Our own distribution
+  declares the baselines this way, so ``gymnasium.make("sim:guild/Guild-v0")`` finds factor
+  and magpie in a fresh interpreter.  Batched policies (``act(engine, rows, seats)``) use the
+  group ``guild.batched_policies``.
+* **At run time**: :meth:`PolicyRegistry.register`, e.g. from a package's ``__init__``.
+
+A name may also prefix a spec (``"sb3:model.zip"``): the factory then receives the rest of the
+spec as ``spec=``.  Anything else with a colon is ``"module.path:Name"``, imported as given.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+POLICY_GROUP = "guild.policies"
+BATCHED_POLICY_GROUP = "guild.batched_policies"
+
+
+class PolicyRegistry:
+    """Names (and spec prefixes) -> policy factories, filled by entry points or ``register``.
+
+    Args:
+        group: the entry-point group read for names not registered at run time.
+        is_policy: what a built object must satisfy to be accepted.
+        requirement: how to say what a policy is, in error messages.
+    """
+
+    def __init__(self, group: str, is_policy: Callable[[object], bool], requirement: str) -> None:
+        self.group = group
+        self.is_policy = is_policy
+        self.requirement = requirement
+        self._factories: dict[str, Callable[..., Any]] = {}
+        self._entry_points: dict[str, importlib.metadata.EntryPoint] | None = None
+
+    def register(self, name: str, factory: Callable[..., Any]) -> None:
+        """Make ``name`` (case-insensitive) build policies with ``factory(**params)``."""
+        if not isinstance(name, str) or not name.strip() or ":" in name:
+            raise ValueError(f"a policy name must be a non-empty word without ':'; got {name!r}")
+        self._factories[name.strip().lower()] = factory
+
+    def names(self) -> list[str]:
+        """Every name known now: registered ones and declared entry points."""
+        return sorted(set(self._factories) | set(self._declared()))
+
+    def factory(self, name: str) -> Callable[..., Any] | None:
+        """The factory of ``name``, loading its entry point on first use; None if unknown."""
+        key = name.strip().lower()
+        if key in self._factories:
+            return self._factories[key]
+        ep = self._declared().get(key)
+        if ep is None:
+            return None
+        try:
+            factory = ep.load()
+        except Exception as e:  # a third party's broken entry point: name it and go on
+            raise ValueError(f"policy {name!r}: its entry point {ep.value!r} in group "
+                             f"{self.group!r} cannot be loaded ({type(e).__name__}: {e})") from e
+        self._factories[key] = factory
+        return factory
+
+    def make(self, spec: Any, **params: Any) -> Any:
+        """Build a policy from a spec and keyword parameters.
+
+        ``spec`` is a registered name (case-insensitive), ``"name:rest"`` for a registered
+        name that takes a spec of its own (``"sb3:model.zip"``), ``"module.path:Name"``
+        naming a class or factory in an importable module (``Name`` may be dotted), a mapping
+        ``{"name": spec, **params}``, a class, or a ready policy object (no params).  Raises
+        ``ValueError`` naming the spec for anything unknown or unbuildable.
+        """
+        if isinstance(spec, Mapping):
+            d = dict(spec)
+            if "name" not in d:
+                raise ValueError(f"a policy spec mapping needs a 'name' key; got {sorted(d)}")
+            name = d.pop("name")
+            return self.make(name, **{**d, **params})
+        if isinstance(spec, str):
+            return self._from_string(spec, params)
+        if isinstance(spec, type):
+            return self._build(spec, spec.__name__, params)
+        if self.is_policy(spec):
+            if params:
+                raise ValueError(f"parameters {sorted(params)} given for a ready policy object "
+                                 f"{spec!r}")
+            return spec
+        raise ValueError(f"unknown policy {spec!r}: not {self.requirement} nor a spec "
+                         f"({self._known()})")
+
+    def _from_string(self, spec: str, params: dict[str, Any]) -> Any:
+        key = spec.strip()
+        factory = self.factory(key) if ":" not in key and key else None
+        if factory is not None:
+            return self._build(factory, spec, params)
+        prefix, _, rest = key.partition(":")
+        if prefix and ":" in key:
+            factory = self.factory(prefix) if "." not in prefix else None
+            if factory is not None:
+                return self._build(factory, spec, {"spec": rest, **params})
+            return self._build(import_object(key), spec, params)
+        raise ValueError(f"unknown policy {spec!r}; {self._known()}")
+
+    def _build(self, factory: Any, spec: object, params: dict[str, Any]) -> Any:
+        if self.is_policy(factory) and not isinstance(factory, type):
+            if params:
+                raise ValueError(f"policy {spec!r} is an object, not a class; it takes no "
+                                 f"parameters (got {sorted(params)})")
+            return factory
+        if not callable(factory):
+            raise ValueError(f"policy {spec!r} is neither a policy nor a class or factory")
+        try:
+            policy = factory(**params)
+        except TypeError as e:
+            raise ValueError(f"policy {spec!r}: bad parameters {sorted(params)} ({e})") from e
+        if not self.is_policy(policy):
+            raise ValueError(f"policy {spec!r} built {type(policy).__name__}, which is not "
+                             f"{self.requirement}")
+        return policy
+
+    def _declared(self) -> dict[str, importlib.metadata.EntryPoint]:
+        if self._entry_points is None:
+            try:
+                eps = importlib.metadata.entry_points(group=self.group)
+            except Exception as e:  # broken metadata of some installed distribution
+                log.warning("cannot read entry points of group %r: %s", self.group, e)
+                eps = ()
+            self._entry_points = {ep.name.strip().lower(): ep for ep in eps}
+        return self._entry_points
+
+    def _known(self) -> str:
+        names = self.names()
+        listed = ", ".join(names) if names else "none registered"
+        return f"known: {listed}, or 'module.path:Name'"
+
+
+def import_object(spec: str) -> Any:
+    """The object named by ``"module.path:Name"`` (``Name`` may be dotted)."""
+    module_name, _, attr = spec.strip().partition(":")
+    if not module_name or not attr:
+        raise ValueError(f"policy spec {spec!r} must look like 'module.path:Name'")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as e:
+        raise ValueError(f"policy {spec!r}: cannot import module {module_name!r} ({e})") from e
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ValueError(f"policy {spec!r}: module {module_name!r} has no {attr!r}") from None
+    return obj
+
+
+def _acts(obj: object) -> bool:
+    return callable(getattr(obj, "act", None))
+
+
+def _acts_batched(obj: object) -> bool:
+    return getattr(obj, "batched", False) is True and callable(getattr(obj, "act", None))
+
+
+POLICIES = PolicyRegistry(POLICY_GROUP, _acts, "a policy with act(game, seat)")
+"""Scalar policies: ``act(game, seat) -> sentence | Intent | decision``."""
+
+BATCHED_POLICIES = PolicyRegistry(BATCHED_POLICY_GROUP, _acts_batched,
+                                  "a batched policy (batched = True, act(engine, rows, seats))")
+"""Batched policies for ``sim.envs.vector``: ``act(engine, rows, seats) -> action indices``."""
+
+
+def make_policy(spec: Any, **params: Any) -> Any:
+    """:meth:`PolicyRegistry.make` of the scalar registry (``agents.make_policy`` is this)."""
+    return POLICIES.make(spec, **params)
