@@ -1,0 +1,49 @@
+"""Shared test settings: what CI demands, and the hypothesis profiles.
+
+**Nothing is skipped in CI.**  ``.ci/run`` sets ``GUILD_CI=1``; then a test that lacks a
+package, a browser or a data file *fails*, naming what is missing.  On a developer's machine
+the same test is skipped with the same message.  Tests ask through :func:`needs` (or
+:func:`needs_module`), never through a bare ``pytest.skip``/``importorskip``.
+
+**Hypothesis.**  Profile ``ci`` (selected by ``GUILD_CI=1`` or ``HYPOTHESIS_PROFILE=ci``) is
+derandomized, so a CI run is repeatable, and runs each property at least as many examples as
+the test asks for; profile ``dev`` (the default) draws fresh examples each run.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from types import ModuleType
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+IN_CI = os.environ.get("GUILD_CI", "") not in ("", "0")
+
+settings.register_profile(
+    "ci", derandomize=True, deadline=None, print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("dev", deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if IN_CI else "dev"))
+
+
+def needs(condition: bool, what: str) -> None:
+    """Go on if ``condition`` holds; else skip (developer machine) or fail (CI), naming ``what``.
+
+    ``what`` says what is missing and how to get it, e.g. ``"Chromium at /usr/bin/chromium
+    (apt-get install chromium)"``.
+    """
+    if condition:
+        return
+    if IN_CI:
+        pytest.fail(f"CI runs everything, but this test lacks {what}", pytrace=False)
+    pytest.skip(f"missing {what}", allow_module_level=True)
+
+
+def needs_module(name: str, install: str | None = None) -> ModuleType:
+    """Import ``name`` or :func:`needs` it (``install`` says how to get it)."""
+    found = importlib.util.find_spec(name.split(".")[0]) is not None
+    needs(found, f"the Python package {name!r} (pip install {install or name})")
+    return importlib.import_module(name)
