@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from golden import episode, episode_params
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -417,28 +415,6 @@ def test_number_value(token: str, value: int) -> None:
 # ---------------------------------------------------------------------------------------------
 # The golden parses of the original implementation.
 
-def _shared_dir() -> Path:
-    env = os.environ.get("GUILD_SHARED")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared"
-
-
-GOLDEN = _shared_dir() / "golden" / "episodes.jsonl"
-
-
-def _episodes() -> dict[int, list[dict[str, Any]]]:
-    if not GOLDEN.is_file():
-        return {}
-    out: dict[int, list[dict[str, Any]]] = {}
-    with GOLDEN.open(encoding="utf-8") as f:
-        for line in f:
-            rec = json.loads(line)
-            out.setdefault(rec["episode"], []).append(rec)
-    return out
-
-
-EPISODES = _episodes()
-
-
 def _golden_cases(lines: list[dict[str, Any]]) -> Iterator[tuple[int, int, dict, Intent]]:
     """Each recorded seat parse with our parse of the same sentence at the start of its turn."""
     setup = next(rec for rec in lines if rec["type"] == "setup")
@@ -458,15 +434,14 @@ def _golden_cases(lines: list[dict[str, Any]]) -> Iterator[tuple[int, int, dict,
                         o["postedTurn"]) for o in rec["offers"]]
 
 
-@pytest.mark.parametrize("episode", sorted(EPISODES) or [None])
-def test_golden_parses(episode: int | None) -> None:
-    if episode is None:
-        pytest.skip(f"golden episodes not found at {GOLDEN} (set GUILD_SHARED)")
+@pytest.mark.parametrize("episode_id", episode_params())
+def test_golden_parses(episode_id: int | None) -> None:
+    ep = episode(episode_id)
     count = 0
-    for turn, seat, s, got in _golden_cases(EPISODES[episode]):
+    for turn, seat, s, got in _golden_cases([ep["setup"], *ep["turns"]]):
         count += 1
         assert got.to_json() == s["parsed"], (
-            f"episode {episode} turn {turn} seat {seat} sentence {s['sentence']!r}: "
+            f"episode {episode_id} turn {turn} seat {seat} sentence {s['sentence']!r}: "
             f"got {got.to_json()} want {s['parsed']}")
     assert count > 0
 
