@@ -1,0 +1,148 @@
+"""The field checks of a world file (:mod:`sim.rules.worldfile`): one-line errors and references.
+
+Every check raises :class:`WorldFileError` with a message that names the file and the entry, so
+a town author can find the mistake without reading a traceback.  The checks live apart from the
+table building (:mod:`sim.rules.worldfile_build`) because both the builder and any future reader
+of another format need the same wording.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .errors import ConfigError
+
+
+class WorldFileError(ConfigError):
+    """A world file cannot be read, or describes an impossible town.  The message is one line
+    that names the file and the offending entry."""
+
+
+class Names:
+    """Resolve a reference (id, digit string, name or unique keyword, any case) to an id.
+
+    A keyword shared by two entries is dropped rather than resolved to either, so an ambiguous
+    reference fails loudly instead of silently picking one.
+    """
+
+    def __init__(self, kind: str, entries: Sequence[tuple[str, Sequence[str]]]) -> None:
+        self.kind = kind
+        self.count = len(entries)
+        self.names: dict[str, int] = {}
+        keywords: dict[str, set[int]] = {}
+        for i, (name, extra) in enumerate(entries):
+            self.names.setdefault(name.lower(), i)
+            for w in extra:
+                keywords.setdefault(str(w).lower(), set()).add(i)
+        self.keywords = {w: ids.pop() for w, ids in keywords.items() if len(ids) == 1}
+
+    def lookup(self, ref: Any) -> int | None:
+        """The id ``ref`` names, or ``None`` (booleans are never ids, though ``True == 1``)."""
+        if isinstance(ref, bool):
+            return None
+        if isinstance(ref, int):
+            return ref if 0 <= ref < self.count else None
+        if isinstance(ref, str):
+            s = ref.strip()
+            if s.isdigit():
+                return self.lookup(int(s))
+            key = s.lower()
+            return self.names.get(key, self.keywords.get(key))
+        return None
+
+    def known(self) -> list[str]:
+        """Every name and unique keyword, for a "did you mean" hint."""
+        return [*self.names, *self.keywords]
+
+
+class Fields:
+    """Type and range checks of one file's fields; each failure names ``source`` and the entry.
+
+    ``where`` is the entry's location in the file (``rooms[3].exits[1]``), empty for the file
+    as a whole.
+    """
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, where: str, msg: str) -> WorldFileError:
+        """The error to raise (returned, so call sites read ``raise f.fail(...)``)."""
+        return WorldFileError(f"{self.source}: {where}: {msg}" if where
+                              else f"{self.source}: {msg}")
+
+    def integer(self, v: Any, where: str, lo: int, hi: int) -> int:
+        """``v`` as an int in ``lo..hi`` (booleans are not integers here)."""
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise self.fail(where, f"must be an integer; got {v!r}")
+        if v < lo:
+            what = "negative values are not allowed" if v < 0 else f"must be at least {lo}"
+            raise self.fail(where, f"{what}; got {v}")
+        if v > hi:
+            raise self.fail(where, f"must be at most {hi}; got {v}")
+        return v
+
+    def string(self, v: Any, where: str) -> str:
+        """``v`` as a non-blank string, stripped."""
+        if not isinstance(v, str) or not v.strip():
+            raise self.fail(where, f"must be a non-empty string; got {v!r}")
+        return v.strip()
+
+    def boolean(self, v: Any, where: str) -> bool:
+        """``v`` as true or false (no truthy numbers or strings)."""
+        if not isinstance(v, bool):
+            raise self.fail(where, f"must be true or false; got {v!r}")
+        return v
+
+    def sequence(self, v: Any, where: str) -> list:
+        """``v`` as a list (a string is not a list of letters)."""
+        if isinstance(v, (str, bytes)) or not isinstance(v, Sequence):
+            raise self.fail(where, f"must be a list; got {v!r}")
+        return list(v)
+
+    def strings(self, v: Any, where: str) -> tuple[str, ...]:
+        """``v`` as a list of non-blank strings, stripped and lowercased (keywords)."""
+        return tuple(self.string(x, f"{where}[{i}]").lower()
+                     for i, x in enumerate(self.sequence(v, where)))
+
+    def ref(self, v: Any, names: Names, where: str) -> int:
+        """The id that reference ``v`` names among ``names``."""
+        i = names.lookup(v)
+        if i is None:
+            hint = suggest(str(v), names.known())
+            raise self.fail(where, f"unknown {names.kind} {v!r}{hint}")
+        return i
+
+    def keys(self, d: Mapping, allowed: Sequence[str], where: str) -> None:
+        """Reject any key of ``d`` not in ``allowed``, so a typo never passes silently."""
+        for k in d:
+            if k not in allowed:
+                hint = suggest(str(k), allowed)
+                raise self.fail(where, f"unknown key {k!r}{hint} (allowed: "
+                                       f"{', '.join(allowed)})")
+
+    def unique(self, names: Sequence[str | None], where: Sequence[str], kind: str) -> None:
+        """Reject two entries with one name (any case); ``where[i]`` locates entry i."""
+        seen: dict[str, int] = {}
+        for i, n in enumerate(names):
+            key = (n or "").lower()
+            if key in seen:
+                raise self.fail(f"{where[i]}.name", f"{kind} name {n!r} is already used by "
+                                                    f"{where[seen[key]]}")
+            seen[key] = i
+
+
+def suggest(word: str, options: Sequence[str]) -> str:
+    """`` (did you mean 'x'?)`` for a near miss, else ``""``."""
+    opts = list(options)
+    close = difflib.get_close_matches(word.lower(), [o.lower() for o in opts], n=1)
+    if not close:
+        return ""
+    match = next(o for o in opts if o.lower() == close[0])
+    return f" (did you mean {match!r}?)"
+
+
+def counted(count: int, noun: str) -> str:
+    """``1 good`` / ``2 goods``: error messages count things in plain English."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
