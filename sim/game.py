@@ -27,6 +27,7 @@ from .rules.world import (
     SEATS,
     STANDARD_TOWN,
     World,
+    per_world,
 )
 from .rules.worldfile import load_world
 
@@ -49,7 +50,7 @@ class GameConfig:
     thievery: bool = True
     speech: bool = True
     players: tuple[str, ...] | None = None
-    world: World = field(default=STANDARD_TOWN, repr=False, compare=False)
+    world: World = field(default=STANDARD_TOWN, repr=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
@@ -242,8 +243,13 @@ class Game:
                 "events": self.events, "results": self.results()}
 
 
-_PARSES: dict[tuple, tuple[World, Intent]] = {}
 _PARSES_MAX = 1 << 16
+
+
+@per_world(maxsize=8)
+def _parse_memo(world: World) -> dict[tuple, Intent]:
+    """The parse memo of one town (bounded: cleared when it reaches ``_PARSES_MAX``)."""
+    return {}
 
 
 def _parse_cached(world: World, aliases: list[str], aliases_low: tuple[str, ...], seat: int,
@@ -256,15 +262,16 @@ def _parse_cached(world: World, aliases: list[str], aliases_low: tuple[str, ...]
     across episodes."""
     low = sentence.lower()
     named = tuple(aliases) if any(a in low for a in aliases_low) else ()
-    key = (id(world), named, seat, room, sentence)
-    hit = _PARSES.get(key)
-    if hit is not None and hit[0] is world:
-        return hit[1]
+    key = (named, seat, room, sentence)
+    memo = _parse_memo(world)
+    hit = memo.get(key)
+    if hit is not None:
+        return hit
     it = parse(world, aliases, seat, room, offers, turn, sentence)
     if it.kind != "accept" and it.reason != "no_such_offer":
-        if len(_PARSES) >= _PARSES_MAX:
-            _PARSES.clear()
-        _PARSES[key] = (world, it)
+        if len(memo) >= _PARSES_MAX:
+            memo.clear()
+        memo[key] = it
     return it
 
 

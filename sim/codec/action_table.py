@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from ..language.phrasing import canonical_sentence
 from ..rules.errors import IntentError
 from ..rules.intents import Intent
+from ..rules.robbery import guards, robbery_succeeds
 from ..rules.state import GameState
 from ..rules.world import QTY_ALL, SEATS, World, per_world
 
@@ -192,11 +193,9 @@ def legal_mask(st: GameState, seat: int) -> list[bool]:
         o = first.get(other)
         mask.append(o is not None and present[k] and (
             o.kind == "hire" or (coin >= o.coin and free >= o.qty)))
-    # Robbery: assume the victim has no hidden guards.
-    dark = w.rooms[here].dark
-    mine = sum(1 for s in range(SEATS)
-               if st.retainer_of[s] == seat and st.retainer_turns[s] > 0 and st.room[s] == here)
-    strong = (1 + mine + (1 if dark else 0)) > (1 + (0 if dark else 2))
+    # Robbery: the victim's guards are hidden from the robber, so assume none.
+    mine = guards(st.retainer_of, st.retainer_turns, st.room, seat, here)
+    strong = robbery_succeeds(mine, 0, w.rooms[here].dark)
     bound_to = st.retainer_of[seat] if st.retainer_turns[seat] > 0 else -1
     mask += [st.thievery and strong and present[k] and other != bound_to
              for k, other in enumerate(others)]

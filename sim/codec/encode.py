@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..rules.intents import REASONS
-from ..rules.observation import cheapest_source
+from ..rules.observation import cheapest_keeper
 from ..rules.state import GameState
 from ..rules.world import SEATS, World, per_world
 from .action_table import legal_mask, n_actions
@@ -95,7 +95,7 @@ def encode_flat(st: GameState, seat: int, mask: list[bool] | None = None) -> np.
         row[g + 1] = st.delivered[seat][q]
         v += row
         if st.hint[seat] and st.delivered[seat][q] < st.quest_count[seat][q]:
-            n = cheapest_source(st, good)
+            n = cheapest_keeper(st, good)
             if n >= 0:
                 hint[q * (1 + r)] = w.ask_table[good][st.stock[n][good]]
                 hint[q * (1 + r) + 1 + w.keepers[n].room] = 1

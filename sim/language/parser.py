@@ -17,11 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..rules.checks import check_slots
 from ..rules.intents import Intent
 from ..rules.offers import Offer
 from ..rules.text import strip_ws
 from ..rules.world import QTY_ALL, World
 from .vocab import (
+    COGS,
     COIN_WORDS,
     G_ALWAYS,
     G_DOWN,
@@ -36,15 +38,17 @@ from .vocab import (
     G_PURSE,
     G_ROOM,
     G_TARGET,
+    GOODS,
+    NPCS,
     NUMBER_WORDS,
     OFFER_WORDS,
     QUOTE_CHARS,
     QUOTE_MAP,
     REFLEXIVE_WORDS,
+    ROOMS,
     VERBS,
     phrase_index,
     tokenize,
-    world_phrases,
 )
 
 __all__ = ["parse", "lift_speech", "number_value", "tokenize"]
@@ -131,17 +135,6 @@ def _best(matches: list[tuple[int, int, int]], start: int) -> tuple[int, int, bo
     return bid, bpos, amb
 
 
-def _live_offerer(offers: Sequence[Offer], seat: int, turn: int) -> int:
-    """§12 accept naming nobody: the offerer of the one offer to ``seat`` posted last turn."""
-    found = -1
-    count = 0
-    for o in offers:
-        if o.to == seat and o.posted_turn == turn - 1:
-            count += 1
-            found = o.sender
-    return found if count == 1 else -1
-
-
 def parse(world: World, aliases: Sequence[str], seat: int, room: int,
           offers: Sequence[Offer], turn: int, sentence: str) -> Intent:
     """Parse ``sentence`` written by ``seat`` standing in ``room`` (SENTENCES §2-§13).
@@ -151,13 +144,41 @@ def parse(world: World, aliases: Sequence[str], seat: int, room: int,
     """
     text, spoken = lift_speech(sentence)
     toks = tokenize(text)
-    n = len(toks)
-    if n == 0:  # §3 step 3
+    if not toks:  # §3 step 3
         if spoken:
             return _intent("say", -1, -1, 1, -1, -1, 0, "ok", spoken)
         return _intent("none", -1, -1, 1, -1, -1, 0, "unparsed", spoken)
+    found = _phrase_matches(world, aliases, toks)
+    whole = _whole_sentence(found, toks, seat)
+    kind, verb_at = _scan_verbs(toks, whole, seat)
+    if not kind:  # §8.4 the verbless purchase, else no_verb with every slot at its default
+        if whole[NPCS][0] >= 0 and whole[GOODS][0] >= 0:
+            kind = "buy"
+        else:
+            return _intent("none", -1, -1, 1, -1, -1, 0, "no_verb", spoken)
+    room_s, item_s, npc_s, cog_s = _slots(found, whole, verb_at + 1)
+    vals = [number_value(t) for t in toks]
+    qty = _quantity(vals, item_s)
+    coin = _coin(toks, vals)
+    # §12 per-intent checks and defaults, shared with hand-built intents.
+    npc, other, coin, reason = check_slots(
+        kind, room_s[0], item_s[0], npc_s[0], cog_s[0], coin, world, seat, room, offers, turn,
+        (room_s[2], item_s[2], npc_s[2], cog_s[2]))
+    if kind == "say" and not spoken:  # §13: the original sentence, verb and all, stripped
+        spoken = strip_ws(sentence)
+    if reason != "ok":
+        kind = "none"
+    return _intent(kind, room_s[0], item_s[0], qty, npc, other, coin, reason, spoken)
 
-    # §6-§7 whole-sentence matches: collect every phrase match once, in start/list order.
+
+Match = tuple[int, int, bool]
+"""A slot's best match: (id, token position, ambiguous); ``(-1, -1, False)`` for none."""
+
+
+def _phrase_matches(world: World, aliases: Sequence[str], toks: tuple[str, ...]
+                    ) -> tuple[list[tuple[int, int, int]], ...]:
+    """§6-§7: every phrase match of the four lists (rooms, goods, keepers, cogs), each a list
+    of (start, length, id) in start, then list, order."""
     index = phrase_index(world, aliases)
     found: tuple[list[tuple[int, int, int]], ...] = ([], [], [], [])
     for p, t in enumerate(toks):
@@ -166,179 +187,102 @@ def parse(world: World, aliases: Sequence[str], seat: int, room: int,
             for which, phrase, ident, ln in cands:
                 if ln == 1 or toks[p:p + ln] == phrase:
                     found[which].append((p, ln, ident))
-    room_m, item_m, npc_m, alias_m = found
-    w_room = _best(room_m, 0) if room_m else _NONE_MATCH
-    w_item = _best(item_m, 0) if item_m else _NONE_MATCH
-    w_npc = _best(npc_m, 0) if npc_m else _NONE_MATCH
-    w_alias = _best(alias_m, 0) if alias_m else _NONE_MATCH
-    w_cog = w_alias
-    if w_alias[0] < 0:
+    return found
+
+
+def _whole_sentence(found: tuple[list[tuple[int, int, int]], ...], toks: tuple[str, ...],
+                    seat: int) -> list[Match]:
+    """§6-§7 whole-sentence matches per list; a reflexive word names the speaker as the cog."""
+    whole = [_best(m, 0) if m else _NONE_MATCH for m in found]
+    if whole[COGS][0] < 0:
         for p, t in enumerate(toks):
             if t in REFLEXIVE_WORDS:
-                w_cog = (seat, p, False)
+                whole[COGS] = (seat, p, False)
                 break
-    offer_flag = not OFFER_WORDS.isdisjoint(toks)
+    return whole
 
-    # §8 verb scan: the first token with a verb-table entry whose guard holds.
-    kind = ""
-    verb_at = -1
+
+def _scan_verbs(toks: tuple[str, ...], whole: list[Match], seat: int) -> tuple[str, int]:
+    """§8: the first token with a verb-table entry whose guard holds: (intent kind, position),
+    or ``("", -1)``."""
+    offer_flag = not OFFER_WORDS.isdisjoint(toks)
     for i, t in enumerate(toks):
         entries = VERBS.get(t)
         if entries is None:
             continue
         for intent_kind, guard in entries:
-            if guard == G_ALWAYS:
-                ok = True
-            elif guard == G_ROOM:
-                ok = w_room[0] >= 0
-            elif guard == G_GOOD_NO_ROOM:
-                ok = w_item[0] >= 0 and w_room[0] < 0
-            elif guard == G_OTHER_COG:
-                ok = w_cog[0] >= 0 and w_cog[0] != seat
-            elif guard == G_NPC:
-                ok = w_npc[0] >= 0
-            elif guard == G_TARGET:
-                ok = w_npc[0] >= 0 or w_cog[0] >= 0
-            elif guard == G_OFFER:
-                ok = offer_flag
-            elif guard == G_IN_OVER:
-                near = toks[i + 1:i + 4]
-                ok = "in" in near or "over" in near
-            elif guard == G_NEXT_FOR:
-                ok = i + 1 < n and toks[i + 1] == "for"
-            elif guard == G_DOWN:
-                ok = "down" in toks[i + 1:i + 4]
-            elif guard == G_NOTHING:
-                ok = "nothing" in toks[i + 1:i + 4]
-            elif guard == G_POCKET:
-                later = toks[i + 1:]
-                ok = "pocket" in later or "pockets" in later
-            elif guard == G_PURSE:
-                later = toks[i + 1:]
-                ok = "purse" in later or "purses" in later
-            else:  # pragma: no cover - every guard of the table is listed above
-                ok = False
-            if ok:
-                kind = intent_kind
-                verb_at = i
-                break
-        if kind:
-            break
-    if not kind:  # §8.4 the verbless purchase, else no_verb with every slot at its default
-        if w_npc[0] >= 0 and w_item[0] >= 0:
-            kind = "buy"
-        else:
-            return _intent("none", -1, -1, 1, -1, -1, 0, "no_verb", spoken)
+            if _guard_holds(guard, toks, i, whole, seat, offer_flag):
+                return intent_kind, i
+    return "", -1
 
-    # §9 slots: the tail match if it found something, else the whole-sentence match.
-    start = verb_at + 1
-    if start:
-        m = _best(room_m, start) if room_m else _NONE_MATCH
-        room_s = m if m[0] >= 0 else w_room
-        m = _best(item_m, start) if item_m else _NONE_MATCH
-        item_s = m if m[0] >= 0 else w_item
-        m = _best(npc_m, start) if npc_m else _NONE_MATCH
-        npc_s = m if m[0] >= 0 else w_npc
-        m = _best(alias_m, start) if alias_m else _NONE_MATCH
-        cog_s = m if m[0] >= 0 else w_cog
-    else:  # verbless purchase: the tail is the whole sentence
-        room_s, item_s, npc_s, cog_s = w_room, w_item, w_npc, w_cog
-    to_room = room_s[0]
-    item = item_s[0]
-    npc = npc_s[0]
-    other = cog_s[0]
 
-    # §10 quantity: the first number from token 0 up to (not including) the good.
-    vals = [number_value(t) for t in toks]
-    qty = 1
-    for v in (vals[:item_s[1]] if item >= 0 else vals):
+def _guard_holds(guard: str, toks: tuple[str, ...], i: int, whole: list[Match], seat: int,
+                 offer_flag: bool) -> bool:
+    """§8.2: whether the verb at token ``i`` may decide the intent."""
+    if guard == G_ALWAYS:
+        return True
+    if guard == G_ROOM:
+        return whole[ROOMS][0] >= 0
+    if guard == G_GOOD_NO_ROOM:
+        return whole[GOODS][0] >= 0 and whole[ROOMS][0] < 0
+    if guard == G_OTHER_COG:
+        return whole[COGS][0] >= 0 and whole[COGS][0] != seat
+    if guard == G_NPC:
+        return whole[NPCS][0] >= 0
+    if guard == G_TARGET:
+        return whole[NPCS][0] >= 0 or whole[COGS][0] >= 0
+    if guard == G_OFFER:
+        return offer_flag
+    if guard == G_IN_OVER:
+        near = toks[i + 1:i + 4]
+        return "in" in near or "over" in near
+    if guard == G_NEXT_FOR:
+        return i + 1 < len(toks) and toks[i + 1] == "for"
+    if guard == G_DOWN:
+        return "down" in toks[i + 1:i + 4]
+    if guard == G_NOTHING:
+        return "nothing" in toks[i + 1:i + 4]
+    if guard == G_POCKET:
+        later = toks[i + 1:]
+        return "pocket" in later or "pockets" in later
+    if guard == G_PURSE:
+        later = toks[i + 1:]
+        return "purse" in later or "purses" in later
+    return False  # pragma: no cover - every guard of the table is listed above
+
+
+def _slots(found: tuple[list[tuple[int, int, int]], ...], whole: list[Match],
+           start: int) -> list[Match]:
+    """§9: per slot, the best match after the verb if there is one, else the whole-sentence
+    match (``start`` 0, the verbless purchase, reads the whole sentence)."""
+    if not start:
+        return whole
+    out = []
+    for m, w in zip(found, whole):
+        tail = _best(m, start) if m else _NONE_MATCH
+        out.append(tail if tail[0] >= 0 else w)
+    return out
+
+
+def _quantity(vals: list[int], item_s: Match) -> int:
+    """§10: the first number from token 0 up to (not including) the good; 1 if none."""
+    for v in (vals[:item_s[1]] if item_s[0] >= 0 else vals):
         if v >= 0:
-            qty = v
-            break
+            return v
+    return 1
 
-    # §11 coin: a number (not 999) beside a coin word, else one right after "for", else 0.
-    coin = 0
+
+def _coin(toks: tuple[str, ...], vals: list[int]) -> int:
+    """§11: a number (not 999) beside a coin word, else one right after "for", else 0."""
+    n = len(toks)
     for k in range(n):
         v = vals[k]
         if v >= 0 and v != QTY_ALL and (
                 (k + 1 < n and toks[k + 1] in COIN_WORDS) or (k > 0 and toks[k - 1] in COIN_WORDS)):
-            coin = v
-            break
-    else:
-        for k in range(n - 1):
-            if toks[k] == "for":
-                v = vals[k + 1]
-                if v >= 0 and v != QTY_ALL:
-                    coin = v
-                    break
-
-    # §12 per-intent checks and defaults.
-    reason = "ok"
-    if kind == "move":
-        if room_s[2]:
-            reason = "ambiguous_target"
-        elif to_room < 0:
-            reason = "no_target"
-    elif kind == "take" or kind == "drop":
-        if item_s[2]:
-            reason = "ambiguous_target"
-        elif item < 0:
-            reason = "no_target"
-    elif kind == "buy" or kind == "sell":
-        if item_s[2]:
-            reason = "ambiguous_target"
-        elif item < 0:
-            reason = "no_target"
-        elif npc_s[2]:
-            reason = "ambiguous_target"
-        elif npc < 0:
-            kir = world_phrases(world).keeper_in_room
-            npc = kir[room] if 0 <= room < len(kir) else -1
-            if npc < 0:
-                reason = "no_target"
-    elif kind == "give":
-        if item_s[2] or npc_s[2] or cog_s[2]:
-            reason = "ambiguous_target"
-        else:
-            if other == seat:
-                other = -1
-            if npc < 0 and other < 0:
-                reason = "no_target"
-            elif item < 0 and coin <= 0:
-                reason = "no_target"
-    elif kind == "trade" or kind == "hire" or kind == "rob":
-        if cog_s[2]:
-            reason = "ambiguous_target"
-        elif other < 0:
-            reason = "no_such_cog"
-        elif other == seat:
-            reason = "self_target"
-        elif kind == "trade":
-            if item < 0:
-                reason = "no_target"
-        elif kind == "hire" and coin <= 0:
-            coin = 1
-    elif kind == "accept":
-        if cog_s[2]:
-            reason = "ambiguous_target"
-        else:
-            if other == seat:
-                other = -1
-            if other < 0:
-                other = _live_offerer(offers, seat, turn)
-                if other < 0:
-                    reason = "no_such_offer"
-    elif kind == "quest":
-        if npc_s[2]:
-            reason = "ambiguous_target"
-        elif npc < 0:
-            kir = world_phrases(world).keeper_in_room
-            npc = kir[room] if 0 <= room < len(kir) else -1
-            if npc < 0:
-                reason = "no_npc_here"
-    elif kind == "say":
-        if not spoken:  # §13: the original sentence, verb and all, stripped
-            spoken = strip_ws(sentence)
-    if reason != "ok":
-        kind = "none"
-    return _intent(kind, to_room, item, qty, npc, other, coin, reason, spoken)
+            return v
+    for k in range(n - 1):
+        if toks[k] == "for":
+            v = vals[k + 1]
+            if v >= 0 and v != QTY_ALL:
+                return v
+    return 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from ..rules.world import QTY_ALL, World
+from ..rules.world import QTY_ALL, World, per_world
 
 # ---------------------------------------------------------------------------------------------
 # §4 speech lifting: the characters that count as a straight double quote.
@@ -229,25 +229,16 @@ def _phrases(entries: Sequence[tuple[int, Sequence[str]]]) -> tuple[Phrase, ...]
     return tuple(out)
 
 
-_WORLD_CACHE: dict[int, tuple[World, WorldPhrases]] = {}
-
-
+@per_world
 def world_phrases(world: World) -> WorldPhrases:
     """§6 rooms (keywords then name), goods (keywords), NPCs (keywords then name) of ``world``,
     built once per world instance."""
-    hit = _WORLD_CACHE.get(id(world))
-    if hit is not None and hit[0] is world:
-        return hit[1]
-    wp = WorldPhrases(
+    return WorldPhrases(
         rooms=_phrases([(r.id, (*r.keywords, r.name)) for r in world.rooms]),
         goods=_phrases([(g.id, g.keywords) for g in world.goods]),
         npcs=_phrases([(k.id, (*k.keywords, k.name)) for k in world.keepers]),
         keeper_in_room=tuple(world.keeper_in_room),
     )
-    if len(_WORLD_CACHE) > 64:
-        _WORLD_CACHE.clear()
-    _WORLD_CACHE[id(world)] = (world, wp)  # the world is kept alive, so its id is not reused
-    return wp
 
 
 def cog_phrases(aliases: Sequence[str]) -> tuple[Phrase, ...]:
@@ -255,24 +246,17 @@ def cog_phrases(aliases: Sequence[str]) -> tuple[Phrase, ...]:
     return _phrases([(seat, (alias,)) for seat, alias in enumerate(aliases)])
 
 
-_INDEX_CACHE: dict[tuple[int, tuple[str, ...]], tuple[World, PhraseIndex]] = {}
-
-
 def phrase_index(world: World, aliases: Sequence[str]) -> PhraseIndex:
     """All four phrase lists of §6 indexed by first token, cached per world and alias tuple."""
-    names = aliases if type(aliases) is tuple else tuple(aliases)
-    key = (id(world), names)
-    hit = _INDEX_CACHE.get(key)
-    if hit is not None and hit[0] is world:
-        return hit[1]
+    return _phrase_index(world, aliases if type(aliases) is tuple else tuple(aliases))
+
+
+@per_world(maxsize=1024)
+def _phrase_index(world: World, names: tuple[str, ...]) -> PhraseIndex:
     wp = world_phrases(world)
     lists = (wp.rooms, wp.goods, wp.npcs, cog_phrases(names))
     built: dict[str, list[tuple[int, tuple[str, ...], int, int]]] = {}
     for which, phrases in enumerate(lists):
         for toks, ident in phrases:
             built.setdefault(toks[0], []).append((which, toks, ident, len(toks)))
-    index = {t: tuple(e) for t, e in built.items()}
-    if len(_INDEX_CACHE) > 1024:
-        _INDEX_CACHE.clear()
-    _INDEX_CACHE[key] = (world, index)
-    return index
+    return {t: tuple(e) for t, e in built.items()}

@@ -1,8 +1,10 @@
-"""Per-intent checks and defaults for intents built by hand (SENTENCES §12, RULES §8 step 8).
+"""The per-intent checks and defaults of SENTENCES §12, for parsed and hand-built intents alike.
 
 A structured intent skips the parser but not its checks: a ``buy`` naming no keeper gets the
 room's keeper, a ``hire`` with no fee offers 1 coin, an ``accept`` naming nobody takes the one
-live offer, and an intent missing its target becomes ``none`` with the parser's reason.
+live offer, and an intent missing its target becomes ``none`` with the parser's reason.  The
+parser calls :func:`check_slots` too, passing which slots its phrase matches found ambiguous,
+so the order of §12 lives here once.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ from .intents import Intent
 from .offers import Offer
 from .world import SEATS, World
 
+# Which of the slots (room, good, keeper, cog) the parser found ambiguous (§6).
+NO_AMBIGUITY = (False, False, False, False)
+
 
 def validate_ids(it: Intent, world: World, where: str) -> None:
     """Refuse ids beyond the town's tables (a caller mistake, not an outcome)."""
@@ -25,52 +30,85 @@ def validate_ids(it: Intent, world: World, where: str) -> None:
             raise IntentError(f"{where}.{name} must be -1 or below {n}; got {value}")
 
 
+def check_slots(kind: str, to_room: int, item: int, npc: int, other: int, coin: int,
+                world: World, seat: int, room: int, offers: Sequence[Offer], turn: int,
+                ambiguous: tuple[bool, bool, bool, bool] = NO_AMBIGUITY
+                ) -> tuple[int, int, int, str]:
+    """§12 for one intent: ``(npc, other, coin, reason)`` after the defaults, ``reason`` being
+    ``"ok"`` or why the intent becomes ``none``.
+
+    ``seat`` stands in ``room``; ``offers`` and ``turn`` serve an ``accept`` naming nobody.
+    """
+    amb_room, amb_item, amb_npc, amb_cog = ambiguous
+    reason = "ok"
+    if kind == "move":
+        reason = "ambiguous_target" if amb_room else "no_target" if to_room < 0 else "ok"
+    elif kind == "take" or kind == "drop":
+        reason = "ambiguous_target" if amb_item else "no_target" if item < 0 else "ok"
+    elif kind == "buy" or kind == "sell" or kind == "quest":
+        if kind != "quest" and (amb_item or item < 0):
+            reason = "ambiguous_target" if amb_item else "no_target"
+        elif amb_npc:
+            reason = "ambiguous_target"
+        elif npc < 0:
+            npc = keeper_here(world, room)
+            if npc < 0:
+                reason = "no_npc_here" if kind == "quest" else "no_target"
+    elif kind == "give":
+        if amb_item or amb_npc or amb_cog:
+            reason = "ambiguous_target"
+        else:
+            if other == seat:
+                other = -1
+            if (npc < 0 and other < 0) or (item < 0 and coin <= 0):
+                reason = "no_target"
+    elif kind == "trade" or kind == "hire" or kind == "rob":
+        if amb_cog:
+            reason = "ambiguous_target"
+        elif other < 0:
+            reason = "no_such_cog"
+        elif other == seat:
+            reason = "self_target"
+        elif kind == "trade" and item < 0:
+            reason = "no_target"
+        elif kind == "hire" and coin <= 0:
+            coin = 1
+    elif kind == "accept":
+        if amb_cog:
+            reason = "ambiguous_target"
+        else:
+            if other == seat:
+                other = -1
+            if other < 0:
+                other = live_offerer(offers, seat, turn)
+                if other < 0:
+                    reason = "no_such_offer"
+    return npc, other, coin, reason
+
+
+def keeper_here(world: World, room: int) -> int:
+    """The keeper standing in ``room``, or -1."""
+    return world.keeper_in_room[room] if 0 <= room < world.n_rooms else -1
+
+
+def live_offerer(offers: Sequence[Offer], seat: int, turn: int) -> int:
+    """An ``accept`` naming nobody: the sender of the one offer to ``seat`` posted last turn,
+    or -1 when there is none or more than one."""
+    found, count = -1, 0
+    for o in offers:
+        if o.to == seat and o.posted_turn == turn - 1:
+            count += 1
+            found = o.sender
+    return found if count == 1 else -1
+
+
 def check_structured(it: Intent, world: World, seat: int, room: int,
                      offers: Sequence[Offer], turn: int) -> Intent:
-    """Apply the parser's per-intent checks to a hand-built intent."""
-    kind = it.kind
-
-    def fail(reason: str) -> Intent:
-        return _with(it, kind="none", reason=reason)
-
-    if kind == "move" and it.to_room < 0:
-        return fail("no_target")
-    if kind in ("take", "drop") and it.item < 0:
-        return fail("no_target")
-    if kind in ("buy", "sell", "quest"):
-        if kind != "quest" and it.item < 0:
-            return fail("no_target")
-        if it.npc < 0:
-            npc = world.keeper_in_room[room]
-            if npc < 0:
-                return fail("no_npc_here" if kind == "quest" else "no_target")
-            it = _with(it, npc=npc)
-    if kind == "give":
-        if it.other == seat:
-            it = _with(it, other=-1)
-        if it.npc < 0 and it.other < 0:
-            return fail("no_target")
-        if it.item < 0 and it.coin <= 0:
-            return fail("no_target")
-    if kind in ("trade", "hire", "rob"):
-        if it.other < 0:
-            return fail("no_such_cog")
-        if it.other == seat:
-            return fail("self_target")
-        if kind == "trade" and it.item < 0:
-            return fail("no_target")
-        if kind == "hire" and it.coin <= 0:
-            it = _with(it, coin=1)
-    if kind == "accept":
-        if it.other == seat:
-            it = _with(it, other=-1)
-        if it.other < 0:
-            live = [o for o in offers if o.to == seat and o.posted_turn == turn - 1]
-            if len(live) != 1:
-                return fail("no_such_offer")
-            it = _with(it, other=live[0].sender)
-    return it
-
-
-def _with(it: Intent, **changes) -> Intent:
-    return replace(it, **changes)
+    """:func:`check_slots` on a hand-built intent: the checked intent, ``none`` on failure."""
+    npc, other, coin, reason = check_slots(it.kind, it.to_room, it.item, it.npc, it.other,
+                                           it.coin, world, seat, room, offers, turn)
+    if reason != "ok":
+        return replace(it, kind="none", npc=npc, other=other, coin=coin, reason=reason)
+    if (npc, other, coin) == (it.npc, it.other, it.coin):
+        return it
+    return replace(it, npc=npc, other=other, coin=coin)

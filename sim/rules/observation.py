@@ -8,21 +8,31 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .commissions import outstanding
+from .commissions import commission_points, outstanding
 from .state import GameState
-from .world import COMPLETION_BONUS, POINTS_PER_UNIT, SEATS
+from .world import SEATS
 
 
-def cheapest_source(st: GameState, good: int) -> int:
-    """The keeper dealing in ``good`` with stock > 0 and the lowest current ask, or -1."""
-    w = st.world
-    best, best_ask = -1, None
-    for n in range(w.n_keepers):
-        if w.deals[n][good] and st.stock[n][good] > 0:
-            ask = w.ask_table[good][st.stock[n][good]]
-            if best_ask is None or ask < best_ask:
-                best, best_ask = n, ask
+def cheapest_source(deals, stock, asks, good: int, n_keepers: int) -> int:
+    """The keeper dealing in ``good`` with stock > 0 and the lowest current ask (ties: the
+    lowest id), or -1: what a successful ``quest`` hints (§9.3, §17).
+
+    ``deals`` and ``stock`` are indexed ``[keeper][good]``, ``asks`` is the good's row of asks
+    by stock; the batched kernels call this same function on their arrays.
+    """
+    best, best_ask = -1, 0
+    for k in range(n_keepers):
+        if deals[k][good] and stock[k][good] > 0:
+            ask = asks[stock[k][good]]
+            if best < 0 or ask < best_ask:
+                best, best_ask = k, ask
     return best
+
+
+def cheapest_keeper(st: GameState, good: int) -> int:
+    """:func:`cheapest_source` in the scalar state."""
+    w = st.world
+    return cheapest_source(w.deals, st.stock, w.ask_table[good], good, w.n_keepers)
 
 
 def observe(st: GameState, seat: int,
@@ -39,14 +49,12 @@ def observe(st: GameState, seat: int,
     quests = []
     for q, good in enumerate(st.quest_item[seat]):
         count, d = st.quest_count[seat][q], st.delivered[seat][q]
-        complete = d >= count
         entry = {"item": w.goods[good].name, "count": count, "delivered": d,
-                 "points": POINTS_PER_UNIT * d + (COMPLETION_BONUS if complete else 0),
-                 "outstanding": POINTS_PER_UNIT * (count - d) + (0 if complete
-                                                                 else COMPLETION_BONUS),
+                 "points": commission_points(d, count),
+                 "outstanding": commission_points(count, count) - commission_points(d, count),
                  "settledBy": w.keepers[w.guild].name, "at": w.rooms[w.keepers[w.guild].room].name}
         if st.hint[seat] and outstanding(st, seat, q) > 0:
-            n = cheapest_source(st, good)
+            n = cheapest_keeper(st, good)
             if n >= 0:
                 entry["cheapest"] = {"npc": w.keepers[n].name,
                                      "at": w.rooms[w.keepers[n].room].name,

@@ -28,3 +28,43 @@ def bid_at(base: int, stock: int) -> int:
     [5, 4]
     """
     return max(1, ask_at(base, stock) * 2 // 3)
+
+
+def buy_walk(asks, stock: int, want: int, purse: int) -> tuple[int, int]:
+    """Units bought and coin spent, buying up to ``want`` units one at a time (§9.1).
+
+    Each unit costs the ask at the stock left before it (the ask rises as the stock falls);
+    the walk stops when the purse cannot cover the next unit.  ``asks`` is the good's row of
+    asks by stock, ``want`` at most ``stock``.  The batched kernels call this same function.
+
+    >>> buy_walk([ask_at(6, s) for s in range(13)], 6, 3, 20)
+    (2, 13)
+    """
+    units = spent = 0
+    while units < want:
+        price = asks[stock - units]
+        if purse - spent < price:
+            break
+        spent += price
+        units += 1
+    return units, spent
+
+
+def sell_walk(bids, stock: int, want: int, till: int) -> tuple[int, int]:
+    """Units sold and coin earned, selling up to ``want`` units one at a time (§9.2).
+
+    Each unit fetches the bid at the shop's stock before it; every unit sold raises the stock
+    by one, up to :data:`STOCK_CAP`; the walk stops when the shop's coin (``till``) cannot pay
+    the next unit.
+
+    >>> sell_walk([bid_at(8, s) for s in range(13)], 6, 3, 100)
+    (3, 13)
+    """
+    units = earned = 0
+    while units < want:
+        price = bids[min(stock + units, STOCK_CAP)]
+        if till - earned < price:
+            break
+        earned += price
+        units += 1
+    return units, earned

@@ -11,10 +11,20 @@ from .commissions import credit_commissions
 from .intents import Intent
 from .offers import Offer
 from .outcome import Outcome
-from .prices import STOCK_CAP
+from .prices import STOCK_CAP, buy_walk, sell_walk
 from .speech import log_room
 from .state import GameState
 from .world import RETAINER_TURNS, SEATS
+
+
+def offer_units(qty: int, held: int) -> int:
+    """§9.6: a trade offer's quantity, clamped to what is held (at least one unit)."""
+    return max(1, min(qty, max(1, held)))
+
+
+def hire_fee(fee: int, purse: int) -> int:
+    """§9.7: a hire offer's fee, at least 1 and at most the purse (0 means unaffordable)."""
+    return min(max(1, fee), purse)
 
 
 def _keeper_here(st: GameState, npc: int, room: int) -> bool:
@@ -39,18 +49,11 @@ def buy(st: GameState, a: Outcome, it: Intent) -> None:
         a.reason = "out_of_stock"
         return
     want = min(it.qty, stock[good], free)
-    asks = w.ask_table[good]
-    got = spent = 0
-    while got < want:
-        p = asks[stock[good]]
-        if st.coin[me] < p:
-            break
-        st.coin[me] -= p
-        st.shop_coin[npc] += p
-        stock[good] -= 1
-        st.items[me][good] += 1
-        got += 1
-        spent += p
+    got, spent = buy_walk(w.ask_table[good], stock[good], want, st.coin[me])
+    st.coin[me] -= spent
+    st.shop_coin[npc] += spent
+    stock[good] -= got
+    st.items[me][good] += got
     if got == 0:
         a.reason = "cannot_afford"
         return
@@ -73,20 +76,12 @@ def sell(st: GameState, a: Outcome, it: Intent) -> None:
         a.reason = "not_carrying"
         return
     want = min(it.qty, held)
-    bids = w.bid_table[good]
     stock = st.stock[npc]
-    sold = earned = 0
-    while sold < want:
-        p = bids[stock[good]]
-        if st.shop_coin[npc] < p:
-            break
-        st.shop_coin[npc] -= p
-        st.coin[me] += p
-        st.items[me][good] -= 1
-        if stock[good] < STOCK_CAP:
-            stock[good] += 1
-        sold += 1
-        earned += p
+    sold, earned = sell_walk(w.bid_table[good], stock[good], want, st.shop_coin[npc])
+    st.shop_coin[npc] -= earned
+    st.coin[me] += earned
+    st.items[me][good] -= sold
+    stock[good] = min(STOCK_CAP, stock[good] + sold)
     if sold == 0:
         a.reason = "npc_broke"
         return
@@ -200,7 +195,7 @@ def trade(st: GameState, a: Outcome, it: Intent) -> None:
         a.reason = "no_target"
         return
     held = st.items[me][good]
-    units = max(1, min(it.qty, max(1, held)))
+    units = offer_units(it.qty, held)
     if held < units:
         a.reason = "not_carrying"
         return
@@ -216,7 +211,7 @@ def hire(st: GameState, a: Outcome, it: Intent) -> None:
     if not _offer_checks(st, a):
         return
     me = a.seat
-    fee = min(max(1, it.coin), st.coin[me])
+    fee = hire_fee(it.coin, st.coin[me])
     if fee < 1:
         a.reason = "cannot_afford"
         return

@@ -13,27 +13,37 @@ from .state import GameState
 from .world import FINE_COIN, ROB_COIN, SEATS
 
 
-def hirelings_present(st: GameState, employer: int, room: int) -> int:
-    """Seats bound to ``employer`` standing in ``room`` (they count even if acting this turn)."""
-    return sum(1 for s in range(SEATS)
-               if st.retainer_of[s] == employer and st.retainer_turns[s] > 0
-               and st.room[s] == room)
+def guards(retainer_of, retainer_turns, rooms, employer: int, room: int) -> int:
+    """Seats hired to ``employer`` standing in ``room``; they count even if acting this turn.
+
+    Takes the seat rows (lists here, array rows in the batched kernels).
+    """
+    n = 0
+    for s in range(len(rooms)):
+        if retainer_of[s] == employer and retainer_turns[s] > 0 and rooms[s] == room:
+            n += 1
+    return n
 
 
-def strengths(st: GameState, robber: int, victim: int, room: int) -> tuple[int, int]:
-    """``(attack, defence)``: darkness helps the robber; a lit room gives the victim +2."""
-    dark = st.world.rooms[room].dark
-    attack = 1 + hirelings_present(st, robber, room) + (1 if dark else 0)
-    defence = 1 + hirelings_present(st, victim, room) + (0 if dark else 2)
-    return attack, defence
+def robbery_succeeds(robber_guards: int, victim_guards: int, dark: bool) -> bool:
+    """The odds of §11: attack 1 + guards, +1 in the dark; defence 1 + guards, +2 in a lit
+    room; the robber needs strictly more.  The one definition the rules, the legal mask and the
+    batched kernels all use.
+
+    >>> robbery_succeeds(0, 0, True), robbery_succeeds(0, 0, False), robbery_succeeds(2, 0, False)
+    (True, False, False)
+    """
+    attack = 1 + robber_guards + (1 if dark else 0)
+    defence = 1 + victim_guards + (0 if dark else 2)
+    return attack > defence
 
 
-def loot(st: GameState, victim: int) -> int:
-    """The victim's most valuable held good (ties: lowest id), or -1."""
+def loot(items, values) -> int:
+    """The most valuable good held (ties: the lowest id), or -1 for an empty pack."""
     best, best_value = -1, -1
-    for g, n in enumerate(st.items[victim]):
-        if n > 0 and st.world.values[g] > best_value:
-            best, best_value = g, st.world.values[g]
+    for g in range(len(items)):
+        if items[g] > 0 and values[g] > best_value:
+            best, best_value = g, values[g]
     return best
 
 
@@ -56,17 +66,19 @@ def rob(st: GameState, a: Outcome, it: Intent) -> None:
     if st.retainer_of[me] == victim and st.retainer_turns[me] > 0:
         a.reason = "bound_by_contract"
         return
-    attack, defence = strengths(st, me, victim, room)
+    dark = st.world.rooms[room].dark
+    mine = guards(st.retainer_of, st.retainer_turns, st.room, me, room)
+    theirs = guards(st.retainer_of, st.retainer_turns, st.room, victim, room)
     alias, target = st.aliases[me], st.aliases[victim]
-    if attack <= defence:
+    if not robbery_succeeds(mine, theirs, dark):
         fine = min(st.coin[me], FINE_COIN)
         st.coin[me] -= fine
         st.coin[victim] += fine
         a.reason, a.coin = "robbery_failed", fine
-        how = " and failed" if st.world.rooms[room].dark else " and the watch stopped him"
+        how = " and failed" if dark else " and the watch stopped him"
         log_room(st, a.room, f"{alias} tried to rob {target}{how}, paying {fine} coin.")
         return
-    good = loot(st, victim)
+    good = loot(st.items[victim], st.world.values)
     if good >= 0 and st.free(me) > 0:
         st.items[victim][good] -= 1
         st.items[me][good] += 1

@@ -5,7 +5,7 @@ score = (wealth + 3 x commission points - 40) / 40: a seat that only waits score
 
 from __future__ import annotations
 
-from .commissions import quest_points
+from .commissions import points_of, quest_points
 from .state import GameState
 from .world import POINT_VALUE, SCORE_SCALE, SEATS
 
@@ -13,15 +13,36 @@ RESULT_KEYS = ("names", "scores", "coin", "wealth", "questPoints", "delivered", 
                "robbed", "turns", "maxTurns", "reason")
 
 
+def wealth_of(coin: int, items, values) -> int:
+    """Coin plus the fixed base value of every good carried (§13)."""
+    total = coin
+    for g in range(len(items)):
+        total += values[g] * items[g]
+    return total
+
+
+def score_points(coin: int, items, values, counts, delivered) -> int:
+    """wealth + 3 x commission points: the integer part of a score, kept by the batched engine.
+
+    The batched kernels call this same function on array rows.
+    """
+    return wealth_of(coin, items, values) + POINT_VALUE * points_of(counts, delivered)
+
+
+def score_of(points: int, start_coin: int) -> float:
+    """The score of §13 from :func:`score_points`: 0.0 for a seat that only waits."""
+    return (points - start_coin) / SCORE_SCALE
+
+
 def wealth(st: GameState, seat: int) -> int:
-    """Coin plus the fixed base value of every good carried."""
-    values = st.world.values
-    return st.coin[seat] + sum(values[g] * n for g, n in enumerate(st.items[seat]))
+    """:func:`wealth_of` a seat of the scalar state."""
+    return wealth_of(st.coin[seat], st.items[seat], st.world.values)
 
 
 def score(st: GameState, seat: int) -> float:
-    return (wealth(st, seat) + POINT_VALUE * quest_points(st, seat)
-            - st.world.start_coin) / SCORE_SCALE
+    """The seat's score now (§13)."""
+    return score_of(score_points(st.coin[seat], st.items[seat], st.world.values,
+                                 st.quest_count[seat], st.delivered[seat]), st.world.start_coin)
 
 
 def results(st: GameState, names: list[str]) -> dict:

@@ -17,8 +17,10 @@ from .world import SEATS
 Resolver = Callable[[GameState, Outcome, Intent], None]
 
 # The resolution class of each intent kind (§6.3); give is class 2 only when a keeper is named.
+# The batched engine derives its class table from resolution_class.
 CLASS_OF = {"say": 1, "buy": 2, "sell": 2, "quest": 2, "take": 3, "drop": 3, "trade": 4,
             "hire": 4, "accept": 4, "rob": 5, "move": 6, "wait": 7, "none": 7}
+CLASSES = range(1, 8)
 
 RESOLVERS: dict[str, Resolver] = {
     "buy": resolve.buy, "sell": resolve.sell, "quest": resolve.quest,
@@ -28,26 +30,50 @@ RESOLVERS: dict[str, Resolver] = {
 }
 
 
+def acting_seat(turn: int, k: int) -> int:
+    """The seat at initiative position ``k``: turn 0 is 0..5, turn 1 is 1..5,0, and so on."""
+    return (k + turn) % SEATS
+
+
 def initiative(turn: int) -> list[int]:
-    """Seats in acting order: turn 0 is 0..5, turn 1 is 1..5,0, and so on."""
-    return [(k + turn) % SEATS for k in range(SEATS)]
+    """Seats in acting order (§6.3)."""
+    return [acting_seat(turn, k) for k in range(SEATS)]
+
+
+def resolution_class(kind: str, names_keeper: bool) -> int:
+    """The class (1-7) in which an intent of ``kind`` resolves (§6.3).
+
+    >>> [resolution_class("give", True), resolution_class("give", False)]
+    [2, 4]
+    """
+    if kind == "give":
+        return 2 if names_keeper else 4
+    return CLASS_OF[kind]
 
 
 def class_of(it: Intent) -> int:
-    if it.kind == "give":
-        return 2 if it.npc >= 0 else 4
-    return CLASS_OF[it.kind]
+    return resolution_class(it.kind, it.npc >= 0)
+
+
+def restock_good(trade, turn: int) -> int:
+    """The good a keeper trading ``trade`` restocks at the open of ``turn`` (§6.2), or -1."""
+    return trade[turn % len(trade)] if len(trade) else -1
+
+
+def tick_retainers(retainer_of, retainer_turns) -> None:
+    """§6.2: every bond loses a turn; one that reaches 0 ends (its seat is free again)."""
+    for s in range(len(retainer_turns)):
+        if retainer_turns[s] > 0:
+            retainer_turns[s] -= 1
+            if retainer_turns[s] == 0:
+                retainer_of[s] = -1
 
 
 def open_turn(st: GameState, events: list) -> None:
     """Expire offers, tick retainers, restock (not on turn 0), rotate logs, log a snapshot."""
     turn = st.turn
     st.offers = [o for o in st.offers if o.posted_turn >= turn - 1]
-    for s in range(SEATS):
-        if st.retainer_turns[s] > 0:
-            st.retainer_turns[s] -= 1
-            if st.retainer_turns[s] == 0:
-                st.retainer_of[s] = -1
+    tick_retainers(st.retainer_of, st.retainer_turns)
     if turn > 0:
         restock(st)
     st.heard_log = st.room_log
@@ -58,10 +84,8 @@ def open_turn(st: GameState, events: list) -> None:
 def restock(st: GameState) -> None:
     """Every shop adds one unit of ``trade[turn mod len(trade)]`` unless it holds 12 (§6.2)."""
     for n, k in enumerate(st.world.keepers):
-        if not k.trade:
-            continue
-        good = k.trade[st.turn % len(k.trade)]
-        if st.stock[n][good] < STOCK_CAP:
+        good = restock_good(k.trade, st.turn)
+        if good >= 0 and st.stock[n][good] < STOCK_CAP:
             st.stock[n][good] += 1
 
 
@@ -90,7 +114,7 @@ def resolve_turn(st: GameState, intents: Sequence[Intent], sentences: Sequence[s
             a = Outcome(seat, k, rooms[seat], it)
             resolve_say(a)
             emit(seat, a)
-    for cls in range(2, 8):
+    for cls in CLASSES[1:]:
         for k, seat in enumerate(order):
             if classes[seat] != cls or acts[seat] is not None:
                 continue

@@ -7,6 +7,7 @@ checked by the feasibility gate without touching the rules code.
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -150,25 +151,36 @@ class World:
         }
 
 
-def per_world(build):
-    """Cache ``build(world)`` by the world's identity.
+def per_world(build=None, *, maxsize: int = 64):
+    """Cache ``build(world, *key)`` by the world's identity (and the extra hashable ``key``).
 
-    Hashing a whole ``World`` on every lookup would cost more than the lookup itself; the
-    entry keeps the key object alive, so its id cannot be reused by another world.
+    The one cache helper of the project for values derived from a town (its action table, its
+    phrase tables, its batched tables...).  Hashing a whole ``World`` on every lookup would
+    cost more than the lookup itself, so the entry is keyed by ``id(world)`` and keeps the
+    world alive, so that its id cannot be reused by another world.  At most ``maxsize``
+    entries are kept; the oldest goes first.  Usable as ``@per_world`` or
+    ``@per_world(maxsize=...)``.
     """
-    cache: dict[int, tuple[object, object]] = {}
 
-    def cached(world):
-        hit = cache.get(id(world))
-        if hit is not None and hit[0] is world:
-            return hit[1]
-        value = build(world)
-        cache[id(world)] = (world, value)
-        return value
+    def decorate(fn):
+        cache: dict[object, tuple[object, object]] = {}
 
-    cached.__doc__ = build.__doc__
-    cached.__name__ = build.__name__
-    return cached
+        @functools.wraps(fn)
+        def cached(world, *key):
+            k = (id(world), *key) if key else id(world)
+            hit = cache.get(k)
+            if hit is not None and hit[0] is world:
+                return hit[1]
+            value = fn(world, *key)
+            while len(cache) >= maxsize:
+                cache.pop(next(iter(cache)), None)
+            cache[k] = (world, value)
+            return value
+
+        cached.cache = cache  # for tests: the entries, keyed by identity
+        return cached
+
+    return decorate(build) if build is not None else decorate
 
 
 def _distances(rooms: tuple[Room, ...]) -> tuple[tuple[int, ...], ...]:
