@@ -199,7 +199,7 @@ def test_random_policy_is_reproducible() -> None:
     assert [p.act(game, s) for s in range(6)] == first
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(seed=st.integers(0, 10_000), policy_seed=st.integers(0, 10_000),
        thievery=st.booleans(), speech=st.booleans())
 def test_random_actions_never_raise(seed: int, policy_seed: int, thievery: bool,

@@ -239,7 +239,7 @@ def test_wait_is_always_legal_and_masks_match_info() -> None:
 
 
 # --- no hidden information -----------------------------------------------------------------------
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10 ** 6), st.integers(0, 12), st.integers(0, 5), st.data())
 def test_numeric_observation_hides_other_seats(seed: int, turns: int, seat: int,
                                                 data: st.DataObject) -> None:

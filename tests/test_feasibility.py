@@ -445,10 +445,9 @@ def variant_towns(draw) -> World:
                  start_coin=draw(st.integers(10, 60)))
 
 
-FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-@FAST
+# Example counts sized to the cost of one example (a gate run is ~0.1 s, a plan ~5 ms); CI's
+# hypothesis profile is derandomized, so these are the cases every CI run sees.
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(variant_towns(), st.integers(1, 30), st.integers(6, 20))
 def test_more_coin_or_turns_never_turns_a_pass_into_a_fail(world: World, extra: int,
                                                            turns: int) -> None:
@@ -459,7 +458,7 @@ def test_more_coin_or_turns_never_turns_a_pass_into_a_fail(world: World, extra: 
         assert richer.ok and longer.ok
 
 
-@FAST
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(variant_towns(), st.integers(0, 8), st.sampled_from(
     [(a, b) for a in range(4) for b in range(4) if a != b]))
 def test_optimal_against_greedy_and_search(world: World, start: int, goods) -> None:

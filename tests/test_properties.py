@@ -39,7 +39,7 @@ turns_of_actions = st.lists(st.lists(actions, min_size=6, max_size=6), min_size=
 configs = st.builds(GameConfig, seed=st.integers(-(10 ** 12), 10 ** 12),
                     turns=st.integers(6, 14), thievery=st.booleans(), speech=st.booleans())
 
-SETTINGS = settings(max_examples=60, deadline=None,
+SETTINGS = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -129,7 +129,7 @@ def test_observation_hides_other_seats(cfg: GameConfig, turns: list[list], seat:
     assert game.observation_text(seat) == text_before
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(configs)
 def test_waiting_table_scores_zero_and_has_7t_plus_3_events(cfg: GameConfig) -> None:
     game = Game(cfg)

@@ -9,7 +9,7 @@ from sim import Game, GameConfig, parse_sentence
 from sim.rules.text import UNICODE_WS
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.text(min_size=0, max_size=600), st.text(max_size=300), st.text(max_size=900))
 def test_sentence_say_and_notes_are_one_lined_and_cut(sentence: str, say: str,
                                                       notes: str) -> None:
