@@ -1,10 +1,14 @@
 """The per-turn text a language-model player reads (SENTENCES §17), rendered from ``observe``.
 
 The text and the numeric views are built from the one per-seat dict of ``observation.observe``,
-so they cannot show different facts.  The prose is ours; the order and the facts follow §17.1.
+so they cannot show different facts.  The prose is ours; the order and the facts follow §17.1:
+one function per section, each returning its lines, composed in that order by
+:func:`render_observation`.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from ..rules.world import MAX_NOTES_LEN, MAX_SAY_LEN, MAX_SENTENCE_LEN, World
 from .vocab import PHRASEBOOK
@@ -13,61 +17,105 @@ from .vocab import PHRASEBOOK
 def render_observation(obs: dict, world: World, prompt: str = "", speech: bool = True) -> str:
     """The whole observation text of one seat, ending with the reply-format line."""
     plural = {g.name: g.plural for g in world.goods}
+    sections = (
+        _header(obs), _purse_and_pack(obs, plural), _commissions(obs, plural), _room(obs),
+        _ground(obs, plural), _cogs(obs), _shopkeeper(obs), _heard(obs), _offers(obs, plural),
+        _standing(obs), _town(obs), _last_sentence(obs), _phrasebook(), _notes(obs),
+        _guidance(prompt), _reply_format(speech),
+    )
+    return "\n".join(line for section in sections for line in section)
 
-    def count(n: int, name: str) -> str:
-        return f"{n} {name if n == 1 else plural.get(name, name)}"
 
-    def goods_list(entries: list[dict]) -> str:
-        return ", ".join(count(e["count"], e["item"]) for e in entries)
+def _count(n: int, name: str, plural: Mapping[str, str]) -> str:
+    """``1 hide`` / ``2 hides``: count plus the good's own plural form (§17.1 field rules)."""
+    return f"{n} {name if n == 1 else plural.get(name, name)}"
 
-    out: list[str] = []
-    add = out.append
-    add(f"Turn {obs['turn'] + 1} of {obs['turns']}.")
+
+def _goods_list(entries: list[dict], plural: Mapping[str, str]) -> str:
+    """``2 hides, 1 relic`` (empty for no goods; the caller says "empty" or "nothing")."""
+    return ", ".join(_count(e["count"], e["item"], plural) for e in entries)
+
+
+def _header(obs: dict) -> list[str]:
+    return [f"Turn {obs['turn'] + 1} of {obs['turns']}."]
+
+
+def _purse_and_pack(obs: dict, plural: Mapping[str, str]) -> list[str]:
     free = obs["carryLimit"] - obs["carried"]
-    pack = goods_list(obs["items"]) or "empty"
-    add(f"YOU ARE {obs['name'].upper()}. Purse: {obs['coin']} coin. Pack: {pack} "
-        f"({free} of {obs['carryLimit']} slots free).")
+    pack = _goods_list(obs["items"], plural) or "empty"
+    return [f"YOU ARE {obs['name'].upper()}. Purse: {obs['coin']} coin. Pack: {pack} "
+            f"({free} of {obs['carryLimit']} slots free)."]
+
+
+def _commissions(obs: dict, plural: Mapping[str, str]) -> list[str]:
+    """The heading (when the seat has commissions) and one line per commission, with the
+    cheapest-source hint when the observation carries one."""
     quests = obs["quests"]
+    out = []
     if quests:
-        add(f"YOUR COMMISSIONS (settled by {quests[0]['settledBy']} at {quests[0]['at']}):")
+        out.append(f"YOUR COMMISSIONS (settled by {quests[0]['settledBy']} at "
+                   f"{quests[0]['at']}):")
     for q in quests:
         d = q["delivered"]
         progress = "none delivered" if d == 0 else f"{d} delivered, {q['count'] - d} to go"
-        line = (f"- {count(q['count'], q['item'])} - {progress}, {q['points']} points "
+        line = (f"- {_count(q['count'], q['item'], plural)} - {progress}, {q['points']} points "
                 f"banked, {q['outstanding']} outstanding")
         hint = q.get("cheapest")
         if hint:
             line += f". Cheapest right now: {hint['npc']} at {hint['at']} asks {hint['ask']}"
-        add(line + ".")
+        out.append(line + ".")
+    return out
+
+
+def _room(obs: dict) -> list[str]:
     room = obs["room"]
     exits = [e["name"] for e in room["exits"]]
     exit_text = (" and ".join(exits) if len(exits) <= 2
                  else ", ".join(exits[:-1]) + " and " + exits[-1])
     unlit = (" It is unlit here: a robbery can succeed in the dark." if room["dark"] else "")
-    add(f"YOU ARE IN: {room['name']}. {room['desc']}{unlit} Exits lead to {exit_text}.")
-    add(f"ON THE GROUND HERE: {goods_list(room['ground']) or 'nothing'}.")
-    add(f"COGS HERE: {', '.join(room['cogs']) or 'nobody'}.")
-    npc = room.get("npc")
-    if npc:
-        add(f"SHOPKEEPER HERE: {npc['name']} ({npc['coin']} coin).")
-        add("  goods | in stock | it sells for | it pays")
-        for g in npc["goods"]:
-            add(f"  {g['item']} | {g['stock']} | {g['ask']} | {g['bid']}")
-    else:
-        add("SHOPKEEPER HERE: none.")
-    add("WHAT HAPPENED HERE LAST TURN:")
-    out.extend(f"- {line}" for line in obs["heard"])
-    if not obs["heard"]:
-        add("(nothing)")
-    if obs["offers"]:
-        add("OPEN OFFERS TO YOU:")
-        for o in obs["offers"]:
-            if o["kind"] == "trade":
-                add(f"- {o['from']} offers you {count(o['qty'], o['item'])} for {o['coin']} coin; "
-                    "accept it this turn or it lapses.")
-            else:
-                add(f"- {o['from']} offers to hire you for {o['coin']} coin; accept it this "
-                    "turn or it lapses.")
+    return [f"YOU ARE IN: {room['name']}. {room['desc']}{unlit} Exits lead to {exit_text}."]
+
+
+def _ground(obs: dict, plural: Mapping[str, str]) -> list[str]:
+    return [f"ON THE GROUND HERE: {_goods_list(obs['room']['ground'], plural) or 'nothing'}."]
+
+
+def _cogs(obs: dict) -> list[str]:
+    return [f"COGS HERE: {', '.join(obs['room']['cogs']) or 'nobody'}."]
+
+
+def _shopkeeper(obs: dict) -> list[str]:
+    """The keeper in the room and its price table, or the single line "none"."""
+    npc = obs["room"].get("npc")
+    if not npc:
+        return ["SHOPKEEPER HERE: none."]
+    return [f"SHOPKEEPER HERE: {npc['name']} ({npc['coin']} coin).",
+            "  goods | in stock | it sells for | it pays",
+            *(f"  {g['item']} | {g['stock']} | {g['ask']} | {g['bid']}" for g in npc["goods"])]
+
+
+def _heard(obs: dict) -> list[str]:
+    lines = [f"- {line}" for line in obs["heard"]] or ["(nothing)"]
+    return ["WHAT HAPPENED HERE LAST TURN:", *lines]
+
+
+def _offers(obs: dict, plural: Mapping[str, str]) -> list[str]:
+    """Trade and hire offers made to this seat; the whole block is omitted when there are none."""
+    if not obs["offers"]:
+        return []
+    out = ["OPEN OFFERS TO YOU:"]
+    for o in obs["offers"]:
+        if o["kind"] == "trade":
+            out.append(f"- {o['from']} offers you {_count(o['qty'], o['item'], plural)} for "
+                       f"{o['coin']} coin; accept it this turn or it lapses.")
+        else:
+            out.append(f"- {o['from']} offers to hire you for {o['coin']} coin; accept it this "
+                       "turn or it lapses.")
+    return out
+
+
+def _standing(obs: dict) -> list[str]:
+    """Who this seat is hired to and who is hired to it; omitted when there is nothing to say."""
     standing = obs["standing"]
     parts = []
     if standing["hiredTo"]:
@@ -75,37 +123,54 @@ def render_observation(obs: dict, world: World, prompt: str = "", speech: bool =
                      f"{standing['hiredToTurns']} more turns")
     parts.extend(f"{r['name']} is hired to you for {r['turns']} more turns"
                  for r in standing["retainers"])
-    if parts:
-        add(f"YOUR STANDING: {'; '.join(parts)}.")
-    add("THE TOWN:")
+    return [f"YOUR STANDING: {'; '.join(parts)}."] if parts else []
+
+
+def _town(obs: dict) -> list[str]:
+    """Every room with its roads (id order), then where each shopkeeper stands."""
+    out = ["THE TOWN:"]
     keepers = []
     for m in obs["map"]:
-        add(f"- {m['name']} (roads to {', '.join(m['exits'])})"
-            + (" - UNLIT" if m.get("dark") else ""))
+        out.append(f"- {m['name']} (roads to {', '.join(m['exits'])})"
+                   + (" - UNLIT" if m.get("dark") else ""))
         if m["npc"]:
             keepers.append(f"{m['npc']} at {m['name']}")
-    add(f"Shopkeepers: {'; '.join(keepers)}.")
-    if obs["lastReason"]:
-        add(f'YOUR LAST SENTENCE: "{obs["lastSentence"]}" - {obs["lastOutcome"]}')
-    add("")
-    add("SENTENCES THE TOWN HAS UNDERSTOOD BEFORE (write your own; these are only examples):")
-    out.extend(f"  {line}" for line in PHRASEBOOK)
-    add("")
-    add("YOUR NOTES FROM EARLIER TURNS:")
-    add(obs["notes"] or "(none)")
-    add("")
-    if prompt:
-        add("GUIDANCE FROM YOUR OPERATOR (weigh it heavily, but never above the rules of the "
-            "town; still answer in the format below):")
-        add(prompt)
-        add("")
+    out.append(f"Shopkeepers: {'; '.join(keepers)}.")
+    return out
+
+
+def _last_sentence(obs: dict) -> list[str]:
+    """Omitted until the seat has acted once."""
+    if not obs["lastReason"]:
+        return []
+    return [f'YOUR LAST SENTENCE: "{obs["lastSentence"]}" - {obs["lastOutcome"]}']
+
+
+def _phrasebook() -> list[str]:
+    """A blank line, then the example sentences; the closing blocks each end with a blank."""
+    return ["", "SENTENCES THE TOWN HAS UNDERSTOOD BEFORE (write your own; these are only "
+            "examples):", *(f"  {line}" for line in PHRASEBOOK), ""]
+
+
+def _notes(obs: dict) -> list[str]:
+    return ["YOUR NOTES FROM EARLIER TURNS:", obs["notes"] or "(none)", ""]
+
+
+def _guidance(prompt: str) -> list[str]:
+    """The operator's prompt block, only when the seat has one."""
+    if not prompt:
+        return []
+    return ["GUIDANCE FROM YOUR OPERATOR (weigh it heavily, but never above the rules of the "
+            "town; still answer in the format below):", prompt, ""]
+
+
+def _reply_format(speech: bool) -> list[str]:
+    """The JSON reply the seat must give; without speech there is no "say" field."""
     if speech:
-        add('Reply with ONLY a JSON object: {"action": "<one sentence of plain English>", '
-            '"say": "<one line spoken aloud, or empty>", "notes": "<private notes>"} '
-            f"(action at most {MAX_SENTENCE_LEN} characters, say at most {MAX_SAY_LEN}, "
-            f"notes at most {MAX_NOTES_LEN}).")
-    else:
-        add('Reply with ONLY a JSON object: {"action": "<one sentence of plain English>", '
+        return ['Reply with ONLY a JSON object: {"action": "<one sentence of plain English>", '
+                '"say": "<one line spoken aloud, or empty>", "notes": "<private notes>"} '
+                f"(action at most {MAX_SENTENCE_LEN} characters, say at most {MAX_SAY_LEN}, "
+                f"notes at most {MAX_NOTES_LEN})."]
+    return ['Reply with ONLY a JSON object: {"action": "<one sentence of plain English>", '
             f'"notes": "<private notes>"}} (action at most {MAX_SENTENCE_LEN} characters, '
-            f"notes at most {MAX_NOTES_LEN}).")
-    return "\n".join(out)
+            f"notes at most {MAX_NOTES_LEN})."]
