@@ -3,7 +3,11 @@
 **Nothing is skipped in CI.**  ``.ci/run`` sets ``GUILD_CI=1``; then a test that lacks a
 package, a browser or a data file *fails*, naming what is missing.  On a developer's machine
 the same test is skipped with the same message.  Tests ask through :func:`needs` (or
-:func:`needs_module`), never through a bare ``pytest.skip``/``importorskip``.
+:func:`needs_module`), never through a bare ``pytest.skip``/``importorskip``; and so that a
+skip cannot hide all the same, a CI run that reports any skip at all (a bare ``skip``, a
+``skipif``, an empty parameter set, a module skipped at collection) ends failed, listing them.
+Tests that apply to only some cases (golden episodes, say) parametrize over those cases
+rather than skipping the others.
 
 **Hypothesis.**  Profile ``ci`` (selected by ``GUILD_CI=1`` or ``HYPOTHESIS_PROFILE=ci``) is
 derandomized, so a CI run is repeatable, and runs each property at least as many examples as
@@ -47,3 +51,44 @@ def needs_module(name: str, install: str | None = None) -> ModuleType:
     found = importlib.util.find_spec(name.split(".")[0]) is not None
     needs(found, f"the Python package {name!r} (pip install {install or name})")
     return importlib.import_module(name)
+
+
+# --- in CI, no skip passes -----------------------------------------------------------------
+
+_SKIPPED: list[pytest.TestReport | pytest.CollectReport] = []
+
+
+def _note_skip(report: pytest.TestReport | pytest.CollectReport) -> None:
+    if report.skipped and not hasattr(report, "wasxfail"):
+        _SKIPPED.append(report)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _note_skip(report)
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    _note_skip(report)
+
+
+def _reason(report: pytest.TestReport | pytest.CollectReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2])
+    return str(longrepr)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """In CI, a run with skips fails (a skip there means something CI should have is missing)."""
+    if IN_CI and _SKIPPED and exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int,
+                            config: pytest.Config) -> None:
+    if not (IN_CI and _SKIPPED):
+        return
+    terminalreporter.section("CI runs everything: these were skipped, so the run fails",
+                             red=True)
+    for report in _SKIPPED:
+        terminalreporter.line(f"{report.nodeid or report.fspath}: {_reason(report)}", red=True)
