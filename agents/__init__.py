@@ -19,7 +19,7 @@ from .policy import (
     play_episode,
 )
 from .random_policy import RandomPolicy, legal_intents
-from .view import BaselineView, SeatView
+from .seat_view import BaselineView, SeatView
 
 __all__ = [
     "BaselineView", "Decision", "Factor", "LLMPolicy", "Magpie", "Policy",

@@ -4,14 +4,14 @@ Both write plain sentences that go through the same parser as anyone's; they nev
 never write notes. Given the same state they write the original's sentence byte for byte (the
 golden episodes check every factor and magpie seat). They decide from :class:`BaselineView`,
 which is the seat's own view plus the two hidden reads the original's rules need (see
-``agents.view``).
+``agents.seat_view``).
 """
 
 from __future__ import annotations
 
 from sim import Game
 
-from .view import BaselineView
+from .seat_view import BaselineView
 
 WAIT = "I wait and watch the road."
 

@@ -6,7 +6,7 @@ import random
 
 from sim import Game, Intent
 
-from .view import SeatView
+from .seat_view import SeatView
 
 SAY_LINE = "Fair trading to all."
 

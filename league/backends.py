@@ -18,9 +18,9 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+from .episode import Settings, play
 from .errors import LeagueError
 from .lineups import EpisodeSpec
-from .runner import Settings, play
 
 Item = tuple[dict, "str | None"]
 
@@ -65,13 +65,13 @@ def _worker_chunk(specs: Sequence[EpisodeSpec]) -> list[Item]:
 def _context() -> Any:
     """``forkserver`` where available (no fork of a threaded parent), else ``spawn``.
 
-    The fork server imports the runner once, so each worker starts with ``sim`` and ``agents``
-    already loaded.
+    The fork server imports ``league.episode`` once, so each worker starts with ``sim`` and
+    ``agents`` already loaded.
     """
     methods = multiprocessing.get_all_start_methods()
     if "forkserver" in methods:
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["league.runner"])
+        ctx.set_forkserver_preload(["league.episode"])
         return ctx
     return multiprocessing.get_context("spawn")
 

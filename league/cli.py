@@ -17,7 +17,7 @@ from .backends import WorkerDiedError
 from .errors import LeagueError
 from .ladder import table
 from .lineups import parse_policies
-from .run import LeagueOptions, default_workers, run_league
+from .tournament import LeagueOptions, default_workers, run_league
 from .verify import verify_dir
 
 EPILOG_LEAGUE = """\
@@ -81,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # More commands live in their own modules, each with ``register(sub)`` that adds its parser
 # and sets ``handler=`` (a function of the parsed args returning the exit code) as a default.
-EXTRA_COMMANDS = ("view", "play", "train", "export_sft")
+EXTRA_COMMANDS = ("html_viewer", "terminal", "train", "export_sft")
 
 
 def _extra_commands() -> list:

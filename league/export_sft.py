@@ -41,8 +41,8 @@ from sim import Game, GameConfig, ReplayMismatch, replay
 from sim.replay import _action  # the recorded act as replay plays it (sentence or structured)
 from sim.rules.world import SEATS, STANDARD_TOWN
 
+from .episode import write_atomic
 from .errors import LeagueError
-from .runner import write_atomic
 from .store import MANIFEST, REPLAYS, RESULTS, load_results
 
 FORMAT = "guild.sft.v1"

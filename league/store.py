@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .episode import write_atomic
 from .errors import LeagueError
 from .lineups import episode_spec
-from .runner import write_atomic
 
 FORMAT = "guild.league.v1"
 RESULTS = "results.jsonl"

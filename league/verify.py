@@ -16,9 +16,9 @@ from pathlib import Path
 from sim import GameConfig, ReplayMismatch, replay
 from sim.rules.world import STANDARD_TOWN
 
+from .episode import RESULT_KEYS
 from .errors import LeagueError
 from .lineups import episode_spec
-from .runner import RESULT_KEYS
 from .store import MANIFEST, REPLAYS, RESULTS, load_results
 
 PROTOCOL = "cogmud.replay.v1"

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from league import build_ladder, episode_spec, group_draw
 from league.cli import main
+from league.episode import RESULT_KEYS
 from league.progress import Progress
-from league.runner import RESULT_KEYS
 from league.store import LeagueDir, load_results
 
 ROOT = Path(__file__).resolve().parents[1]

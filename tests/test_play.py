@@ -4,7 +4,6 @@ environments' ``render_mode="ansi"`` text is the terminal game's text."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 import sys
@@ -14,41 +13,40 @@ import gymnasium
 import pytest
 
 from agents import is_scripted, make_policy
+from league import terminal
 from league.cli import main
 from sim import Game, GameConfig
 from sim.language.phrasing import outcome_text
 from sim.rules.world import SEATS
 
-# importlib, not ``from league import play``: the package also exports the runner's play().
-play = importlib.import_module("league.play")
 pexpect = pytest.importorskip("pexpect", reason="pexpect is not installed (pip install pexpect)")
 
 ROOT = Path(__file__).resolve().parents[1]
-PROMPT = re.escape(play.PROMPT)
+PROMPT = re.escape(terminal.PROMPT)
 
 
 # --- what a typed line means ---------------------------------------------------------------------
 @pytest.mark.parametrize("text, want", [
-    ("I buy 2 rope from Smith Bram", play.Line(sentence="I buy 2 rope from Smith Bram")),
-    ('  I walk to the docks "see you"  ', play.Line(sentence='I walk to the docks "see you"')),
+    ("I buy 2 rope from Smith Bram", terminal.Line(sentence="I buy 2 rope from Smith Bram")),
+    ('  I walk to the docks "see you"  ', terminal.Line(sentence='I walk to the docks "see you"')),
     ('I walk to the docks | say "see you there"',
-     play.Line(sentence="I walk to the docks", say="see you there")),
-    ("I wait | evening, all", play.Line(sentence="I wait", say="evening, all")),
+     terminal.Line(sentence="I walk to the docks", say="see you there")),
+    ("I wait | evening, all", terminal.Line(sentence="I wait", say="evening, all")),
     ('{"action": "I wait", "say": "hi", "notes": "n"}',
-     play.Line(sentence="I wait", say="hi", notes="n")),
-    ('{"action": 3}', play.Line(sentence="")),
-    ("{not json", play.Line(sentence="{not json")),
-    ("QUIT", play.Line("quit")), ("exit", play.Line("quit")),
-    ("help", play.Line("help")), ("?", play.Line("help")), ("   ", play.Line("empty")),
+     terminal.Line(sentence="I wait", say="hi", notes="n")),
+    ('{"action": 3}', terminal.Line(sentence="")),
+    ("{not json", terminal.Line(sentence="{not json")),
+    ("QUIT", terminal.Line("quit")), ("exit", terminal.Line("quit")),
+    ("help", terminal.Line("help")), ("?", terminal.Line("help")), ("   ", terminal.Line("empty")),
 ])
-def test_parse_line(text: str, want: play.Line) -> None:
-    assert play.parse_line(text) == want
+def test_parse_line(text: str, want: terminal.Line) -> None:
+    assert terminal.parse_line(text) == want
 
 
 def test_opponents_repeat_to_five_and_fill_the_other_seats() -> None:
-    assert play.opponent_specs("factor,magpie") == ["factor", "magpie", "factor", "magpie",
+    assert terminal.opponent_specs("factor,magpie") == ["factor", "magpie", "factor", "magpie",
                                                     "factor"]
-    assert play.lineup(2, ["a", "b", "c", "d", "e"]) == ["a", "b", "you", "c", "d", "e"]
+    assert terminal.lineup(2, ["a", "b", "c", "d", "e"]) == ["a", "b", "you", "c", "d", "e"]
 
 
 @pytest.mark.parametrize("argv, words", [
@@ -71,7 +69,7 @@ def test_ansi_render_is_the_terminal_text() -> None:
     for sentence in ("I walk to Market Square", "I wait"):
         env.step(sentence)
         text = env.render()
-        assert text == play.turn_text(env.unwrapped.game, 3)
+        assert text == terminal.turn_text(env.unwrapped.game, 3)
         assert f'YOUR LAST SENTENCE: "{sentence}"' in text
 
 
@@ -102,7 +100,7 @@ def parse_results(text: str) -> dict:
 def replay_by_hand(seed: int, turns: int, seat: int, opponents: list[str],
                    moves: list[tuple[str, str, str]]) -> Game:
     """The same episode without the terminal: the same policies, the same sentences."""
-    names = play.lineup(seat, opponents)
+    names = terminal.lineup(seat, opponents)
     game = Game(GameConfig(seed=seed, turns=turns, players=tuple(names)))
     policies = [None if s == seat else make_policy(n) for s, n in enumerate(names)]
     for p in policies:
@@ -126,7 +124,7 @@ def expected(game: Game) -> dict:
 def test_a_person_plays_three_sentences_quits_and_the_results_match_a_replay(
         tmp_path: Path) -> None:
     seed, turns, seat = 11, 8, 2
-    opponents = play.opponent_specs("factor,magpie")
+    opponents = terminal.opponent_specs("factor,magpie")
     typed = ['I walk to Market Square | say "good morning"',
              'say "anyone selling rope?"',
              "",  # an empty line asks again
@@ -147,7 +145,7 @@ def test_a_person_plays_three_sentences_quits_and_the_results_match_a_replay(
     for line in typed:
         child.sendline(line)
         child.expect(PROMPT)
-        if play.parse_line(line).command:
+        if terminal.parse_line(line).command:
             continue
         # The next turn's view tells how the sentence went.
         act = outcomes[shown]
@@ -178,12 +176,12 @@ def test_ctrl_d_ends_cleanly_with_the_results() -> None:
     out = screen(child.before)
     assert "RESULTS after 0 of 6 turns: you left (end of input)." in out
     assert "Traceback" not in out
-    opponents = play.opponent_specs(play.DEFAULT_OPPONENTS)
+    opponents = terminal.opponent_specs(terminal.DEFAULT_OPPONENTS)
     assert parse_results(out) == expected(replay_by_hand(4, 6, 5, opponents, []))
 
 
 def test_a_whole_game_to_the_end_then_guild_view_shows_it(tmp_path: Path) -> None:
-    from league import view
+    from league import html_viewer as viewer
 
     moves = [("I walk to Market Square", "", ""), ("I wait", "", "")] * 3
     saved = tmp_path / "mine.json"
@@ -202,5 +200,5 @@ def test_a_whole_game_to_the_end_then_guild_view_shows_it(tmp_path: Path) -> Non
     assert f'YOUR LAST SENTENCE: "I wait" - {outcome_text(last["reason"], "x")}' in out
     assert parse_results(out) == expected(game)
     # The saved replay re-derives and its last frame has the same scores.
-    model = view.view_model(view.load_replay(saved))
+    model = viewer.view_model(viewer.load_replay(saved))
     assert [c["score"] for c in model["frames"][-1]["cogs"]] == game.results()["scores"]

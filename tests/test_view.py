@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agents import play_episode
-from league import view
+from league import html_viewer as viewer
 from league.cli import main
 from sim import Game, GameConfig
 
@@ -43,7 +43,7 @@ def payload_of(path: Path) -> dict:
 # --- the frames ----------------------------------------------------------------------------------
 def test_frames_are_the_states_an_independent_play_goes_through(replay_path: Path) -> None:
     payload = payload_of(replay_path)
-    model = view.view_model(payload)
+    model = viewer.view_model(payload)
     cfg = GameConfig(seed=payload["config"]["seed"], turns=payload["config"]["turns"],
                      players=tuple(payload["policyNames"]))
     seen: list[dict] = []
@@ -68,7 +68,7 @@ def test_frames_are_the_states_an_independent_play_goes_through(replay_path: Pat
 
 def test_each_frame_tells_its_turn_and_stalls_price_the_stock(replay_path: Path) -> None:
     payload = payload_of(replay_path)
-    model = view.view_model(payload)
+    model = viewer.view_model(payload)
     acts = [e for e in payload["events"] if e["kind"] == "act"]
     for k, frame in enumerate(model["frames"]):
         mine = [a for a in acts if a["turn"] == k - 1]
@@ -85,11 +85,11 @@ def test_each_frame_tells_its_turn_and_stalls_price_the_stock(replay_path: Path)
 
 
 def test_highlights_are_the_most_salient_acts(replay_path: Path) -> None:
-    model = view.view_model(payload_of(replay_path))
+    model = viewer.view_model(payload_of(replay_path))
     reel = model["highlights"]
-    assert len(reel) == view.HIGHLIGHTS
+    assert len(reel) == viewer.HIGHLIGHTS
     every = sorted((a["salience"] for f in model["frames"] for a in f["acts"]), reverse=True)
-    assert sorted((h["salience"] for h in reel), reverse=True) == every[:view.HIGHLIGHTS]
+    assert sorted((h["salience"] for h in reel), reverse=True) == every[:viewer.HIGHLIGHTS]
     assert [(h["frame"], h["order"]) for h in reel] == sorted((h["frame"], h["order"])
                                                               for h in reel)
 
@@ -98,11 +98,11 @@ def test_outcomes_explain_failures_and_tell_successes() -> None:
     from sim.rules.world import STANDARD_TOWN as W
     aliases = ["A", "B", "C", "D", "E", "F"]
     buy = {"intent": "buy", "reason": "ok", "item": 2, "qty": 2, "npc": 1, "coin": 17}
-    assert view.outcome(buy, W, aliases, "x") == "bought 2 rope from Smith Bram for 17 coin."
+    assert viewer.outcome(buy, W, aliases, "x") == "bought 2 rope from Smith Bram for 17 coin."
     rob = {"intent": "rob", "reason": "robbery_failed", "other": 1, "coin": 8}
-    assert view.outcome(rob, W, aliases, "x") == "the attempt on B failed; paid a 8 coin fine."
+    assert viewer.outcome(rob, W, aliases, "x") == "the attempt on B failed; paid a 8 coin fine."
     move = {"intent": "move", "reason": "no_such_exit"}
-    assert view.outcome(move, W, aliases, "The Docks") == \
+    assert viewer.outcome(move, W, aliases, "The Docks") == \
         "there is no road from The Docks to that place."
 
 
@@ -111,7 +111,7 @@ def test_the_page_is_self_contained_and_sentences_cannot_break_it(tmp_path: Path
     evil = 'I wait </script><script>alert(1)</script> "<b>hi</b>"'
     while not game.done:
         game.play_turn([evil] + ["I wait"] * 5)
-    page = view.render_page(game.replay_payload())
+    page = viewer.render_page(game.replay_payload())
     assert page.count("</script>") == 2  # the data's script and the viewer's script only
     assert "http://" not in page.replace("http://www.w3.org/2000/svg", "")
     assert "https://" not in page and "src=" not in page
@@ -173,8 +173,8 @@ def test_a_variant_town_needs_its_world_file(tmp_path: Path, capsys) -> None:
     assert "--world FILE" in capsys.readouterr().err
     assert main(["view", str(replay), "--world", str(town)]) == 0
     assert (tmp_path / "variant.html").is_file()
-    world = view._load_world(str(town))
-    model = view.view_model(payload_of(replay), world)
+    world = viewer._load_world(str(town))
+    model = viewer.view_model(payload_of(replay), world)
     assert [c["score"] for c in model["frames"][-1]["cogs"]] == game.results()["scores"]
 
 

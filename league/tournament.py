@@ -1,6 +1,6 @@
 """Running a league: check the options, resume the directory, play, record, rank.
 
-See ``league.lineups`` for the schedule, ``league.runner`` for one episode and its faults,
+See ``league.lineups`` for the schedule, ``league.episode`` for one episode and its faults,
 ``league.store`` for what is written and why nothing is lost, ``league.ladder`` for the
 statistics and ``league.backends`` for where episodes run.
 """
@@ -20,10 +20,10 @@ from agents import make_policy
 from sim import GameConfig
 
 from . import backends, ladder
+from .episode import FAULT_KINDS, Settings, write_atomic
 from .errors import LeagueError
 from .lineups import SCHEME, Schedule, schedule
 from .progress import Progress
-from .runner import FAULT_KINDS, Settings, write_atomic
 from .store import FORMAT, LADDER, LeagueDir
 
 
