@@ -44,7 +44,6 @@ and ``guild verify`` ignore that key.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import threading
 import time
@@ -58,6 +57,7 @@ from agents import Decision, Factor, is_scripted, make_policy
 from sim import Game, GameConfig, Intent
 from sim.rules.world import SEATS
 
+from .atomic import write_atomic
 from .lineups import EpisodeSpec
 
 RESULT_KEYS = ("names", "scores", "coin", "wealth", "questPoints", "delivered", "robberies",
@@ -329,16 +329,3 @@ def _play_turn(game: Game, decisions: list[Decision], fell: list[bool],
 def _describe(e: BaseException) -> str:
     msg = str(e)
     return f"{type(e).__name__}: {msg}" if msg else type(e).__name__
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that it is either the old file or the whole new one.
-
-    Temp file in the same directory, fsync, then ``os.replace`` (atomic on POSIX and Windows).
-    """
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)

@@ -29,6 +29,7 @@ as a big-endian fraction of 2**64, are below ``--val-fraction``; otherwise to tr
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -41,7 +42,7 @@ from sim import Game, GameConfig, ReplayMismatch, replay
 from sim.replay import _action  # the recorded act as replay plays it (sentence or structured)
 from sim.rules.world import SEATS, STANDARD_TOWN
 
-from .episode import write_atomic
+from .atomic import replacing, write_atomic
 from .errors import LeagueError
 from .store import MANIFEST, REPLAYS, RESULTS, load_results
 
@@ -116,9 +117,10 @@ def export(root: str | Path, out: str | Path, val_fraction: float = 0.1, only_ll
     by_source: dict[str, int] = {}
     skipped: list[str] = []
     files = {s: out / f"{s}.jsonl" for s in SPLITS}
-    handles = {s: open(files[s].with_name(files[s].name + ".tmp"), "w", encoding="utf-8")
-               for s in SPLITS}
-    try:
+    with contextlib.ExitStack() as stack:  # both files replaced at the end, or neither
+        tmps = {s: stack.enter_context(replacing(files[s])) for s in SPLITS}
+        handles = {s: stack.enter_context(open(tmps[s], "w", encoding="utf-8"))
+                   for s in SPLITS}
         for row in rows:
             try:
                 payload = _load(root, row)
@@ -137,11 +139,6 @@ def export(root: str | Path, out: str | Path, val_fraction: float = 0.1, only_ll
         for s in SPLITS:
             handles[s].flush()
             os.fsync(handles[s].fileno())
-    finally:
-        for h in handles.values():
-            h.close()
-    for s in SPLITS:
-        os.replace(handles[s].name, files[s])
     manifest = {
         "format": FORMAT, "source": str(root.resolve()), "league": _league(root),
         "episodes": len(rows), "skipped": len(skipped), "firstSkipped": skipped[0] if skipped

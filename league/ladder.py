@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .atomic import replacing
+
 COMMISSIONS_PER_SEAT = 2
 BOOTSTRAP_SAMPLES = 2000
 
@@ -152,7 +154,8 @@ def plot(ladder: dict, path: Path) -> None:
     ax.set_xlabel("mean episode score per seat (95% bootstrap CI)")
     ax.set_title(f"League ladder: {ladder['episodes']} episodes")
     fig.tight_layout()
-    tmp = path.with_name(path.name + ".tmp.png")
-    fig.savefig(tmp, dpi=120)
-    plt.close(fig)
-    tmp.replace(path)
+    try:
+        with replacing(path) as tmp:
+            fig.savefig(tmp, dpi=120, format="png")
+    finally:
+        plt.close(fig)

@@ -10,11 +10,12 @@ Layout of ``DIR``::
     .lock                held while a league runs, so two runs cannot interleave
 
 Durability: a replay is written to a temp file, fsynced and renamed into place before its
-results line is appended; lines are appended whole, then flushed and fsynced. A crash
-(``kill -9``, power loss, Ctrl-C) can therefore leave at most a torn last line, which the next
-run cuts off, plus stray ``*.tmp`` files, which it deletes; every complete line names an
-episode whose replay is on disk. ``results.jsonl`` is the record of what is finished: a replay
-without a line is simply played again (identically, since episodes are deterministic).
+results line is appended (``league.atomic``); lines are appended whole, then flushed and
+fsynced. A crash (``kill -9``, power loss, Ctrl-C) can therefore leave at most a torn last
+line, which the next run cuts off, plus stray ``*.tmp`` files, which it deletes; every complete
+line names an episode whose replay is on disk. ``results.jsonl`` is the record of what is
+finished: a replay without a line is simply played again (identically, since episodes are
+deterministic).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .episode import write_atomic
+from .atomic import TMP_SUFFIX, write_atomic
 from .errors import LeagueError
 from .lineups import episode_spec
 
@@ -156,8 +157,9 @@ class LeagueDir:
                         f"{_show(manifest.get(key))}); use the same options or another --out")
         rows, torn = load_results(self.results, repair=True)
         check_rows(rows, manifest, self.results)
-        for tmp in self.replays.glob("*.tmp"):
-            tmp.unlink(missing_ok=True)
+        for folder in (self.root, self.replays):  # what an interrupted write_atomic left
+            for tmp in folder.glob(f"*{TMP_SUFFIX}"):
+                tmp.unlink(missing_ok=True)
         return rows, torn
 
     def write_manifest(self, manifest: dict) -> None:

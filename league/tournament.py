@@ -20,7 +20,8 @@ from agents import make_policy
 from sim import GameConfig
 
 from . import backends, ladder
-from .episode import FAULT_KINDS, Settings, write_atomic
+from .atomic import write_atomic
+from .episode import FAULT_KINDS, Settings
 from .errors import LeagueError
 from .lineups import SCHEME, Schedule, schedule
 from .progress import Progress

@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from league import build_ladder, episode_spec, group_draw
+from league.atomic import replacing, write_atomic
 from league.cli import main
 from league.episode import RESULT_KEYS
 from league.progress import Progress
@@ -301,6 +302,22 @@ def test_a_results_file_cut_anywhere_loads_its_complete_lines(league12, tmp_path
     assert got == [json.loads(x) for x in data.splitlines()[:whole]]
     assert torn == (cut > 0 and data[cut - 1:cut] != b"\n")
     assert path.read_bytes() == b"".join(data.splitlines(keepends=True)[:whole])
+
+
+def test_write_atomic_replaces_whole_files_and_cleans_up_after_a_failure(tmp_path) -> None:
+    target = tmp_path / "f.json"
+    write_atomic(target, "old")
+    with pytest.raises(TypeError):
+        write_atomic(target, 42)  # type: ignore[arg-type]  # fails while writing
+    assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["f.json"]
+    with replacing(target) as a, replacing(target) as b:  # two writers of one path
+        assert a != b and a.parent == b.parent == tmp_path and a.name.endswith(".tmp")
+        a.write_text("a")
+        b.write_text("b")
+    assert target.read_text() == "a" and [p.name for p in tmp_path.iterdir()] == ["f.json"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask  # not mkstemp's owner-only mode
 
 
 # --- faults and time limits ------------------------------------------------------------------
