@@ -12,48 +12,53 @@ the policy
   seat now (``play_turn`` would refuse it), or
 - takes longer than ``decision_timeout`` seconds.
 
-Timeouts are enforced two ways. In the main thread of a process (local workers, the in-process
-run, Ray tasks) a ``SIGALRM`` interval timer interrupts the call when the limit passes, so a
-policy that sleeps or loops cannot stall the league; the interruption is a ``BaseException``
-that a policy's ``except Exception`` does not swallow. Wherever signals are unavailable, and for
-code that does not return to the interpreter in time, the decision is timed and judged after the
-fact: an over-time answer is discarded. (A thread with ``join(timeout)`` was rejected: the
-abandoned thread keeps reading the game while the next turn changes it.) Either way the decision
-counts as a fault of its policy and ``factor`` plays instead. Timeouts depend on the machine, so
-a policy near its limit can make a league non-reproducible; everything else is deterministic.
+Time limits (issue 14). When ``decision_timeout`` or ``episode_timeout`` is set, every policy
+call (``reset`` and ``act``) runs in a worker thread of its seat, and the episode waits for it
+only until the limit; this works in any thread, on any platform, inside worker processes and
+Ray tasks alike (no signals). A Python thread cannot be killed, so a call that overruns is
+*abandoned*: it may go on running, and reading the game, in the background, but its answer is
+never used and its policy is never asked again -- the seat is marked broken and ``factor``
+plays it for the rest of the episode. A ``timeout`` fault is counted for the call that overran
+and for every later decision of the seat that comes while that call is still running (each is
+a decision the policy did not make in time). Worker threads are daemons, so an abandoned call
+never keeps its process alive. Issue 16 will run policies in processes of their own, which can
+be stopped. Without limits there is nothing to wait for, and seats are called directly; so
+are the built-in baselines (``factor``, ``magpie``, ``random``) always. Timeouts depend on the
+machine, so a policy near its limit can make a league non-reproducible; everything else is
+deterministic.
 
-A policy whose ``reset`` raises plays ``factor`` for the whole episode (its state is unknown);
-every decision counts as a fallback.
+A policy whose ``reset`` raises or overruns plays ``factor`` for the whole episode (its state is
+unknown); every decision counts as a fallback.
 
-The episode limit ``episode_timeout`` is checked before each turn, and a decision still running
-when it passes is interrupted too; the episode then ends between turns with ``end_early``
-(reason ``deadline``, RULES §6.4), so the turn in progress never happens.
+The episode limit ``episode_timeout`` is checked before each turn and bounds every wait; when
+it passes, the episode ends between turns with ``end_early`` (reason ``deadline``, RULES
+§6.4), so the turn in progress never happens (its unfinished calls are abandoned, without a
+fault).
 
 Language-model seats (issue 11). A policy may answer with an ``agents.Decision`` (sentence, say,
 notes, scripted); its say and notes go to ``play_turn`` and ``scripted`` (the policy's own
 ``factor`` fallback) is recorded and counted in ``fallbacks``. Seats whose policy sets
-``concurrent = True`` are asked at the same time in worker threads while the others decide here
-(RULES §6.6: the requests of a turn overlap). Threads cannot take the alarm, so their decisions
-are judged after the fact against ``decision_timeout`` (such policies bound their own time, as
-``LLMPolicy`` does with its request timeouts); waiting for them stops at the episode deadline.
-Records a policy returns from ``take_records()`` (an ``LLMPolicy``'s prompts, replies and token
-counts) are stored in the replay payload under ``"llm"``, sorted by turn and seat; ``sim.replay``
-and ``guild verify`` ignore that key.
+``concurrent = True`` are asked at the same time, each in its worker thread, while the others
+decide one after another (RULES §6.6: the requests of a turn overlap). Records a policy returns
+from ``take_records()`` (an ``LLMPolicy``'s prompts, replies and token counts) are stored in the
+replay payload under ``"llm"``, sorted by turn and seat; ``sim.replay`` and ``guild verify``
+ignore that key. A policy whose ``take_records`` raises loses its records, and the seat's fault
+note (and the log) say why.
 """
 
 from __future__ import annotations
 
 import json
-import signal
+import logging
+import queue
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FuturesTimeout
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agents import Decision, Factor, is_scripted, make_policy
+from agents import Decision, Factor, Magpie, RandomPolicy, is_scripted, make_policy
 from sim import Game, GameConfig, Intent
 from sim.rules.world import SEATS
 
@@ -63,6 +68,15 @@ from .lineups import EpisodeSpec
 RESULT_KEYS = ("names", "scores", "coin", "wealth", "questPoints", "delivered", "robberies",
                "robbed", "turns", "maxTurns", "reason")  # RULES §13, in its order
 FAULT_KINDS = ("raised", "garbage", "timeout")
+
+_log = logging.getLogger(__name__)
+_FALLBACK = Factor()
+# The built-in baselines are this project's own bounded code: with time limits they are still
+# called directly (a thread hand-off would double the cost of a baseline league), as API.md
+# keeps them beside the engine when other policies run apart from it.
+_BUILT_IN = (Factor, Magpie, RandomPolicy)
+
+Fault = Callable[[int, str, str], None]
 
 
 @dataclass(frozen=True)
@@ -78,47 +92,101 @@ class Settings:
     replay_dir: str | None = None  # write replays here; None returns them to the caller
 
 
-class _Interrupted(BaseException):
-    """Raised by the alarm inside an over-time decision (not an ``Exception`` on purpose)."""
+# --- policy calls that the episode can stop waiting for ----------------------------------------
 
+class _Call:
+    """One policy call: run once (here or in a seat's thread); its answer or its exception."""
 
-class _Alarm:
-    """A per-call ``SIGALRM`` limit; a no-op outside the main thread or without SIGALRM."""
+    def __init__(self, fn: Callable[..., Any], args: tuple, turn: int) -> None:
+        self.fn, self.args, self.turn = fn, args, turn
+        self.started = time.perf_counter()
+        self.finished = threading.Event()
+        self.value: Any = None
+        self.error: BaseException | None = None
 
-    def __init__(self) -> None:
-        self.usable = (hasattr(signal, "setitimer")
-                       and threading.current_thread() is threading.main_thread())
-        self._old: Any = None
-
-    def __enter__(self) -> _Alarm:
-        if self.usable:
-            self._old = signal.signal(signal.SIGALRM, _raise_interrupted)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.usable:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, self._old)
-
-    def call(self, fn: Any, limit: float | None, *args: Any) -> Any:
-        """``fn(*args)``, interrupted with ``_Interrupted`` after ``limit`` seconds."""
-        if limit is None or not self.usable:
-            return fn(*args)
-        if limit <= 0:
-            raise _Interrupted
-        signal.setitimer(signal.ITIMER_REAL, limit)
+    def run(self) -> None:
         try:
-            return fn(*args)
+            self.value = self.fn(*self.args)
+        except BaseException as e:  # judged by the episode, in its own thread
+            self.error = e
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            self.finished.set()
+
+    def wait(self, until: float | None) -> bool:
+        """Whether the call finished by the ``perf_counter`` time ``until`` (None: no limit)."""
+        if until is None:
+            return self.finished.wait()
+        return self.finished.wait(max(0.0, until - time.perf_counter()))
 
 
-def _raise_interrupted(signum: int, frame: object) -> None:
-    raise _Interrupted
+class _SeatThread:
+    """A daemon thread that runs one seat's policy calls, one at a time, in order.
+
+    Daemon, so that an abandoned call (one that overran) never keeps its process alive.
+    """
+
+    def __init__(self, seat: int) -> None:
+        self._jobs: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._loop, name=f"league-seat-{seat}",
+                                        daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while (call := self._jobs.get()) is not None:
+            call.run()
+
+    def submit(self, call: _Call) -> None:
+        self._jobs.put(call)
+
+    def close(self) -> None:
+        """Let the thread end once its current call (if any) returns."""
+        self._jobs.put(None)
 
 
-_FALLBACK = Factor()
+@dataclass
+class _Seat:
+    """A seat's policy and what the episode knows about it."""
 
+    policy: Any
+    broken: bool = False           # factor plays the seat for the rest of the episode
+    overrun: _Call | None = None   # the call that overran, until it returns
+    thread: _SeatThread | None = field(default=None, repr=False)
+
+    def call(self, seat: int, fn: Callable[..., Any], args: tuple, turn: int,
+             threaded: bool) -> _Call:
+        """Start ``fn(*args)``: in the seat's thread when ``threaded``, else here and now."""
+        call = _Call(fn, args, turn)
+        if not threaded or type(self.policy) in _BUILT_IN:
+            call.run()
+            return call
+        if self.thread is None:
+            self.thread = _SeatThread(seat)
+        self.thread.submit(call)
+        return call
+
+    def still_overrunning(self) -> bool:
+        """Whether the call that overran is still running (then this decision is late too)."""
+        if self.overrun is not None and self.overrun.finished.is_set():
+            self.overrun = None
+        return self.overrun is not None
+
+    def close(self) -> None:
+        if self.thread is not None:
+            self.thread.close()
+            self.thread = None
+
+
+def _until(started: float, limit: float | None, deadline: float | None) -> float | None:
+    """When to stop waiting for a call started at ``started`` (None: wait for it)."""
+    ends = [t for t in (None if limit is None else started + limit, deadline) if t is not None]
+    return min(ends) if ends else None
+
+
+def _past(deadline: float | None) -> bool:
+    return deadline is not None and time.perf_counter() >= deadline
+
+
+# --- one episode -------------------------------------------------------------------------------
 
 def play(spec: EpisodeSpec, settings: Settings) -> tuple[dict, str | None]:
     """Play one episode; return its ``results.jsonl`` row and, unless written, its replay JSON.
@@ -127,52 +195,52 @@ def play(spec: EpisodeSpec, settings: Settings) -> tuple[dict, str | None]:
     results line is only ever appended for an episode whose replay is already on disk.
     """
     started = time.perf_counter()
+    limit = settings.decision_timeout
     deadline = (started + settings.episode_timeout if settings.episode_timeout is not None
                 else None)
+    threaded = limit is not None or deadline is not None
     config = GameConfig(seed=spec.seed, turns=settings.turns, thievery=settings.thievery,
                         speech=settings.speech, players=spec.lineup)
     game = Game(config)
     fallbacks = [0] * SEATS
     faults: list[dict[str, int]] = [{} for _ in range(SEATS)]
     notes = [""] * SEATS
-    broken = [False] * SEATS
 
     def fault(seat: int, kind: str, note: str) -> None:
         faults[seat][kind] = faults[seat].get(kind, 0) + 1
+        remark(seat, note)
+
+    def remark(seat: int, note: str) -> None:
         if not notes[seat]:
             notes[seat] = f"turn {game.turn}: {note}"[:300]
 
     # Fresh policies every episode, so no state leaks from one episode into another and the
     # results cannot depend on which worker played which episode.
-    seats: list[Any] = []
+    seats: list[_Seat] = []
     for seat, name in enumerate(spec.lineup):
         try:
-            seats.append(make_policy(name))
+            seats.append(_Seat(make_policy(name)))
         except Exception as e:
-            seats.append(_FALLBACK)
-            broken[seat] = True
+            seats.append(_Seat(_FALLBACK, broken=True))
             fault(seat, "raised", f"could not be built ({_describe(e)}); plays factor")
-
-    with _Alarm() as alarm:
-        for seat, policy in enumerate(seats):
-            reset = getattr(policy, "reset", None)
-            if callable(reset) and not broken[seat]:
-                try:
-                    alarm.call(reset, settings.decision_timeout, spec.seed)
-                except _Interrupted:
-                    broken[seat] = True
-                    fault(seat, "timeout", f"reset took over {settings.decision_timeout} s; "
-                                           "plays factor")
-                except (Exception, SystemExit) as e:
-                    broken[seat] = True
-                    fault(seat, "raised", f"reset raised {_describe(e)}; plays factor")
-        scripted_by_policy = [is_scripted(p) for p in seats]
+    try:
+        for seat, s in enumerate(seats):
+            reset = getattr(s.policy, "reset", None)
+            if callable(reset) and not s.broken:
+                call = s.call(seat, reset, (spec.seed,), game.turn, threaded)
+                if not call.wait(_until(call.started, limit, deadline)):
+                    s.broken, s.overrun = True, call
+                    if not _past(deadline):
+                        fault(seat, "timeout", f"reset took over {limit} s; plays factor")
+                elif call.error is not None:
+                    s.broken = True
+                    fault(seat, "raised", f"reset raised {_check(call.error)}; plays factor")
+        scripted_by_policy = [is_scripted(s.policy) for s in seats]
         while not game.done:
-            if deadline is not None and time.perf_counter() >= deadline:
+            if _past(deadline):
                 game.end_early()
                 break
-            turn = _decide(game, seats, broken, settings.decision_timeout, deadline, alarm,
-                           fault)
+            turn = _decide(game, seats, limit, deadline, threaded, fault)
             if turn is None:  # the episode deadline passed during the decisions
                 game.end_early()
                 break
@@ -181,8 +249,11 @@ def play(spec: EpisodeSpec, settings: Settings) -> tuple[dict, str | None]:
             for seat in range(SEATS):
                 fallbacks[seat] += fell[seat] or (decisions[seat].scripted
                                                   and not scripted_by_policy[seat])
+    finally:
+        for s in seats:
+            s.close()
     payload = game.replay_payload(list(spec.lineup))
-    records = _take_records(seats)
+    records = _take_records(seats, remark)
     if records:
         payload["llm"] = records
     text = json.dumps(payload, separators=(",", ":"))
@@ -200,97 +271,82 @@ def play(spec: EpisodeSpec, settings: Settings) -> tuple[dict, str | None]:
     return row, text_out
 
 
-def _decide(game: Game, seats: list, broken: list[bool], limit: float | None,
-            deadline: float | None, alarm: _Alarm,
-            fault: Any) -> tuple[list[Decision], list[bool]] | None:
+def _decide(game: Game, seats: list[_Seat], limit: float | None, deadline: float | None,
+            threaded: bool, fault: Fault) -> tuple[list[Decision], list[bool]] | None:
     """Six decisions for this turn and which seats fell back to ``factor``.
 
-    None when the episode deadline passed meanwhile: the turn is abandoned.
+    Concurrent seats are all started first, in their threads; the others are asked one after
+    another meanwhile. None when the episode deadline passed: the turn is abandoned.
     """
+    asking = [seat for seat, s in enumerate(seats) if not s.broken]
+    calls = {seat: seats[seat].call(seat, seats[seat].policy.act, (game, seat), game.turn, True)
+             for seat in asking if getattr(seats[seat].policy, "concurrent", False)}
     answers: list[Any] = [None] * SEATS
     errors: list[str | None] = [None] * SEATS
-    spent = [0.0] * SEATS
-    threaded = [s for s, p in enumerate(seats)
-                if not broken[s] and getattr(p, "concurrent", False)]
-    pool = ThreadPoolExecutor(max_workers=len(threaded)) if len(threaded) > 1 else None
-    futures = {s: pool.submit(_timed, seats[s].act, game, s) for s in threaded} if pool else {}
-    try:
-        for seat, policy in enumerate(seats):
-            if broken[seat] or seat in futures:
-                continue
-            budget = limit
-            if deadline is not None:
-                left = deadline - time.perf_counter()
-                budget = left if budget is None else min(budget, left)
-            t0 = time.perf_counter()
-            try:
-                answers[seat] = alarm.call(policy.act, budget, game, seat)
-            except _Interrupted:
-                errors[seat] = "timeout"
-            except (Exception, SystemExit) as e:
-                errors[seat] = f"raised {_describe(e)}"
-            spent[seat] = time.perf_counter() - t0
-            if deadline is not None and time.perf_counter() >= deadline:
+    for seat in [x for x in asking if x not in calls] + list(calls):
+        s = seats[seat]
+        call = calls.get(seat) or s.call(seat, s.policy.act, (game, seat), game.turn, threaded)
+        if not call.wait(_until(call.started, limit, deadline)):
+            if _past(deadline):
                 return None
-        for seat, future in futures.items():
-            wait = None if deadline is None else max(0.0, deadline - time.perf_counter())
-            try:
-                answers[seat], errors[seat], spent[seat] = future.result(timeout=wait)
-            except FuturesTimeout:
-                return None
-        if futures and deadline is not None and time.perf_counter() >= deadline:
-            return None
-    finally:
-        if pool is not None:  # normally all done; after the deadline, abandoned
-            pool.shutdown(wait=False, cancel_futures=True)
+            s.broken, s.overrun = True, call
+            errors[seat] = "timeout"
+        elif call.error is not None:
+            errors[seat] = f"raised {_check(call.error)}"
+        else:
+            answers[seat] = call.value
     decisions: list[Decision] = []
     fell: list[bool] = []
-    for seat in range(SEATS):
+    for seat, s in enumerate(seats):
         decision: Decision | None = None
-        if not broken[seat]:
-            answer, error = answers[seat], errors[seat]
-            if error is None and limit is not None and spent[seat] > limit:
-                error = "timeout"
-            if error == "timeout":
-                fault(seat, "timeout", f"took over {limit} s")
-            elif error is not None:
-                fault(seat, "raised", error)
-            else:
-                decision = answer if isinstance(answer, Decision) else Decision(answer)
-                if not isinstance(decision.action, (str, Intent)):
-                    fault(seat, "garbage", f"returned {type(decision.action).__name__}, not a "
-                                           "sentence or an Intent")
-                    decision = None
-                elif not (isinstance(decision.say, str) and isinstance(decision.notes, str)):
-                    fault(seat, "garbage", "returned a Decision whose say or notes is not a str")
-                    decision = None
+        error = errors[seat]
+        if error == "timeout":
+            fault(seat, "timeout", f"took over {limit} s; plays factor from now on")
+        elif error is not None:
+            fault(seat, "raised", error)
+        elif s.broken:
+            if s.still_overrunning():
+                fault(seat, "timeout", f"still busy with its call of turn {s.overrun.turn}")
+        else:
+            decision = _valid(answers[seat], seat, fault)
         fell.append(decision is None)
         decisions.append(Decision(_FALLBACK.act(game, seat)) if decision is None else decision)
     return decisions, fell
 
 
-def _timed(act: Any, game: Game, seat: int) -> tuple[Any, str | None, float]:
-    """``act(game, seat)`` in a worker thread: the answer, the error if any, the time taken."""
-    t0 = time.perf_counter()
-    try:
-        answer, error = act(game, seat), None
-    except (Exception, SystemExit) as e:
-        answer, error = None, f"raised {_describe(e)}"
-    return answer, error, time.perf_counter() - t0
+def _valid(answer: Any, seat: int, fault: Fault) -> Decision | None:
+    """The answer as a ``Decision``, or None (a ``garbage`` fault) when it is not one."""
+    decision = answer if isinstance(answer, Decision) else Decision(answer)
+    if not isinstance(decision.action, (str, Intent)):
+        fault(seat, "garbage", f"returned {type(decision.action).__name__}, not a sentence or "
+                               "an Intent")
+        return None
+    if not (isinstance(decision.say, str) and isinstance(decision.notes, str)):
+        fault(seat, "garbage", "returned a Decision whose say or notes is not a str")
+        return None
+    return decision
 
 
-def _take_records(seats: list) -> list[dict]:
-    """Every policy's ``take_records()`` (each policy object once), sorted by turn and seat."""
+def _take_records(seats: list[_Seat], remark: Callable[[int, str], None]) -> list[dict]:
+    """Every policy's ``take_records()`` (each policy object once), sorted by turn and seat.
+
+    A policy whose bookkeeping fails must not lose the episode: its records are left out, and
+    why goes into the seat's fault note and the log.
+    """
     out: list[dict] = []
     seen: set[int] = set()
-    for policy in seats:
-        take = getattr(policy, "take_records", None)
-        if id(policy) in seen or not callable(take):
+    for seat, s in enumerate(seats):
+        take = getattr(s.policy, "take_records", None)
+        if id(s.policy) in seen or not callable(take):
             continue
-        seen.add(id(policy))
+        seen.add(id(s.policy))
         try:
             got = take()
-        except Exception:  # a policy's bookkeeping must not lose the episode
+        except Exception as e:
+            _log.warning("seat %d: take_records raised; its records are not in the replay",
+                         seat, exc_info=True)
+            remark(seat, f"take_records raised {_describe(e)}; its records are not in the "
+                         "replay")
             continue
         if isinstance(got, list):
             out.extend(r for r in got if isinstance(r, dict))
@@ -329,3 +385,10 @@ def _play_turn(game: Game, decisions: list[Decision], fell: list[bool],
 def _describe(e: BaseException) -> str:
     msg = str(e)
     return f"{type(e).__name__}: {msg}" if msg else type(e).__name__
+
+
+def _check(e: BaseException) -> str:
+    """Describe a policy's exception; re-raise what is no policy's fault (e.g. Ctrl-C)."""
+    if not isinstance(e, (Exception, SystemExit)):
+        raise e
+    return _describe(e)

@@ -77,3 +77,13 @@ class Unbuildable:
 
     def act(self, game: Game, seat: int) -> str:
         return WAIT
+
+
+class BadRecords:
+    """Plays fine, but its ``take_records`` (the replay's ``llm`` log) raises."""
+
+    def act(self, game: Game, seat: int) -> str:
+        return WAIT
+
+    def take_records(self) -> list[dict]:
+        raise RuntimeError("lost the log")

@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from league import build_ladder, episode_spec, group_draw
+from league import Settings, build_ladder, episode_spec, group_draw, play_episode_spec
 from league.atomic import replacing, write_atomic
 from league.cli import main
 from league.episode import RESULT_KEYS
@@ -361,6 +362,28 @@ def test_the_episode_timeout_ends_episodes_with_reason_deadline(tmp_path, monkey
         assert r["reason"] == "deadline" and 0 < r["turns"] < 14 and r["maxTurns"] == 14
         assert r["wallTime"] < 1.0
     assert main(["verify", str(out)]) == 0
+
+
+def test_time_limits_work_off_the_main_thread(caplog) -> None:
+    """No signals: an episode played in any thread still cuts an overrunning policy off."""
+    spec = episode_spec(["factor", f"{F}Sleeper", f"{F}BadRecords"], 5, 0)
+    settings = Settings(policies=tuple(spec.lineup), turns=6, decision_timeout=0.05)
+    got: list = []
+    worker = threading.Thread(target=lambda: got.append(play_episode_spec(spec, settings)))
+    worker.start()
+    worker.join(timeout=60)  # a guard that it returns at all, not a speed claim
+    assert not worker.is_alive() and got
+    row, replay_text = got[0]
+    payload = json.loads(replay_text)
+    for seat, name in enumerate(row["lineup"]):
+        if name.endswith("Sleeper"):  # cut off on turn 0, still asleep for the other turns
+            assert row["faults"][seat] == {"timeout": 6} and row["fallbacks"][seat] == 6
+            assert "took over 0.05 s" in row["faultNotes"][seat]
+        elif name.endswith("BadRecords"):  # no fault, but the note and the log say why
+            assert row["faults"][seat] == {} and row["fallbacks"][seat] == 0
+            assert "take_records raised RuntimeError: lost the log" in row["faultNotes"][seat]
+    assert "take_records raised" in caplog.text
+    assert row["reason"] == "complete" and "llm" not in payload
 
 
 def test_a_worker_that_dies_stops_the_league_with_one_line(tmp_path, capsys) -> None:
