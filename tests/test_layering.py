@@ -8,6 +8,7 @@ name the offending pair of modules, so a contract that checks nothing cannot pas
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -33,7 +34,8 @@ def test_the_tree_keeps_every_contract() -> None:
     run = _lint(ROOT)
     out = run.stdout + run.stderr
     assert run.returncode == 0, out
-    assert "0 broken" in out and "3 kept" in out, out
+    kept = re.search(r"Contracts: (\d+) kept, 0 broken", out)
+    assert kept and int(kept.group(1)) >= 3, out  # packages, sim's wings, no env frameworks
 
 
 def _not_python(folder: str, names: list[str]) -> list[str]:
