@@ -17,6 +17,7 @@ from .backends import WorkerDiedError
 from .errors import LeagueError
 from .ladder import table
 from .lineups import parse_policies
+from .progress import Progress
 from .tournament import LeagueOptions, default_workers, run_league
 from .verify import verify_dir
 
@@ -121,6 +122,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
+class _ProgressBar:
+    """``run_league``'s progress callback: a ``Progress`` on stderr, closed when all are done."""
+
+    def __init__(self) -> None:
+        self.bar: Progress | None = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is None:
+            self.bar = Progress(total, sys.stderr)
+        if done:
+            self.bar.update()
+        if done >= total:
+            self.close()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def _note(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
 def _league(args: argparse.Namespace) -> int:
     options = LeagueOptions(
         policies=tuple(parse_policies(args.policies)), episodes=args.episodes, out=args.out,
@@ -128,7 +153,11 @@ def _league(args: argparse.Namespace) -> int:
         turns=args.turns, honest_town=args.honest_town, no_speech=args.no_speech,
         decision_timeout=args.decision_timeout, episode_timeout=args.episode_timeout,
         plot=args.plot, backend=args.backend, address=args.address)
-    run = run_league(options)
+    progress = _ProgressBar()
+    try:
+        run = run_league(options, on_note=_note, on_progress=progress)
+    finally:
+        progress.close()  # before an interruption or error is reported
     rate = f", {run.new / run.seconds:.1f} episodes/s" if run.new and run.seconds > 0 else ""
     print(f"league: {run.new} new episodes in {run.seconds:.1f} s{rate}; {len(run.rows)} "
           f"episodes in {args.out}")

@@ -36,7 +36,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from sim import Game, GameConfig, ReplayMismatch, replay
 from sim.replay import _action  # the recorded act as replay plays it (sentence or structured)
@@ -83,7 +83,10 @@ def _fraction(text: str) -> float:
 
 def _handle(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out is not None else Path(args.dir) / "sft"
-    manifest = export(args.dir, out, args.val_fraction, args.only_llm, sys.stderr)
+    manifest = export(args.dir, out, args.val_fraction, args.only_llm)
+    if manifest["skipped"]:
+        print(f"export-sft: skipped {manifest['skipped']} of {manifest['episodes']} episodes; "
+              f"first: {manifest['firstSkipped']}", file=sys.stderr)
     c = manifest["counts"]
     print(f"export-sft: {c['train']['rows']} train rows ({c['train']['episodes']} episodes), "
           f"{c['validation']['rows']} validation rows ({c['validation']['episodes']} "
@@ -97,9 +100,12 @@ def split_of(seed: int, val_fraction: float) -> str:
     return "validation" if int.from_bytes(digest[:8], "big") / 2**64 < val_fraction else "train"
 
 
-def export(root: str | Path, out: str | Path, val_fraction: float = 0.1, only_llm: bool = False,
-           err: TextIO | None = None) -> dict:
+def export(root: str | Path, out: str | Path, val_fraction: float = 0.1,
+           only_llm: bool = False) -> dict:
     """Write the rows of the league in ``root`` to ``out``; return the manifest written.
+
+    Prints nothing: episodes that could not be exported are counted in the manifest
+    (``skipped``, ``firstSkipped``), which the command line reports.
 
     ``LeagueError`` (one line) when ``root`` is not a league directory or ``out`` is unusable.
     """
@@ -152,9 +158,6 @@ def export(root: str | Path, out: str | Path, val_fraction: float = 0.1, only_ll
                      "the reply JSON object), meta",
     }
     write_atomic(out / "manifest.json", json.dumps(manifest, indent=2) + "\n")
-    if skipped and err is not None:
-        print(f"export-sft: skipped {len(skipped)} of {len(rows)} episodes; first: "
-              f"{skipped[0]}", file=err)
     return manifest
 
 

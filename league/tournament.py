@@ -1,8 +1,12 @@
-"""Running a league: check the options, resume the directory, play, record, rank.
+"""Running a whole league: check the options, resume the directory, play, record, rank.
 
 See ``league.lineups`` for the schedule, ``league.episode`` for one episode and its faults,
 ``league.store`` for what is written and why nothing is lost, ``league.ladder`` for the
 statistics and ``league.backends`` for where episodes run.
+
+Nothing here prints: what a user should hear (a repaired results file, faulty policies) goes to
+the ``on_note`` callback as it happens and is kept in ``LeagueRun.notes``; progress goes to
+``on_progress``. The command line (``league.cli``) prints both.
 """
 
 from __future__ import annotations
@@ -10,11 +14,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sys
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import TextIO
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
 from agents import make_policy
 from sim import GameConfig
@@ -24,7 +26,6 @@ from .atomic import write_atomic
 from .episode import FAULT_KINDS, Settings
 from .errors import LeagueError
 from .lineups import SCHEME, Schedule, schedule
-from .progress import Progress
 from .store import FORMAT, LADDER, LeagueDir
 
 
@@ -55,15 +56,23 @@ class LeagueOptions:
                 "episodes": episodes}
 
 
+Note = Callable[[str], None]
+ProgressReport = Callable[[int, int], None]  # (episodes done, episodes to play) this run
+
+
 @dataclass
 class LeagueRun:
-    """What a run did: episodes before and after, the new rows, the ladder, the time taken."""
+    """What a run did: episodes before and after, the new rows, the ladder, the time taken.
+
+    ``notes`` are the messages for the user, in order (also sent to ``on_note``).
+    """
 
     before: int
     rows: list[dict]
     ladder: dict
     seconds: float
     torn: bool
+    notes: list[str] = field(default_factory=list)
 
     @property
     def new(self) -> int:
@@ -105,36 +114,43 @@ def check_options(o: LeagueOptions) -> None:
                               ) from None
 
 
-def run_league(o: LeagueOptions, stdout: TextIO | None = None,
-               stderr: TextIO | None = None) -> LeagueRun:
+def run_league(o: LeagueOptions, *, on_note: Note | None = None,
+               on_progress: ProgressReport | None = None) -> LeagueRun:
     """Play the league's missing episodes into ``o.out`` and rank it.
 
     Resumes what is there (same configuration only), extends it when ``o.episodes`` is larger,
-    and leaves finished episodes' lines and files untouched.
+    and leaves finished episodes' lines and files untouched. ``on_progress(done, total)`` is
+    called with 0 before the first new episode and after each one is recorded.
     """
-    err = stderr if stderr is not None else sys.stderr
+    notes: list[str] = []
+
+    def note(message: str) -> None:
+        notes.append(message)
+        if on_note is not None:
+            on_note(message)
+
     check_options(o)
     started = time.perf_counter()
     with LeagueDir(o.out) as d:
         rows, torn = d.resume(o.manifest(o.episodes))
         if torn:
-            print(f"league: cut the unfinished last line of {d.results} (an interrupted run)",
-                  file=err)
+            note(f"league: cut the unfinished last line of {d.results} (an interrupted run)")
         before = len(rows)
         d.write_manifest(o.manifest(max(o.episodes, before)))
         specs = schedule(o.policies, o.seed, before, o.episodes)
         if specs:
-            _play_into(d, o, specs, rows, err)
+            _play_into(d, o, specs, rows, on_progress)
         result = ladder.build(rows, o.policies, o.seed)
         write_atomic(d.root / LADDER, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
         if o.plot:
             ladder.plot(result, d.root / "ladder.png")
-    _warn_faults(rows[before:], err)
-    return LeagueRun(before, rows, result, time.perf_counter() - started, torn)
+    for message in fault_summary(rows[before:]):
+        note(message)
+    return LeagueRun(before, rows, result, time.perf_counter() - started, torn, notes)
 
 
 def _play_into(d: LeagueDir, o: LeagueOptions, specs: Schedule, rows: list[dict],
-               err: TextIO) -> None:
+               on_progress: ProgressReport | None) -> None:
     settings = Settings(policies=o.policies, turns=o.turns, thievery=not o.honest_town,
                         speech=not o.no_speech, decision_timeout=o.decision_timeout,
                         episode_timeout=o.episode_timeout,
@@ -147,23 +163,23 @@ def _play_into(d: LeagueDir, o: LeagueOptions, specs: Schedule, rows: list[dict]
         items = backends.run_inline(specs, settings)
     else:
         items = backends.run_processes(specs, settings, workers)
-    progress = Progress(len(specs), err)
+    report = on_progress if on_progress is not None else (lambda done, total: None)
+    report(0, len(specs))
     appender = d.appender()
     try:
         with contextlib.closing(items):
-            for row, replay_text in items:
+            for done, (row, replay_text) in enumerate(items, start=1):
                 if replay_text is not None:
                     write_atomic(d.replays / f"{row['id']}.json", replay_text)
                 appender.append([row])
                 rows.append(row)
-                progress.update()
+                report(done, len(specs))
     finally:
         appender.close()
-        progress.close()
 
 
-def _warn_faults(rows: list[dict], err: TextIO) -> None:
-    """One stderr line per policy that needed the fallback, with its first fault."""
+def fault_summary(rows: list[dict]) -> list[str]:
+    """One line per policy that needed the fallback in ``rows``, with its first fault."""
     seen: dict[str, dict] = {}
     for r in rows:
         for seat, name in enumerate(r["lineup"]):
@@ -176,10 +192,12 @@ def _warn_faults(rows: list[dict], err: TextIO) -> None:
                 w["kinds"][k] = w["kinds"].get(k, 0) + v
             if w["first"] is None:
                 w["first"] = f"{r['id']} seat {seat}, {r['faultNotes'][seat]}"
+    out = []
     for name, w in seen.items():
         kinds = ", ".join(f"{k} {w['kinds'][k]}" for k in FAULT_KINDS if k in w["kinds"])
-        print(f"league: policy {name!r} faulted ({kinds}); factor played {w['n']} of its "
-              f"decisions; first: {w['first']}", file=err)
+        out.append(f"league: policy {name!r} faulted ({kinds}); factor played {w['n']} of its "
+                   f"decisions; first: {w['first']}")
+    return out
 
 
 def default_workers() -> int:

@@ -18,7 +18,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from league import Settings, build_ladder, episode_spec, group_draw, play_episode_spec
+from league import (
+    LeagueOptions,
+    Settings,
+    build_ladder,
+    episode_spec,
+    group_draw,
+    play_episode_spec,
+    run_league,
+)
 from league.atomic import replacing, write_atomic
 from league.cli import main
 from league.episode import RESULT_KEYS
@@ -384,6 +392,19 @@ def test_time_limits_work_off_the_main_thread(caplog) -> None:
             assert "take_records raised RuntimeError: lost the log" in row["faultNotes"][seat]
     assert "take_records raised" in caplog.text
     assert row["reason"] == "complete" and "llm" not in payload
+
+
+def test_run_league_prints_nothing_and_reports_through_callbacks(tmp_path, capsys) -> None:
+    notes: list[str] = []
+    progress: list[tuple[int, int]] = []
+    options = LeagueOptions(policies=("factor", f"{F}Raiser"), episodes=6, seed=2, turns=6,
+                            workers=1, out=str(tmp_path / "quiet"))
+    run = run_league(options, on_note=notes.append,
+                     on_progress=lambda done, total: progress.append((done, total)))
+    assert capsys.readouterr() == ("", "")
+    assert run.notes == notes and len(notes) == 1
+    assert notes[0].startswith(f"league: policy '{F}Raiser' faulted (raised ")
+    assert progress == [(k, 6) for k in range(7)]
 
 
 def test_a_worker_that_dies_stops_the_league_with_one_line(tmp_path, capsys) -> None:
