@@ -17,6 +17,7 @@ loading a model raises a ``ValueError`` that names the extra.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import zipfile
@@ -29,6 +30,8 @@ import numpy as np
 from sim import Game, Intent
 from sim.codec.action_table import legal_mask, to_intent
 from sim.codec.encode import encode, encode_flat
+
+_log = logging.getLogger(__name__)
 
 # Written into the model zip by the trainer: how to rebuild the observation, and provenance.
 META_NAME = "guild.json"
@@ -68,13 +71,17 @@ _LOCK = threading.Lock()
 
 
 def read_meta(path: str | os.PathLike) -> dict:
-    """The ``guild.json`` the trainer stored in a model zip ({} if absent or unreadable)."""
+    """The ``guild.json`` the trainer stored in a model zip ({} if absent or unreadable).
+
+    The metadata is provenance only (the model plays without it), so an unreadable one is
+    logged, not raised.
+    """
     try:
         with zipfile.ZipFile(path) as z:
             if META_NAME in z.namelist():
                 return json.loads(z.read(META_NAME).decode("utf-8"))
     except (OSError, zipfile.BadZipFile, ValueError):
-        pass
+        _log.warning("cannot read %s from the model %s", META_NAME, path, exc_info=True)
     return {}
 
 

@@ -32,6 +32,7 @@ import argparse
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -45,6 +46,8 @@ from sim.rules.world import SEATS, STANDARD_TOWN
 from .atomic import replacing, write_atomic
 from .errors import LeagueError
 from .store import MANIFEST, REPLAYS, RESULTS, load_results
+
+_log = logging.getLogger(__name__)
 
 FORMAT = "guild.sft.v1"
 SPLITS = ("train", "validation")
@@ -165,7 +168,8 @@ def _league(root: Path) -> dict | None:
     """What ``league.json`` says about the league (policies, seed, rules), if readable."""
     try:
         data = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # the export goes on; its manifest says "league": null
+        _log.warning("cannot read %s", root / MANIFEST, exc_info=True)
         return None
     keys = ("policies", "seed", "turns", "thievery", "speech")
     return {k: data[k] for k in keys if k in data} if isinstance(data, dict) else None

@@ -14,6 +14,7 @@ frame's scores are the replay's ``results``.  A replay that does not re-derive i
 from __future__ import annotations
 
 import argparse
+import html
 import json
 from importlib import resources
 from pathlib import Path
@@ -102,7 +103,7 @@ def render_page(payload: dict, world: World | None = None) -> str:
     data = json.dumps(model, separators=(",", ":"), ensure_ascii=False).replace("<", "\\u003c")
     title = f"Guild replay: seed {model['seed']}"
     # The title first: the data, inserted last, is never searched for the title mark.
-    return template.replace("__TITLE__", _html_escape(title)).replace(DATA_MARK, data)
+    return template.replace("__TITLE__", html.escape(title)).replace(DATA_MARK, data)
 
 
 def view_model(payload: dict, world: World | None = None) -> dict:
@@ -262,6 +263,3 @@ def highlights(frames: list[dict], n: int = HIGHLIGHTS) -> list[dict]:
     top = sorted(acts, key=lambda t: (-t[0], t[1], t[2]))[:n]
     return [{"frame": turn, **a} for _, turn, _, a in sorted(top, key=lambda t: (t[1], t[2]))]
 
-
-def _html_escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -21,6 +21,7 @@ deterministic).
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,6 +30,9 @@ from typing import Any
 from .atomic import TMP_SUFFIX, write_atomic
 from .errors import LeagueError
 from .lineups import episode_spec
+
+_log = logging.getLogger(__name__)
+_WARNED: set[str] = set()
 
 FORMAT = "guild.league.v1"
 RESULTS = "results.jsonl"
@@ -190,14 +194,19 @@ class ResultsAppender:
 
 
 def _fsync_dir(path: Path) -> None:
+    """Make the renames into ``path`` durable; where the system cannot, say so in the log."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:  # Windows cannot open directories; renames there are durable anyway
+        _log.debug("cannot open %s to fsync it", path, exc_info=True)
         return
     try:
         os.fsync(fd)
-    except OSError:
-        pass
+    except OSError:  # some file systems refuse fsync on a directory; the lines still follow
+        if str(path) not in _WARNED:  # once per directory, not once per episode
+            _WARNED.add(str(path))
+            _log.warning("cannot fsync the directory %s; a power loss may lose the names of "
+                         "the last replays written", path, exc_info=True)
     finally:
         os.close(fd)
 
