@@ -29,41 +29,40 @@ all language-model seats of a turn at the same time, in threads (RULES §6.6). E
 logged in ``records`` (system and user message, each attempt's raw reply or error, the token
 counts the server reports, the time taken); the league writes them into the replay under
 ``"llm"`` (``take_records``), and ``guild export-sft`` turns them into training rows.
+
+Modules: ``agents.llm_prompt`` (the system message, reading a reply), ``agents.llm_client``
+(one HTTP request and its response), and this one (the policy: retries, fallbacks, records,
+and building it from a spec). The prompt names are re-exported here.
 """
 
 from __future__ import annotations
 
-import ipaddress
-import json
 import os
 import threading
-import time
 import urllib.parse
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sim import Game
-from sim.rules.world import (
-    COMPLETION_BONUS,
-    FINE_COIN,
-    MAX_NOTES_LEN,
-    MAX_PROMPT_LEN,
-    MAX_SAY_LEN,
-    MAX_SENTENCE_LEN,
-    POINT_VALUE,
-    POINTS_PER_UNIT,
-    RETAINER_TURNS,
-    SEATS,
-)
+from sim.rules.world import MAX_PROMPT_LEN
 
 from .baselines import Factor
+from .llm_client import ChatClient, RejectedError
+from .llm_prompt import (
+    ASCII_SPACE,
+    CORRECTIVE,
+    ELLIPSIS,
+    Reply,
+    clean,
+    parse_reply,
+    system_prompt,
+)
 from .policy import Decision
 
-ELLIPSIS = "\u2026"
-ASCII_SPACE = " \t\n\r\x0b\x0c"
-CORRECTIVE = ("Your previous reply was invalid. Reply with only the JSON object described above "
-              "(a string \"action\" is required), with nothing before or after it.")
+__all__ = ["ASCII_SPACE", "CORRECTIVE", "DEFAULT_KEY_ENV", "DEFAULT_MAX_TOKENS",
+           "DEFAULT_RETRY_FLOOR", "DEFAULT_TIMEOUT", "ELLIPSIS", "LLMPolicy", "Reply", "clean",
+           "from_spec", "parse_reply", "system_prompt"]
+
 DEFAULT_TIMEOUT = 24.0      # RULES §6.7 llmTimeoutSeconds
 DEFAULT_MAX_TOKENS = 900    # RULES §6.7 maxOutputTokens
 DEFAULT_RETRY_FLOOR = 8.0   # SENTENCES §20.1: the retry gets half the timeout, at least 8 s
@@ -72,129 +71,7 @@ DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 _FACTOR = Factor()
 
 
-# --- the system message (SENTENCES §18, in our own words) --------------------------------------
-
-def system_prompt(game: Game, seat: int) -> str:
-    """The system message for ``seat``: the same for every seat except the alias (§18).
-
-    Built from the game's town, so a variant town names its own dark rooms and guildmaster.
-    """
-    w = game.world
-    alias = game.aliases[seat]
-    guild = w.keepers[w.guild]
-    guildhall = w.rooms[guild.room].name
-    dark = [r.name for r in w.rooms if r.dark]
-    dark_text = " and ".join(dark) if dark else "no room of this town"
-    fee_turns = RETAINER_TURNS
-    return "\n".join([
-        f"You are {alias}, one of {SEATS} cogs trading in a small town for "
-        f"{game.config.turns} turns. You act by writing ONE sentence of plain English each "
-        "turn. There is no menu of moves: the town reads your sentence and decides whether the "
-        "act happened.",
-        "",
-        "Each turn you do exactly one thing. The town understands: going to a neighbouring "
-        "place; picking something up from the ground or dropping it; buying from or selling to "
-        "the shopkeeper in your room; handing goods to a shopkeeper; offering another cog a "
-        "trade of goods for coin; accepting an offer made to you last turn; hiring another cog; "
-        "robbing another cog; asking a shopkeeper about your commissions; speaking; and "
-        "waiting. Name the thing, the place or the cog plainly.",
-        "",
-        "A sentence the town cannot read costs you the turn, and next turn you are told why. "
-        "Nothing else punishes it.",
-        "",
-        "You can act only on what is in your room. You never see other rooms, nor other cogs' "
-        "goods or coin.",
-        "",
-        "Prices follow stock: a shop asks more for what it is short of, pays about two thirds "
-        "of its asking price, buys only the goods it deals in, and can run out of coin.",
-        "",
-        f"You hold two commissions, settled by {guild.name} at {guildhall}. Every unit you "
-        f"hand in scores {POINTS_PER_UNIT} points, finishing a commission scores "
-        f"{COMPLETION_BONUS} more, and partial delivery counts.",
-        "",
-        f"Robbery works only in the dark ({dark_text}). Anywhere else the watch stops it and "
-        f"the robber pays the intended victim {FINE_COIN} coins. A hireling beside you protects "
-        "you, and a hireling of your own helps you rob. A successful robbery takes the "
-        "victim's single most valuable good.",
-        "",
-        "Hiring is the only promise the town enforces: the fee moves when the offer is "
-        f"accepted, and for {fee_turns} turns the hireling cannot rob its employer and guards "
-        "it while beside it. Nothing else anyone says or agrees is enforced.",
-        "",
-        f"Your final score is your coin, plus the fixed value of the goods you carry, plus "
-        f"{POINT_VALUE} times your commission points. You start with {w.start_coin} coin and "
-        "a score of zero.",
-        "",
-        "What you say is heard by everyone in your room next turn, and it need not be true. "
-        "Your notes are private and are shown back to you every turn.",
-        "",
-        "Reply with ONLY one JSON object, with no prose and no code fences: start with { and "
-        'end with }. Its keys are "action" (your sentence, at most '
-        f'{MAX_SENTENCE_LEN} characters), "say" (one line spoken aloud, or empty, at most '
-        f'{MAX_SAY_LEN}) and "notes" (private notes for later turns, at most {MAX_NOTES_LEN}).',
-    ])
-
-
-# --- reading a reply (SENTENCES §20.1) ---------------------------------------------------------
-
-@dataclass(frozen=True)
-class Reply:
-    """The three cleaned fields of a valid reply."""
-
-    action: str
-    say: str
-    notes: str
-
-    def to_json(self) -> str:
-        """The reply as the one JSON object a model should have written (export, tests)."""
-        return json.dumps({"action": self.action, "say": self.say, "notes": self.notes},
-                          ensure_ascii=False)
-
-
-def clean(text: str, cap: int) -> str:
-    """Tabs, CRs and LFs to spaces, strip ASCII whitespace, then cap in runes with "…".
-
-    Python strings index code points, so the cut never splits a character.
-    """
-    t = text.replace("\t", " ").replace("\r", " ").replace("\n", " ").strip(ASCII_SPACE)
-    return t if len(t) <= cap else t[:cap - 1] + ELLIPSIS
-
-
-def parse_reply(text: str) -> tuple[Reply | None, str]:
-    """``(Reply, "")`` for a valid reply, else ``(None, why)`` (§20.1 steps 1-4).
-
-    The object is the text from the first ``{`` to the last ``}``, so fences and chatter around
-    it are tolerated; unknown keys are ignored; a ``say`` or ``notes`` that is missing or not a
-    string counts as empty.
-    """
-    start, end = text.find("{"), text.rfind("}")
-    if start < 0 or end < start:
-        return None, "no JSON object in the reply"
-    try:
-        obj = json.loads(text[start:end + 1])
-    except ValueError as e:
-        return None, f"the JSON does not parse ({e.args[0] if e.args else e})"
-    if not isinstance(obj, dict):
-        return None, "the JSON is not an object"
-    action = obj.get("action")
-    if not isinstance(action, str):
-        return None, "no string \"action\""
-    action = clean(action, MAX_SENTENCE_LEN)
-    if not action:
-        return None, "the action is empty"
-
-    def text_field(key: str, cap: int) -> str:
-        v = obj.get(key)
-        return clean(v, cap) if isinstance(v, str) else ""
-
-    return Reply(action, text_field("say", MAX_SAY_LEN), text_field("notes", MAX_NOTES_LEN)), ""
-
-
 # --- the policy -----------------------------------------------------------------------------------
-
-class _RejectedError(Exception):
-    """The service refused the credentials (HTTP 401/403)."""
-
 
 class LLMPolicy:
     """A seat played by an OpenAI-compatible chat model.
@@ -252,9 +129,7 @@ class LLMPolicy:
         self.max_tokens = max_tokens
         self.temperature = None if temperature is None else float(temperature)
         self.prompt = prompt[:MAX_PROMPT_LEN]
-        # A loopback server is never reached through a proxy from the environment.
-        self._trust_env = not _is_loopback(url.hostname)
-        self._client: Any = None
+        self._chat = ChatClient(self.base_url)
         self._lock = threading.Lock()
         self.records: list[dict] = []
         self.disabled = False  # the service refused the credentials this episode
@@ -276,10 +151,7 @@ class LLMPolicy:
 
     def close(self) -> None:
         """Close the HTTP connections (they are reopened when needed)."""
-        with self._lock:
-            client, self._client = self._client, None
-        if client is not None:
-            client.close()
+        self._chat.close()
 
     def act(self, game: Game, seat: int) -> Decision:
         """Ask the model for ``seat``'s move; fall back to ``factor`` as §20.1 and §21 say."""
@@ -295,7 +167,7 @@ class LLMPolicy:
                 text = user if n == 0 else f"{user}\n\n{CORRECTIVE}"
                 try:
                     reply, attempt = self._attempt(system, text, limit)
-                except _RejectedError as e:
+                except RejectedError as e:
                     self.disabled = True
                     record["attempts"].append({"retry": n > 0, "error": str(e)})
                     record["error"] = "the service refused the credentials; factor plays " \
@@ -319,8 +191,6 @@ class LLMPolicy:
 
     def _attempt(self, system: str, user: str, limit: float) -> tuple[Reply | None, dict]:
         """One request and the reading of its reply; the attempt's record."""
-        import httpx
-
         body: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens,
                                 "messages": [{"role": "system", "content": system},
                                              {"role": "user", "content": user}]}
@@ -330,77 +200,13 @@ class LLMPolicy:
         key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        t0 = time.perf_counter()
-        attempt: dict[str, Any] = {}
-        try:
-            r = self._http().post(f"{self.base_url}/chat/completions", json=body,
-                                  headers=headers, timeout=limit)
-        except httpx.TimeoutException:
-            return None, _done(attempt, t0, error=f"no reply within {limit:g} s")
-        except httpx.HTTPError as e:
-            return None, _done(attempt, t0, error=f"request failed: {type(e).__name__}: {e}")
-        if r.status_code in (401, 403):
-            raise _RejectedError(f"HTTP {r.status_code}: the service refused the credentials")
-        if r.status_code != 200:
-            return None, _done(attempt, t0, error=f"HTTP {r.status_code}: {r.text[:200]}")
-        try:
-            data = r.json()
-        except ValueError:
-            return None, _done(attempt, t0, error="the response body is not JSON")
-        content, usage = _content(data), _usage(data)
-        if usage:
-            attempt["usage"] = usage
+        content, attempt = self._chat.complete(body, headers, limit)
         if content is None:
-            return None, _done(attempt, t0, error="the response has no message content")
-        attempt["reply"] = content
+            return None, attempt
         reply, why = parse_reply(content)
-        return reply, _done(attempt, t0, error=why or None)
-
-    def _http(self) -> Any:
-        import httpx
-
-        with self._lock:
-            if self._client is None:
-                self._client = httpx.Client(trust_env=self._trust_env)
-            return self._client
-
-
-def _done(attempt: dict, t0: float, error: str | None = None) -> dict:
-    if error:
-        attempt["error"] = error
-    attempt["seconds"] = round(time.perf_counter() - t0, 3)
-    return attempt
-
-
-def _content(data: Any) -> str | None:
-    """``choices[0].message.content`` (a string, or a list of text parts); None if absent."""
-    try:
-        content = data["choices"][0]["message"]["content"]
-    except (KeyError, IndexError, TypeError):
-        return None
-    if isinstance(content, list):
-        parts = [p.get("text") for p in content if isinstance(p, dict)]
-        content = "".join(p for p in parts if isinstance(p, str))
-    return content if isinstance(content, str) else None
-
-
-def _usage(data: Any) -> dict[str, int]:
-    """The token counts the server reports (OpenAI ``usage`` names), when it reports them."""
-    usage = data.get("usage") if isinstance(data, dict) else None
-    if not isinstance(usage, dict):
-        return {}
-    return {k: v for k, v in usage.items()
-            if k in ("prompt_tokens", "completion_tokens", "total_tokens")
-            and isinstance(v, int) and not isinstance(v, bool)}
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+        if why:
+            attempt["error"] = why
+        return reply, attempt
 
 
 # --- building from a spec -----------------------------------------------------------------------

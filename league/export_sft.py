@@ -13,9 +13,9 @@ Where a language-model seat's decision was recorded (the replay's ``"llm"`` key,
 league for ``LLMPolicy`` seats), the prompt is exactly what the model was sent (with its
 operator guidance; without the retry's corrective line) and the completion is its cleaned reply
 (``source: "llm"``). Every other act -- baselines, other policies, and the turns a model lost to
-a fallback -- is rebuilt by replaying the episode: the system message of ``agents.llm`` and the
-seat's ``observation_text`` at the start of that turn, with the sentence actually played (plus
-its spoken line) as the reply object (``source: "replay"``). ``--only-llm`` keeps the model's
+a fallback -- is rebuilt by replaying the episode: the system message of ``agents.llm_prompt``
+and the seat's ``observation_text`` at the start of that turn, with the sentence actually played
+(plus its spoken line) as the reply object (``source: "replay"``). ``--only-llm`` keeps the model's
 own decisions only. An episode whose replay does not re-derive (``sim.replay``) is skipped and
 counted.
 
@@ -193,7 +193,7 @@ def _load(root: Path, row: dict) -> dict:
 
 def episode_rows(payload: dict, row: dict, only_llm: bool = False) -> Iterator[dict]:
     """The rows of one episode, in turn then seat order (see the module for what they hold)."""
-    from agents.llm import Reply, system_prompt  # the exact system message the seats get
+    from agents.llm_prompt import Reply, system_prompt  # the system message the seats get
 
     config = payload["config"]
     if config.get("world", STANDARD_TOWN.to_json()) != STANDARD_TOWN.to_json():
