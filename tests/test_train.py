@@ -7,30 +7,34 @@ issue's targets takes minutes and is measured and reported in the README instead
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import needs_module
 
-pytest.importorskip("sb3_contrib")
+from agents import make_policy, play_episode
+from agents import sb3 as sb3_agents
+from league.cli import main as guild
+from sim import GameConfig, Intent
+from sim.codec.action_table import legal_mask, to_intent
 
-from agents import make_policy, play_episode  # noqa: E402
-from agents import sb3 as sb3_agents  # noqa: E402
-from league.cli import main as guild  # noqa: E402
-from sim import GameConfig, Intent  # noqa: E402
-from sim.codec.action_table import legal_mask, to_intent  # noqa: E402
+needs_module("sb3_contrib", "torch==2.13.0, then pip install -e '.[train]'")
 
 ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "train_maskable_ppo.py"
 STEPS = 2048
 
 
 def _load_example():
-    from league.train import _load_script
-
-    module = _load_script()
-    assert module is not None, "examples/train_maskable_ppo.py is missing"
+    """The example script as a module (it is a thin front for ``agents.training``)."""
+    spec = importlib.util.spec_from_file_location("train_maskable_ppo", EXAMPLE)
+    assert spec is not None and spec.loader is not None, f"{EXAMPLE} is missing"
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
     return module
 
 
@@ -59,6 +63,8 @@ def test_training_saves_a_model_a_summary_and_reports_before_and_after(trained) 
     assert meta["steps"] >= STEPS
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps"] == meta["steps"] and summary["seeds"] == [100000, 100002]
+    assert summary["policy"] == f"sb3:{model.resolve()}"  # API.md §3: the spec that plays it
+    assert make_policy(summary["policy"]).path == str(model.resolve())
     assert summary["baselines"]["factor"] > summary["baselines"]["random"]
     assert "before training: mean score" in printed and "after training:  mean score" in printed
     assert f"{summary['after']:+.3f}" in printed
