@@ -27,7 +27,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sim.batched.observe import legal_masks
+from sim.batched.tables import tables_for
 from sim.codec.action_table import BUY_QTYS, OFFER_PRICES, QTY_ALL, RELS, TAKE_QTYS
+from sim.rules.world import World, per_world
 
 if TYPE_CHECKING:
     from sim.batched.engine import BatchedGuild
@@ -59,15 +61,13 @@ class _Index:
                                             for g in goods] for rel in RELS])  # [rel, good]
 
 
-_INDEX: dict[int, tuple[Tables, _Index]] = {}
-
-
 def _index(tb: Tables) -> _Index:
-    hit = _INDEX.get(id(tb))
-    if hit is None or hit[0] is not tb:
-        hit = (tb, _Index(tb))
-        _INDEX[id(tb)] = hit
-    return hit[1]
+    return _index_of(tb.world)
+
+
+@per_world
+def _index_of(world: World) -> _Index:
+    return _Index(tables_for(world))
 
 
 def _first(cond: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

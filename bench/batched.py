@@ -21,12 +21,12 @@ SEATS = 6
 ORIGINAL_SEAT_STEPS_PER_S = 48_000
 
 
-def _run(seconds: float, n: int, with_obs: bool, backend: str = "numpy") -> float:
+def _run(seconds: float, n: int, with_obs: bool) -> float:
     from agents.batched import sample_legal
     from sim.batched.engine import BatchedGuild
-    from sim.batched.observe import all_seats, encode, legal_masks, offsets
+    from sim.batched.observe import all_seats, encode, offsets
 
-    e = BatchedGuild(n, seed=0, backend=backend)
+    e = BatchedGuild(n, seed=0)
     rng = np.random.default_rng(0)
     r, s = all_seats(n)
     off, width = offsets(e.tables)
@@ -34,13 +34,11 @@ def _run(seconds: float, n: int, with_obs: bool, backend: str = "numpy") -> floa
     mask_at = off["action_mask"]
 
     def masks() -> np.ndarray:  # outside the timed region when the step does not encode
-        if backend == "numba":
-            encode(e, r, s, obs)
-            return obs[:, mask_at:] > 0
-        return legal_masks(e, r, s)
+        encode(e, r, s, obs)
+        return obs[:, mask_at:] > 0
 
     mask = masks()
-    for _ in range(3):  # warm up (and compile, for the numba backend)
+    for _ in range(3):  # warm up (and compile the kernels on a fresh checkout)
         e.step(sample_legal(rng, mask).reshape(n, SEATS))
         mask = masks()
     steps, spent = 0, 0.0
@@ -56,14 +54,14 @@ def _run(seconds: float, n: int, with_obs: bool, backend: str = "numpy") -> floa
     return steps * n * SEATS / spent
 
 
-def bench_engine(seconds: float, n: int = 4096, backend: str = "numpy") -> float:
+def bench_engine(seconds: float, n: int = 4096) -> float:
     """Seat-steps/s of the engine step alone (rules, rewards, autoreset)."""
-    return _run(seconds, n, False, backend)
+    return _run(seconds, n, False)
 
 
-def bench_full(seconds: float, n: int = 4096, backend: str = "numpy") -> float:
+def bench_full(seconds: float, n: int = 4096) -> float:
     """Seat-steps/s of the step plus every seat's observation and action mask."""
-    return _run(seconds, n, True, backend)
+    return _run(seconds, n, True)
 
 
 def bench_vector_env(seconds: float, n: int = 4096) -> float:
@@ -94,19 +92,13 @@ def main(argv: list[str] | None = None) -> int:
 
     scalar = bench_structured(secs) * SEAT_STEPS
     print(f"scalar_structured_seat_steps_per_s: {scalar:.0f} seat-steps/s")
-    backends = ["numpy"]
-    from sim.batched.step_kernel import available
-
-    if available():
-        backends.append("numba")
-    for backend in backends:
-        for name, fn in (("engine", bench_engine), ("full", bench_full)):
-            rate = fn(secs, args.n, backend)
-            print(f"batched_{backend}_{name}_seat_steps_per_s: {rate:.0f} seat-steps/s "
-                  f"(n={args.n}; {rate / scalar:.1f} x scalar, "
-                  f"{rate / ORIGINAL_SEAT_STEPS_PER_S:.1f} x original)")
+    for name, fn in (("engine", bench_engine), ("full", bench_full)):
+        rate = fn(secs, args.n)
+        print(f"batched_{name}_seat_steps_per_s: {rate:.0f} seat-steps/s "
+              f"(n={args.n}; {rate / scalar:.1f} x scalar, "
+              f"{rate / ORIGINAL_SEAT_STEPS_PER_S:.1f} x original)")
     print(f"batched_vector_env_steps_per_s: {bench_vector_env(secs, args.n):.0f} env-steps/s "
-          f"(n={args.n}, five batched baselines, backend auto)")
+          f"(n={args.n}, five batched baselines)")
     return 0
 
 

@@ -6,8 +6,8 @@ observation and mask (``encode_flat``/``legal_mask``) and the rewards equal the 
 Actions are drawn to make the rare intents happen: seats start herded into one room (dark or
 lit, with hirelings, goods and offers about), and the draw favours offers, accepts of live
 offers, hires, gifts and robberies, plus any index of the table, legal or not.  The hypothesis
-test plays 45 batches of 64 episodes (2,880 episodes, every turn compared, both backends when
-numba is installed); a variant town, the batched baselines and the faces have their own tests.
+test plays 45 batches of 64 episodes (2,880 episodes, every turn compared); a variant town, the
+batched baselines, the faces and the kernels' derived tables and cache have their own tests.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from agents import Factor, Magpie
 from agents.batched import BatchedFactor, BatchedMagpie, BatchedRandom, sample_legal
 from sim import Game, GameConfig
-from sim.batched import step_kernel as batched_numba
+from sim.batched import jit
 from sim.batched.engine import BatchedGuild
 from sim.batched.observe import all_seats, encode, legal_masks
 from sim.batched.setup import SEED_MAX, SEED_MIN, draw_towns
@@ -31,13 +31,13 @@ from sim.codec.action_table import OFFER_PRICES, action_table, legal_mask, seman
 from sim.codec.encode import encode_flat
 from sim.envs.vector import GuildSelfPlay, GuildVectorEnv
 from sim.rules.checks import check_structured
+from sim.rules.intents import REASONS
 from sim.rules.scoring import score
 from sim.rules.setup import draw_town
 from sim.rules.world import SEATS, STANDARD_TOWN, World
 from sim.rules.worldfile import world_from_dict
 
 W = STANDARD_TOWN
-BACKENDS = ["numpy"] + (["numba"] if batched_numba.available() else [])
 TABLE = action_table(W)
 N_ACTIONS = len(TABLE)
 T = Tables(W)
@@ -111,10 +111,9 @@ def biased_actions(rng: np.random.Generator, game: Game) -> list[int]:
 def play_both(games: list[Game], rng: np.random.Generator, check_obs: bool = True) -> int:
     """Step the scalar games and a batched twin with the same actions; compare every turn."""
     turns = games[0].state.turns
-    engines = [BatchedGuild(len(games), turns=turns, thievery=games[0].state.thievery,
-                            world=games[0].world, backend=b) for b in BACKENDS]
-    for e in engines:
-        e.load_games(games)
+    e = BatchedGuild(len(games), turns=turns, thievery=games[0].state.thievery,
+                     world=games[0].world)
+    e.load_games(games)
     r, s = all_seats(len(games))
     compared = 0
     while True:
@@ -122,28 +121,26 @@ def play_both(games: list[Game], rng: np.random.Generator, check_obs: bool = Tru
         masks = [[legal_mask(g.state, seat) for seat in range(SEATS)] for g in games]
         flats = [[encode_flat(g.state, seat, masks[i][seat]) for seat in range(SEATS)]
                  for i, g in enumerate(games)]
-        for e in engines:
+        for i in range(len(games)):
+            assert e.export(i) == views[i], f"episode {i} turn {e.turn[i]}"
+        if check_obs:
+            obs = encode(e, r, s).reshape(len(games), SEATS, -1)
+            got = legal_masks(e, r, s).reshape(len(games), SEATS, -1)
             for i in range(len(games)):
-                assert e.export(i) == views[i], f"{e.backend}: episode {i} turn {e.turn[i]}"
-            if check_obs:
-                obs = encode(e, r, s).reshape(len(games), SEATS, -1)
-                got = legal_masks(e, r, s).reshape(len(games), SEATS, -1)
-                for i in range(len(games)):
-                    for seat in range(SEATS):
-                        assert got[i, seat].tolist() == masks[i][seat]
-                        np.testing.assert_array_equal(obs[i, seat], flats[i][seat])
+                for seat in range(SEATS):
+                    assert got[i, seat].tolist() == masks[i][seat]
+                    np.testing.assert_array_equal(obs[i, seat], flats[i][seat])
         if games[0].done:
             return compared
         acts = np.array([biased_actions(rng, g) for g in games], np.int64)
         before = [[score(g.state, seat) for seat in range(SEATS)] for g in games]
-        results = [e.step(acts, autoreset=False) for e in engines]
+        rewards, done = e.step(acts, autoreset=False)
         for i, g in enumerate(games):
             g.play_turn([to_intent(int(acts[i, seat]), g.world, seat, g.state.room[seat])
                          for seat in range(SEATS)])
             after = [score(g.state, seat) for seat in range(SEATS)]
-            for rewards, done in results:
-                assert rewards[i].tolist() == [a - b for a, b in zip(after, before[i])]
-                assert bool(done[i]) == g.done
+            assert rewards[i].tolist() == [a - b for a, b in zip(after, before[i])]
+            assert bool(done[i]) == g.done
         compared += len(games)
 
 
@@ -411,15 +408,70 @@ def test_vector_env_seeds_like_the_sync_vector_env() -> None:
             assert t1.all() and t2.all()
 
 
-def test_backend_auto_falls_back_to_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(batched_numba, "available", lambda: False)
-    assert BatchedGuild(2, backend="auto").backend == "numpy"
-    with pytest.raises(ValueError, match="numba"):
-        BatchedGuild(2, backend="numba")
+def test_tables_are_the_rules_checks_and_classes() -> None:
+    """Every action's checked kind in every room, and every kind's class, come from the rules:
+    ``check_structured`` and ``class_of`` of the action's intent, for any acting seat."""
+    from sim.batched.tables import RULES_KIND
+    from sim.rules.turn import class_of
+
+    for seat in range(SEATS):
+        for i in range(N_ACTIONS):
+            for room in range(W.n_rooms):
+                it = check_structured(to_intent(i, W, seat, room), W, seat, room, (), 0)
+                kind = int(T.checked_kind[i, room])
+                assert RULES_KIND[kind] == it.kind, (i, room)
+                assert T.kind_class[kind] == class_of(it), (i, room)
+                reason = int(T.checked_reason[i, room])
+                assert (REASONS[reason] if reason >= 0 else "ok") == it.reason
+
+
+def test_kernel_cache_is_named_by_every_source(tmp_path, monkeypatch) -> None:
+    """Editing a rule the kernels call (not only a kernel file) names a new cache directory:
+    numba alone would keep serving the old compiled rule."""
+    for rel in jit.SOURCES:
+        dest = tmp_path / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes((jit._PACKAGE / rel).read_bytes())
+    monkeypatch.setattr(jit, "_PACKAGE", tmp_path)
+    before = jit.fingerprint()
+    rule = tmp_path / "rules" / "robbery.py"
+    rule.write_text(rule.read_text().replace("return attack > defence",
+                                             "return attack >= defence"))
+    assert jit.fingerprint() != before
+    assert {"rules/robbery.py", "rules/prices.py", "rules/commissions.py",
+            "rules/scoring.py"} <= set(jit.SOURCES)
+
+
+def test_engines_step_safely_in_threads() -> None:
+    """The kernels release the GIL and each engine has its own work arrays: two engines
+    stepped in two threads end exactly as when stepped one after the other."""
+    import threading
+
+    rng = np.random.default_rng(9)
+    acts = rng.integers(0, N_ACTIONS, size=(14, 256, SEATS))
+
+    def run(e: BatchedGuild) -> None:
+        for a in acts:
+            e.step(a, autoreset=False)
+            e.observe()
+
+    alone = BatchedGuild(256, seed=4)
+    run(alone)
+    pair = [BatchedGuild(256, seed=4), BatchedGuild(256, seed=4)]
+    assert pair[0].scratch.features is not pair[1].scratch.features
+    threads = [threading.Thread(target=run, args=(e,)) for e in pair]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for e in pair:
+        for name in ("room", "coin", "items", "stock", "delivered", "points", "last_reason"):
+            np.testing.assert_array_equal(getattr(e, name), getattr(alone, name))
+        np.testing.assert_array_equal(e.observe(), alone.observe())
 
 
 def test_observe_and_masks_have_seat_axes() -> None:
-    e = BatchedGuild(5, seed=4, backend=BACKENDS[-1])
+    e = BatchedGuild(5, seed=4)
     e.step(np.full((5, SEATS), BLOCK["move"][0]))
     obs, masks = e.observe(), e.masks()
     assert obs.shape[:2] == (5, SEATS) and masks.shape == (5, SEATS, N_ACTIONS)

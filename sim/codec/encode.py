@@ -75,7 +75,7 @@ def encode(st: GameState, seat: int, mask: list[bool] | None = None) -> dict[str
     observation instead of one per field).  ``mask`` may be passed when already computed.
     """
     flat = encode_flat(st, seat, mask)
-    out = {k: flat[a:b] for k, (a, b) in _slices(st.world).items()}
+    out = {k: flat[a:b] for k, (a, b) in slices(st.world).items()}
     out["action_mask"] = out["action_mask"].astype(np.int8)
     return out
 
@@ -155,7 +155,7 @@ def encode_flat(st: GameState, seat: int, mask: list[bool] | None = None) -> np.
 
 
 @per_world
-def _slices(world: World) -> dict[str, tuple[int, int]]:
+def slices(world: World) -> dict[str, tuple[int, int]]:
     """Each key's ``(start, stop)`` in the flat vector."""
     out, at = {}, 0
     for k, (shape, _) in layout(world).items():

@@ -10,17 +10,14 @@ import numpy as np
 from gymnasium import spaces
 
 from ..codec.action_table import action_table, canonical, legal_mask, n_actions, to_intent
-from ..codec.encode import _slices, encode, encode_flat, layout
+from ..codec.encode import encode, encode_flat, layout, slices
 from ..game import Game
 from ..policies import POLICIES
 from ..rules.world import MAX_SENTENCE_LEN, SEATS, World
 
 DEFAULT_OPPONENTS = ("factor", "magpie", "factor", "magpie", "factor")
 
-def _numba_available() -> bool:
-    from ..batched.step_kernel import available
 
-    return available()
 # Everything below the surrogates (and newline) can appear in a sentence or a text view.
 TEXT_CHARSET = "\n" + "".join(chr(c) for c in range(0x20, 0xD800))
 
@@ -90,12 +87,12 @@ class SeatFace:
     def observe_all(self, game: Game) -> list[tuple[dict | np.ndarray, dict]]:
         """Every seat's ``observe``, in seat order.
 
-        With the optional numba extra, the six rows are encoded in one compiled pass over a
-        one-episode copy of the state (``sim.batched``), about six times cheaper than six
-        Python passes; the batched differential tests hold that encoder equal to
-        ``encode_flat``.  Without numba (or in text mode) it is six ``observe`` calls.
+        The six rows are encoded in one compiled pass over a one-episode copy of the state
+        (``sim.batched``), about six times cheaper than six Python passes; the batched
+        differential tests hold that encoder equal to ``encode_flat``.  In text mode it is six
+        ``observe`` calls.
         """
-        if self.text_mode or not _numba_available():
+        if self.text_mode:
             return [self.observe(game, s) for s in range(SEATS)]
         rows = self._encode_rows(game)
         out = []
@@ -112,19 +109,18 @@ class SeatFace:
 
     def _encode_rows(self, game: Game) -> np.ndarray:
         from ..batched.engine import BatchedGuild
-        from ..batched.observe import all_seats, offsets
+        from ..batched.observe import all_seats
         from ..batched.observe import encode as batch_encode
 
         st = game.state
         key = (st.turns, st.thievery)
         if getattr(self, "_batch_key", None) != key:
             self._batch = BatchedGuild(1, turns=st.turns, thievery=st.thievery,
-                                       world=self.world, seed=0, backend="numba")
+                                       world=self.world, seed=0)
             self._batch_key = key
             self._rows = all_seats(1)
-            offs, width = offsets(self._batch.tables)
-            self._out = np.zeros((SEATS, width), np.float32)
-            self._slices = _slices(self.world)
+            self._out = np.zeros((SEATS, self._batch.tables.obs_width), np.float32)
+            self._slices = slices(self.world)
         self._batch.load_games([game])
         batch_encode(self._batch, self._rows[0], self._rows[1], self._out)
         return self._out

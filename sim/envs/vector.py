@@ -21,7 +21,7 @@ from gymnasium.vector.utils import batch_space
 
 from ..batched.engine import SEED_HIGH, BatchedGuild
 from ..batched.observe import all_seats, encode, offsets
-from ..codec.encode import layout
+from ..codec.encode import slices
 from ..policies import BATCHED_POLICIES
 from ..rules.world import SEATS, World
 from .face import DEFAULT_OPPONENTS, seat_spaces
@@ -55,8 +55,6 @@ class GuildVectorEnv(VectorEnv):
         opponents: five batched policy specs (see :func:`make_batched_policy`).
         turns, thievery, world, flatten, reward: as ``GuildEnv``.  ``speech`` is accepted and
             has no effect (table actions never speak); ``text_mode`` needs the scalar engine.
-        backend: the engine's backend (``"auto"``: numba when installed, else numpy; both
-            give identical results).
         max_episode_steps: accepted for ``make_vec`` and ignored (episodes last ``turns``).
     """
 
@@ -66,7 +64,7 @@ class GuildVectorEnv(VectorEnv):
                  opponents: Sequence | None = None, turns: int = 14, thievery: bool = True,
                  speech: bool = True, world: World | None = None, text_mode: bool = False,
                  flatten: bool = False, reward: str = "dense", render_mode: str | None = None,
-                 backend: str = "auto", max_episode_steps: int | None = None) -> None:
+                 max_episode_steps: int | None = None) -> None:
         if text_mode:
             raise ValueError("text_mode needs the scalar engine: use vectorization_mode='sync'")
         if render_mode is not None:
@@ -78,8 +76,7 @@ class GuildVectorEnv(VectorEnv):
         specs = list(DEFAULT_OPPONENTS if opponents is None else opponents)
         if len(specs) != SEATS - 1:
             raise ValueError(f"opponents must name {SEATS - 1} policies; got {len(specs)}")
-        self.engine = BatchedGuild(num_envs, turns=turns, thievery=thievery, world=world,
-                                   backend=backend)
+        self.engine = BatchedGuild(num_envs, turns=turns, thievery=thievery, world=world)
         self.world = self.engine.world
         self.num_envs = num_envs
         self.fixed_seat = seat
@@ -90,7 +87,7 @@ class GuildVectorEnv(VectorEnv):
             self.world, False, flatten)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
-        self._slices = _slices(self.world)
+        self._slices = slices(self.world)
         self._rngs: list[np.random.Generator] | None = None
         self.seat = np.zeros(num_envs, np.int64)
         self._score = np.zeros(num_envs)
@@ -206,16 +203,15 @@ class GuildSelfPlay:
         reward: ``"dense"`` (score change each turn) or ``"terminal"``; float32 here (the
             engine's float64 rewards are ``engine.step``'s).
         seed: seeds the game seeds of every episode (reset and autoreset).
-        backend: the engine's backend (``"auto"``: numba when installed, else numpy).
     """
 
     def __init__(self, num_envs: int, turns: int = 14, thievery: bool = True,
                  world: World | None = None, reward: str = "dense",
-                 seed: int | None = None, backend: str = "auto") -> None:
+                 seed: int | None = None) -> None:
         if reward not in ("dense", "terminal"):
             raise ValueError(f"reward must be 'dense' or 'terminal'; got {reward!r}")
         self.engine = BatchedGuild(num_envs, turns=turns, thievery=thievery, world=world,
-                                   seed=seed, backend=backend)
+                                   seed=seed)
         self.num_envs = num_envs
         self.num_agents = num_envs * SEATS
         self.reward_mode = reward
@@ -263,14 +259,6 @@ class GuildSelfPlay:
     def _observe(self) -> None:
         encode(self.engine, self._r, self._s, self.observations)
         np.greater(self.observations[:, self._mask_at:], 0, out=self.masks)
-
-
-def _slices(world: World) -> dict[str, tuple[int, int]]:
-    out, at = {}, 0
-    for k, (shape, _) in layout(world).items():
-        out[k] = (at, at + shape[0])
-        at += shape[0]
-    return out
 
 
 def _copy(obs):
