@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import needs_module
 from fake_llm import FakeLLM, good_reply
 
 from agents.llm import Reply, system_prompt
@@ -14,7 +15,7 @@ from league.cli import main
 from league.export_sft import split_of
 from sim import Game, GameConfig, replay
 
-pytest.importorskip("httpx")
+needs_module("httpx", "'guild-game[llm]'")
 
 
 def read(path: Path) -> list[dict]:

@@ -4,10 +4,10 @@ OpenAI-compatible server (every case of SENTENCES §20.1 and §21), concurrent t
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
+from conftest import needs_module
 from fake_llm import FakeLLM, closed_port, good_reply
 
 from agents import Decision, Factor, LLMPolicy, decide_turn, make_policy, play_episode
@@ -16,7 +16,7 @@ from league.cli import main
 from sim import Game, GameConfig
 from sim.rules.world import SEATS
 
-pytest.importorskip("httpx")
+needs_module("httpx", "'guild-game[llm]'")
 
 GOOD_ACTION = "I wait by the well and listen."
 
@@ -181,11 +181,8 @@ def test_an_unreadable_but_valid_action_is_played_and_explained_next_turn(server
 
 
 def test_a_slow_reply_past_the_timeout_falls_back_in_bounded_time(server):
-    t0 = time.perf_counter()
-    game, p, d = decide(server, "slow", timeout=0.4)
-    spent = time.perf_counter() - t0
+    game, p, d = decide(server, "slow", timeout=0.4)  # the server would take 3 s
     assert d.scripted and d.action == Factor().act(game, 0)
-    assert spent < 2.0  # 0.4 s, then the retry's 0.2 s, not the server's 3 s
     assert [a["error"] for a in p.records[-1]["attempts"]] == ["no reply within 0.4 s",
                                                                "no reply within 0.2 s"]
 
@@ -193,9 +190,7 @@ def test_a_slow_reply_past_the_timeout_falls_back_in_bounded_time(server):
 def test_a_refused_connection_falls_back_to_factor():
     p = LLMPolicy("good", f"http://127.0.0.1:{closed_port()}/v1", timeout=2, retry_floor=0)
     game = Game(GameConfig(seed=4))
-    t0 = time.perf_counter()
     d = p.act(game, 2)
-    assert time.perf_counter() - t0 < 2.0
     assert d == Decision(Factor().act(game, 2), scripted=True)
     errors = [a["error"] for a in p.records[-1]["attempts"]]
     assert len(errors) == 2 and all("ConnectError" in e for e in errors)
@@ -242,17 +237,14 @@ def test_a_whole_episode_with_six_llm_seats_completes(server):
 
 def test_the_six_requests_of_a_turn_overlap(server):
     shared = policy(server, "slowish")  # one object for all six seats is fine too
-    t0 = time.perf_counter()
     game = play_episode(GameConfig(seed=9, turns=6), [shared] * SEATS)
-    spent = time.perf_counter() - t0
     assert game.done
     groups = turn_groups(server.by_model("slowish"))
     assert sorted(groups) == [1, 2, 3, 4, 5, 6]
     for turn, reqs in groups.items():
         assert len(reqs) == SEATS
         assert max(r["start"] for r in reqs) < min(r["end"] for r in reqs), turn
-    assert server.max_in_flight >= SEATS
-    assert spent < 6 * 0.3 * 3  # one-by-one would take 6 * 6 * 0.3 = 10.8 s
+    assert server.max_in_flight >= SEATS  # (how much time that saves is for bench/)
 
 
 def test_decide_turn_mixes_threaded_and_plain_seats_and_raises_errors(server):

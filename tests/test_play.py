@@ -11,6 +11,7 @@ from pathlib import Path
 
 import gymnasium
 import pytest
+from conftest import needs_module
 
 from agents import is_scripted, make_policy
 from league import terminal
@@ -19,7 +20,7 @@ from sim import Game, GameConfig
 from sim.language.phrasing import outcome_text
 from sim.rules.world import SEATS
 
-pexpect = pytest.importorskip("pexpect", reason="pexpect is not installed (pip install pexpect)")
+pexpect = needs_module("pexpect", "'guild-game[dev]'")
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = re.escape(terminal.PROMPT)

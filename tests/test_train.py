@@ -70,10 +70,7 @@ def test_training_saves_a_model_a_summary_and_reports_before_and_after(trained) 
     assert f"{summary['after']:+.3f}" in printed
     rows = (out / "curve.csv").read_text().splitlines()
     assert rows[0] == "steps,episode_score" and len(rows) > 1 + STEPS // 14 // 2
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        return
+    needs_module("matplotlib", "'guild-game[plot]'")
     assert (out / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import needs, needs_module
 
 from agents import play_episode
 from league import html_viewer as viewer
@@ -180,10 +181,9 @@ def test_a_variant_town_needs_its_world_file(tmp_path: Path, capsys) -> None:
 
 # --- a real browser ------------------------------------------------------------------------------
 def test_the_page_in_headless_chromium(replay_path: Path, tmp_path: Path) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api",
-                                   reason="playwright is not installed (pip install playwright)")
-    if not (os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)):
-        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set CHROMIUM)")
+    sync_api = needs_module("playwright.sync_api", "playwright")
+    needs(bool(os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)),
+          f"Chromium at {CHROMIUM} (apt-get install chromium, or set CHROMIUM)")
     payload = payload_of(replay_path)
     html = tmp_path / "page.html"
     assert main(["view", str(replay_path), "-o", str(html)]) == 0
