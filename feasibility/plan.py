@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sim.rules.prices import buy_walk
 from sim.rules.world import COMMISSION_COUNT, World
+
+UNLIMITED = 1 << 62  # a purse for pricing a walk, never the limit
 
 UNITS = COMMISSION_COUNT
 """Units each commission asks for (RULES §1: commission count 2)."""
@@ -84,6 +87,7 @@ def walk(world: World, start: int, goal: int) -> list[Step]:
 
 
 def buy_cost(world: World, good: int, stock: int, qty: int) -> int:
-    """Coin for ``qty`` units from a keeper holding ``stock``: the ask walked one unit at a
-    time, each priced from the stock at the moment it changes hands (RULES §7)."""
-    return sum(world.ask_table[good][stock - i] for i in range(qty))
+    """Coin for ``qty`` units (at most ``stock``) from a keeper holding ``stock``: the rules'
+    price walk (``sim.rules.prices.buy_walk``, RULES §7, §9.1) with a purse that never runs
+    short."""
+    return buy_walk(world.ask_table[good], stock, qty, UNLIMITED)[1]
