@@ -363,3 +363,22 @@ def test_world_json_has_the_spectator_keys() -> None:
     w = STANDARD_TOWN.to_json()
     assert set(w) == {"rooms", "items", "npcs", "guild", "pointsPerUnit"}
     assert w["rooms"][5]["dark"] and w["npcs"][4]["trade"] == [2, 4]
+
+
+def test_configs_of_different_towns_differ() -> None:
+    """A config is its town too: equal settings in another town are another config."""
+    from dataclasses import replace
+
+    poor = replace(STANDARD_TOWN, start_coin=30)
+    assert GameConfig(seed=3) == GameConfig(seed=3, world=STANDARD_TOWN)
+    assert GameConfig(seed=3) != GameConfig(seed=3, world=poor)
+    assert len({GameConfig(seed=3), GameConfig(seed=3, world=poor)}) == 2
+
+
+def test_robbery_odds_of_rules_11() -> None:
+    """Attack 1 + guards (+1 dark) must beat defence 1 + guards (+2 lit): the one definition."""
+    from sim.rules.robbery import robbery_succeeds
+
+    assert robbery_succeeds(0, 0, True) and not robbery_succeeds(0, 1, True)
+    assert robbery_succeeds(1, 1, True) and not robbery_succeeds(2, 0, False)
+    assert robbery_succeeds(3, 0, False) and not robbery_succeeds(3, 1, False)
