@@ -1,0 +1,155 @@
+"""World files (``sim.rules.worldfile``): variant towns that play and that the feasibility gate
+checks, and bad files named line by line."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from towns import play_plan, write_town
+
+from feasibility import (
+    Checker,
+    cheapest_source,
+    run_gate,
+)
+from feasibility.cli import main
+from sim import Game, load_config
+from sim.rules.world import STANDARD_TOWN
+from sim.rules.worldfile import (
+    WorldFileError,
+    load_world,
+    world_from_dict,
+    world_to_dict,
+)
+
+W = STANDARD_TOWN
+HIDE, NAILS, ROPE, SALT = 0, 1, 2, 3
+
+
+# --- world files -----------------------------------------------------------------------------
+
+def test_world_file_round_trip() -> None:
+    assert world_from_dict({}) == (W, None)
+    assert world_from_dict(world_to_dict(W)) == (W, None)
+
+
+CUT_DOCKS = {"turns": 16, "start_coin": 42,
+             "rooms": {"The Docks": {"exits": ["Warehouse Yard", "alley"]},
+                       "Market Square": {"exits": [1, 3, 7]}},
+             "goods": {"salt": {"value": 10}},
+             "keepers": {"smith": {"opening": [4, 6]}}}
+
+
+def test_world_file_patches_and_plays(tmp_path: Path) -> None:
+    world, turns = load_world(write_town(tmp_path, CUT_DOCKS))
+    assert turns == 16 and world.start_coin == 42
+    assert world.rooms[5].exits == (4, 6) and world.rooms[0].exits == (1, 3, 7)
+    assert world.goods[SALT].value == 10 and world.keepers[1].opening == (4, 6)
+    assert world.dist[0][5] == 3
+    report = run_gate(world, turns)
+    assert report.ok and report.summary("seeded", "greedy").worst_turns == 12
+    # With 35 coin, rope (17) + salt now worth 10 (21) is out of reach by any plan.
+    poorer = run_gate(replace(world, start_coin=35), turns)
+    assert not poorer.ok and all(o.optimal is None for o in poorer.failures)
+    # The same World is played by the game: a seat follows its optimal plan to completion.
+    checker = Checker(world, turns)
+    case = checker.seeded_cases([3])[0]
+    plan = checker.check(case).optimal
+    assert plan is not None
+    game = play_plan(world, 3, 0, plan, turns)
+    assert all(c["delivered"] == 2 for c in game.commissions(0))
+
+
+def test_world_file_toml_and_full_tables(tmp_path: Path) -> None:
+    toml = """
+name = "cheap salt"
+start_coin = 45
+[goods.salt]
+value = 7
+[keepers."Keeper Nesh"]
+trade = ["lamp", "salt", "rope"]
+opening = [4, 8, 4]
+"""
+    world, turns = load_world(write_town(tmp_path, toml, "town.toml"))
+    assert turns is None and world.start_coin == 45 and world.keepers[2].opening == (4, 8, 4)
+    assert cheapest_source(world, SALT).cost == 5 + 6
+    full = world_to_dict(W)
+    full["goods"][HIDE]["value"] = 5
+    assert world_from_dict(full)[0].goods[HIDE].value == 5
+
+
+def test_world_file_with_a_new_room_and_keeper(tmp_path: Path) -> None:
+    """A list replaces a whole table: a tenth room off the Docks with a salt merchant."""
+    full = world_to_dict(W)
+    full["rooms"][5]["exits"].append("Lighthouse")
+    full["rooms"].append({"name": "Lighthouse", "keywords": ["lighthouse"], "exits": ["docks"],
+                          "x": 95, "y": 95, "dark": True})
+    full["keepers"].append({"name": "Keeper Ilo", "keywords": ["ilo"], "room": "Lighthouse",
+                            "trade": ["salt", "lamp"], "opening": [9, 2]})
+    full["turns"] = 14
+    path = write_town(tmp_path, full)
+    config = load_config(path, seed=4)  # seat 3 starts at the Docks
+    w = config.world
+    assert config.turns == 14 and w.n_rooms == 10 and w.rooms[5].exits == (0, 4, 6, 9)
+    assert cheapest_source(w, SALT).keeper == 5  # 6 + 7 = 13 beats Keeper Nesh's 19
+    game = Game(config)
+    at_docks = [s for s in range(6) if game.state.room[s] == 5]
+    game.play_turn(["I walk to the lighthouse."] * 6)
+    assert at_docks and all(game.state.room[s] == 9 for s in at_docks)
+    # The greedy oracle chases the cheap, remote salt and runs out of time, although the
+    # optimal plan fits: the gate (RULES §18 enforces the greedy plan) fails and says so.
+    r = run_gate(w, 14, range(50))
+    assert not r.ok
+    assert all(o.optimal is not None and o.optimal.turns <= 12 for o in r.failures)
+
+
+BAD_WORLDS = [
+    ({"rooms": {"The Docks": {"exits": [4, 6, "Harbour Gate"]}}},
+     "rooms[\"The Docks\"].exits[2]: unknown room 'Harbour Gate'"),
+    ({"rooms": {"The Docks": {"exits": [4, 6]}}}, "asymmetric exit: Market Square leads to "
+                                                   "The Docks"),
+    ({"keepers": {"Smith Bram": {"trade": ["nails"], "opening": [8]},
+                  "Keeper Nesh": {"trade": ["lamp", "salt"], "opening": [4, 6]},
+                  "Guildmaster Vell": {"trade": ["lamp"], "opening": [3]}}},
+     "commission good 'rope' is sold by no keeper"),
+    ({"start_coin": -5}, "start_coin: negative values are not allowed; got -5"),
+    ({"keepers": {"oda": {"opening": [8, -1]}}}, "opening[1]: negative values"),
+    ({"goods": {"hide": {"value": -2}}}, "value: negative values"),
+    ({"turns": 4}, "turns: must be at least 6"),
+    ({"startcoin": 30}, "unknown key 'startcoin' (did you mean 'start_coin'?)"),
+    ({"keepers": {"fen": {"room": "The Smithy"}}}, "both stand in one room"),
+    ({"rooms": {"chapel": {"exits": [0, 6, 8, 8]}}}, "The Guildhall is listed twice"),
+    ({"keepers": {"Tanner Oda": {"trade": ["hide"]}}}, "trade lists 1 good but opening gives "
+                                                       "2 stock levels"),
+    ({"guild": "Mayor Pell"}, "guild: unknown keeper 'Mayor Pell'"),
+    ([1, 2], "must be an object"),
+]
+
+
+@pytest.mark.parametrize(("data", "message"), BAD_WORLDS)
+def test_bad_world_files_are_named(tmp_path: Path, capsys, data, message: str) -> None:
+    path = write_town(tmp_path, data)
+    with pytest.raises(WorldFileError) as e:
+        load_world(path)
+    assert message in str(e.value) and str(path) in str(e.value)
+    assert main(["--world", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("text", "name", "message"), [
+    ('{"turns": 12,}', "town.json", "malformed JSON at line 1"),
+    ("turns = = 3", "town.toml", "malformed TOML"),
+])
+def test_malformed_world_files(tmp_path: Path, capsys, text: str, name: str,
+                               message: str) -> None:
+    assert main(["--world", str(write_town(tmp_path, text, name))]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_missing_world_file(tmp_path: Path, capsys) -> None:
+    assert main(["--world", str(tmp_path / "nope.json")]) == 2
+    assert "cannot read the world file" in capsys.readouterr().err
