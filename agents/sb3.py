@@ -1,6 +1,6 @@
 """Trained Stable-Baselines3 models as league policies: ``make_policy("sb3:path/model.zip")``.
 
-A model trained on ``guild/Guild-v0`` (``examples/train_maskable_ppo.py``) plays a seat here by
+A model trained on ``guild/Guild-v0`` (``agents.training``, ``guild train``) plays a seat here by
 building the same observation it was trained on (the flat vector or the ``Dict``, read from the
 model's own observation space), masking with
 ``sim.codec.action_table.legal_mask`` and decoding the index

@@ -1,10 +1,14 @@
 """Leagues of the guild game: run many episodes fairly, rank policies, replay and verify.
 
-``guild league`` (``league.cli``) plays duplicate-style groups of six seat rotations
-(``league.lineups``), falls back to ``factor`` for faulty decisions (``league.episode``), writes
-every finished episode durably and resumes (``league.store``), runs on worker processes or Ray
-(``league.backends``), ranks by mean score with a bootstrap interval (``league.ladder``) and
-re-derives every replay on ``guild verify`` (``league.verify``).
+``guild league`` (``league.cli``) runs a whole league (``league.tournament``): duplicate-style
+groups of six seat rotations (``league.lineups``), each episode played with its faults falling
+back to ``factor`` and its time bounded (``league.episode``), every finished episode written
+durably and resumed (``league.store``, ``league.atomic``), on worker processes or Ray
+(``league.backends``), ranked by mean score with a bootstrap interval (``league.ladder``), and
+every replay re-derived on ``guild verify`` (``league.verify``). The other commands:
+``guild view`` (``league.html_viewer``), ``guild play`` (``league.terminal``), ``guild train``
+(``league.train``, running ``agents.training``) and ``guild export-sft``
+(``league.export_sft``).
 """
 
 from .episode import RESULT_KEYS, Settings
