@@ -1,0 +1,107 @@
+"""``sim.policies``: policy names resolve through a registry that ``sim`` owns and others fill
+(entry points of installed distributions, or ``register`` at run time), so ``sim`` never
+imports ``agents`` and a user's package can name its own policies."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from sim.policies import BATCHED_POLICY_GROUP, POLICY_GROUP, PolicyRegistry
+
+
+def _acts(obj: object) -> bool:
+    return callable(getattr(obj, "act", None))
+
+
+class Waiter:
+    """A policy that always waits."""
+
+    def __init__(self, patience: int = 1) -> None:
+        self.patience = patience
+
+    def act(self, game, seat):
+        return "I wait."
+
+
+def _distribution(root: Path, group: str, entries: dict[str, str], module: str = "") -> None:
+    """An installed distribution on ``root`` declaring ``entries`` in ``group``."""
+    info = root / "townsfolk-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: townsfolk\nVersion: 1.0\n")
+    lines = "\n".join(f"{k} = {v}" for k, v in entries.items())
+    (info / "entry_points.txt").write_text(f"[{group}]\n{lines}\n")
+    if module:
+        (root / "townsfolk.py").write_text(module)
+
+
+def test_a_users_package_declares_its_own_policy(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    _distribution(tmp_path, POLICY_GROUP, {"idler": "townsfolk:Idler"}, textwrap.dedent('''
+        class Idler:
+            def __init__(self, patience=1):
+                self.patience = patience
+            def act(self, game, seat):
+                return "I wait."
+    '''))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry = PolicyRegistry(POLICY_GROUP, _acts, "a policy")
+    assert "idler" in registry.names() and "factor" in registry.names()
+    policy = registry.make({"name": "Idler", "patience": 3})
+    assert type(policy).__name__ == "Idler" and policy.patience == 3
+
+
+def test_a_broken_entry_point_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _distribution(tmp_path, POLICY_GROUP, {"ghost": "no_such_module_anywhere:Ghost"})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry = PolicyRegistry(POLICY_GROUP, _acts, "a policy")
+    with pytest.raises(ValueError, match="ghost.*no_such_module_anywhere:Ghost"):
+        registry.make("ghost")
+    assert registry.make("factor").act  # the others still resolve
+
+
+def test_register_prefixes_and_module_paths() -> None:
+    registry = PolicyRegistry("guild.test-empty-group", _acts, "a policy")
+    registry.register("waiter", Waiter)
+    assert registry.make("WAITER", patience=2).patience == 2
+    assert registry.make(f"{__name__}:Waiter").patience == 1
+    registry.register("deep", lambda spec, **kw: Waiter(len(spec)))
+    assert registry.make("deep:four").patience == 4  # the rest of the spec goes to the factory
+    with pytest.raises(ValueError, match="unknown policy 'nobody'; known: deep, waiter"):
+        registry.make("nobody")
+    with pytest.raises(ValueError, match="must be a non-empty word"):
+        registry.register("a:b", Waiter)
+    with pytest.raises(ValueError, match="not a policy"):
+        registry.make("pathlib:PurePath")  # builds fine, but has no act()
+
+
+def test_sim_resolves_baselines_without_importing_agents() -> None:
+    """In a fresh interpreter, importing sim and building the default env loads no agents; a
+    reset resolves factor and magpie through the entry points our distribution declares."""
+    code = textwrap.dedent("""
+        import sys, gymnasium
+        import sim
+        env = gymnasium.make("guild/Guild-v0")
+        assert "agents" not in sys.modules, "imported on make"
+        env.reset(seed=0)
+        names = sorted({type(p).__name__ for p in env.unwrapped.opponents})
+        print(names)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['Factor', 'Magpie']"
+
+
+def test_batched_names_are_declared_too() -> None:
+    from sim.policies import BATCHED_POLICIES
+
+    assert BATCHED_POLICIES.group == BATCHED_POLICY_GROUP
+    assert {"factor", "magpie", "random"} <= set(BATCHED_POLICIES.names())
+    assert BATCHED_POLICIES.make("factor").batched is True
+    with pytest.raises(ValueError, match="batched"):
+        BATCHED_POLICIES.make(Waiter())
