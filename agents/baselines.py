@@ -10,6 +10,7 @@ which is the seat's own view plus the two hidden reads the original's rules need
 from __future__ import annotations
 
 from sim import Game
+from sim.rules.prices import buy_walk
 
 from .seat_view import BaselineView
 
@@ -75,13 +76,8 @@ class Factor:
                 if want <= 0 or not deals[good] or v.free <= 0:
                     continue
                 units = min(want, stock[good], v.free)
-                # affordable: walk the rising ask from the current stock with the purse
-                asks = w.ask_table[good]
-                s, coin, n = stock[good], v.coin, 0
-                while n < units and coin >= asks[s]:
-                    coin -= asks[s]
-                    s -= 1
-                    n += 1
+                # affordable: the rules' price walk from the current stock with the purse
+                n = buy_walk(w.ask_table[good], stock[good], units, v.coin)[0]
                 if n > 0:
                     return f"I buy {w.item_name(good, n)} from {w.keepers[npc].name}."
             for good in range(len(goods)):

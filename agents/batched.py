@@ -3,7 +3,7 @@
 ``agents.Factor`` and ``agents.Magpie`` write sentences for the scalar world; here the same
 rules, in the same order, choose the action-table index with the same meaning, for every
 ``(episode, seat)`` pair at once, straight from the batched arrays (they read the same hidden
-facts as ``agents.view.BaselineView``: other shops' stock, other seats' packs).
+facts as ``agents.seat_view.BaselineView``: other shops' stock, other seats' packs).
 
 Where a sentence names an amount the table lacks, the closest table entry is taken:
 
