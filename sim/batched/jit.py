@@ -39,9 +39,6 @@ SOURCES = ("batched/kernels_step.py", "batched/kernels_observe.py", "batched/jit
 ENTRY_POINTS = {"step_rows": "kernels_step", "encode_rows": "kernels_observe",
                 "mask_rows": "kernels_observe"}
 
-INLINE = ("resolve", "encode_commissions", "encode_room", "encode_offers", "encode_standing",
-          "mask_features", "seat_features")
-
 _lock = threading.Lock()
 _compiled: dict[str, Callable] = {}
 _registered = False
@@ -83,8 +80,14 @@ def _build() -> dict[str, Callable]:
     modules = {"kernels_step": kernels_step, "kernels_observe": kernels_observe}
     global _registered
     if not _registered:  # an overload registered twice would be ambiguous
-        for fn in shared + _functions(kernels_step) + _functions(kernels_observe):
-            register_jitable(inline="always" if fn.__name__ in INLINE else "never")(fn)
+        for fn in shared:
+            register_jitable(fn)
+        # The kernels' own functions pass the whole state around; compiled as calls, moving
+        # those arguments would cost more than the work, so they are inlined into the entry
+        # points (the rules' functions take a few numbers and rows, and stay calls).
+        for fn in _functions(kernels_step) + _functions(kernels_observe):
+            takes_state = "st" in fn.__code__.co_varnames[:fn.__code__.co_argcount]
+            register_jitable(inline="always" if takes_state else "never")(fn)
         _registered = True
     cache_dir = _cache_dir()
     old = config.CACHE_DIR
