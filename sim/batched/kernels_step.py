@@ -50,11 +50,13 @@ def step_rows(actions, st, tb, turns, thievery, scratch):
     ``sim.batched.jit``).
     """
     kind, reason, logged, here = scratch.kind, scratch.reason, scratch.logged, scratch.here
+    order = scratch.order
     for n in range(actions.shape[0]):
         decode(actions[n], n, st, tb, kind, reason, logged, here)
+        for k in range(SEATS):
+            order[k] = acting_seat(st.turn[n], k)
         for cls in range(2, 8):  # RULES §6.3; class 1 is speech, which table actions lack
-            for k in range(SEATS):
-                s = acting_seat(st.turn[n], k)
+            for s in order:
                 if tb.kind_class[kind[s]] == cls:
                     reason[s], logged[s] = resolve(kind[s], actions[n, s], n, s, st, tb,
                                                    thievery, reason[s])

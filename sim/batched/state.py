@@ -80,13 +80,14 @@ class Scratch(NamedTuple):
     reason: np.ndarray    # [6] its reason code
     logged: np.ndarray    # [6] bool: it leaves a public line
     here: np.ndarray      # [6] the seat's start-of-turn room
+    order: np.ndarray     # [6] the seats in initiative order this turn
     features: np.ndarray  # [n_features] bool: one seat's mask conditions
 
 
 def scratch_for(tb: Tables) -> Scratch:
     """Fresh work arrays for the kernels of ``tb``'s town."""
     return Scratch(np.zeros(SEATS, np.int64), np.zeros(SEATS, np.int64),
-                   np.zeros(SEATS, bool), np.zeros(SEATS, np.int64),
+                   np.zeros(SEATS, bool), np.zeros(SEATS, np.int64), np.zeros(SEATS, np.int64),
                    np.zeros(tb.n_features, bool))
 
 
