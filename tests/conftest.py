@@ -9,6 +9,9 @@ skip cannot hide all the same, a CI run that reports any skip at all (a bare ``s
 Tests that apply to only some cases (golden episodes, say) parametrize over those cases
 rather than skipping the others.
 
+**Shared fixtures.**  ``league12``: one small league of the baselines, made once per run and
+read (never changed) by the league tests; they copy it before editing.
+
 **Hypothesis.**  Profile ``ci`` (selected by ``GUILD_CI=1`` or ``HYPOTHESIS_PROFILE=ci``) is
 derandomized, so a CI run is repeatable, and runs each property at least as many examples as
 the test asks for; profile ``dev`` (the default) draws fresh examples each run.
@@ -19,6 +22,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -92,3 +96,25 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
                              red=True)
     for report in _SKIPPED:
         terminalreporter.line(f"{report.nodeid or report.fspath}: {_reason(report)}", red=True)
+
+
+@pytest.fixture(scope="session")
+def league12(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """A 12-episode league of the baselines on 2 workers: (dir, stdout, stderr)."""
+    import io
+    import sys
+
+    from leagues import league_args
+
+    from league.cli import main
+
+    out = tmp_path_factory.mktemp("league") / "l12"
+    buf_out, buf_err = io.StringIO(), io.StringIO()
+    old = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = buf_out, buf_err
+    try:
+        code = main(league_args(out))
+    finally:
+        sys.stdout, sys.stderr = old
+    assert code == 0, buf_err.getvalue()
+    return out, buf_out.getvalue(), buf_err.getvalue()

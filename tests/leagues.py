@@ -1,0 +1,50 @@
+"""A small league of the baselines and the helpers the league tests share."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent
+BASELINES = "factor,magpie,random"
+F = "faulty_policies:"  # tests/faulty_policies.py, importable from the tests directory
+
+
+def league_args(out: Path, episodes: int = 12, *extra: str, policies: str = BASELINES,
+                seed: int = 1, workers: int = 2) -> list[str]:
+    return ["league", "--policies", policies, "--episodes", str(episodes), "--seed", str(seed),
+            "--workers", str(workers), "--out", str(out), *extra]
+
+
+def lines(out: Path) -> list[str]:
+    return (out / "results.jsonl").read_text(encoding="utf-8").splitlines()
+
+
+def rows(out: Path) -> list[dict]:
+    return [json.loads(x) for x in lines(out)]
+
+
+def timeless(rs: list[dict]) -> list[dict]:
+    """Rows without the one machine-dependent field."""
+    return [{k: v for k, v in r.items() if k != "wallTime"} for r in rs]
+
+
+def same_replays(a: Path, b: Path) -> bool:
+    names = sorted(p.name for p in (a / "replays").iterdir())
+    return names == sorted(p.name for p in (b / "replays").iterdir()) and all(
+        (a / "replays" / n).read_bytes() == (b / "replays" / n).read_bytes() for n in names)
+
+
+def one_error_line(err: str) -> str:
+    assert "Traceback" not in err
+    got = err.strip().splitlines()
+    assert len(got) == 1, got
+    return got[0]
+
+
+def copy_league(src: Path, tmp_path: Path) -> Path:
+    dst = tmp_path / "copy"
+    shutil.copytree(src, dst)
+    return dst
