@@ -179,7 +179,7 @@ def _phrase_matches(world: World, aliases: Sequence[str], toks: tuple[str, ...]
                     ) -> tuple[list[tuple[int, int, int]], ...]:
     """§6-§7: every phrase match of the four lists (rooms, goods, keepers, cogs), each a list
     of (start, length, id) in start, then list, order."""
-    index = phrase_index(world, aliases)
+    index = phrase_index(world, aliases if type(aliases) is tuple else tuple(aliases))
     found: tuple[list[tuple[int, int, int]], ...] = ([], [], [], [])
     for p, t in enumerate(toks):
         cands = index.get(t)
@@ -211,14 +211,14 @@ def _scan_verbs(toks: tuple[str, ...], whole: list[Match], seat: int) -> tuple[s
         if entries is None:
             continue
         for intent_kind, guard in entries:
-            if _guard_holds(guard, toks, i, whole, seat, offer_flag):
+            if guard == G_ALWAYS or _guard_holds(guard, toks, i, whole, seat, offer_flag):
                 return intent_kind, i
     return "", -1
 
 
 def _guard_holds(guard: str, toks: tuple[str, ...], i: int, whole: list[Match], seat: int,
                  offer_flag: bool) -> bool:
-    """§8.2: whether the verb at token ``i`` may decide the intent."""
+    """§8.2: whether the verb at token ``i`` may decide the intent (G_ALWAYS: always)."""
     if guard == G_ALWAYS:
         return True
     if guard == G_ROOM:

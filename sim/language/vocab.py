@@ -246,13 +246,10 @@ def cog_phrases(aliases: Sequence[str]) -> tuple[Phrase, ...]:
     return _phrases([(seat, (alias,)) for seat, alias in enumerate(aliases)])
 
 
-def phrase_index(world: World, aliases: Sequence[str]) -> PhraseIndex:
-    """All four phrase lists of §6 indexed by first token, cached per world and alias tuple."""
-    return _phrase_index(world, aliases if type(aliases) is tuple else tuple(aliases))
-
-
 @per_world(maxsize=1024)
-def _phrase_index(world: World, names: tuple[str, ...]) -> PhraseIndex:
+def phrase_index(world: World, names: tuple[str, ...]) -> PhraseIndex:
+    """All four phrase lists of §6 indexed by first token, cached per world and alias tuple
+    (``names``: the six aliases in seat order, as a tuple)."""
     wp = world_phrases(world)
     lists = (wp.rooms, wp.goods, wp.npcs, cog_phrases(names))
     built: dict[str, list[tuple[int, tuple[str, ...], int, int]]] = {}
