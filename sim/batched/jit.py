@@ -30,12 +30,10 @@ from pathlib import Path
 from types import FunctionType, ModuleType
 
 _PACKAGE = Path(__file__).resolve().parents[1]  # sim/
-# The modules whose code ends up in the kernels (constants included), relative to sim/.
-SOURCES = ("batched/kernels_step.py", "batched/kernels_observe.py", "batched/jit.py",
-           "batched/tables.py",
-           "codec/encode.py", "rules/prices.py", "rules/robbery.py", "rules/commissions.py",
-           "rules/scoring.py", "rules/turn.py", "rules/resolve.py", "rules/observation.py",
-           "rules/world.py")
+# Every source file whose code or constants can end up in the kernels, relative to sim/.
+SOURCES = tuple(sorted(p.relative_to(_PACKAGE).as_posix()
+                       for wing in ("rules", "codec", "batched")
+                       for p in (_PACKAGE / wing).glob("*.py")))
 ENTRY_POINTS = {"step_rows": "kernels_step", "encode_rows": "kernels_observe",
                 "mask_rows": "kernels_observe"}
 

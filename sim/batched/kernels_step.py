@@ -21,7 +21,7 @@ from ..rules.prices import STOCK_CAP, buy_walk, sell_walk
 from ..rules.resolve import hire_fee, offer_units
 from ..rules.robbery import guards, loot, robbery_succeeds
 from ..rules.scoring import score_points
-from ..rules.turn import acting_seat, tick_retainers
+from ..rules.turn import LAST_CLASS, SPEECH_CLASS, acting_seat, tick_retainers
 from ..rules.world import FINE_COIN, MAX_ROOM_LOG, RETAINER_TURNS, ROB_COIN, SEATS
 from .tables import HIRE_OFFER, NO_OFFER, REASON_CODE, TRADE_OFFER, Kind
 
@@ -55,7 +55,7 @@ def step_rows(actions, st, tb, turns, thievery, scratch):
         decode(actions[n], n, st, tb, kind, reason, logged, here)
         for k in range(SEATS):
             order[k] = acting_seat(st.turn[n], k)
-        for cls in range(2, 8):  # RULES §6.3; class 1 is speech, which table actions lack
+        for cls in range(SPEECH_CLASS + 1, LAST_CLASS + 1):  # §6.3; table acts never speak
             for s in order:
                 if tb.kind_class[kind[s]] == cls:
                     reason[s], logged[s] = resolve(kind[s], actions[n, s], n, s, st, tb,

@@ -1,7 +1,7 @@
 """A town's constants as arrays for the batched engine, derived once from the rules' sources.
 
 Nothing here restates a rule: the action table comes from ``sim.codec.action_table``, the
-structured checks of each action in each room from ``sim.rules.checks.check_slots``, the
+structured checks of each action in each room from ``sim.rules.checks.check_structured``, the
 resolution class of each kind from ``sim.rules.turn.resolution_class``, prices from
 ``sim.rules.prices`` (asks, bids and the cumulative cost of a purchase from ``buy_walk``),
 restock order from ``sim.rules.turn.restock_good``, the observation layout from
@@ -19,9 +19,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..codec.action_table import action_table
+from ..codec.action_table import action_table, to_intent
 from ..codec.encode import FLOOR_CLIP, REL, layout
-from ..rules.checks import check_slots
+from ..rules.checks import check_structured
 from ..rules.intents import REASONS
 from ..rules.prices import STOCK_CAP, buy_walk
 from ..rules.turn import resolution_class, restock_good
@@ -104,7 +104,6 @@ class Tables:
         self.n_goods, self.n_rooms, self.n_keepers = g, r, k
         self.carry_limit = w.carry_limit
         self.guild = w.guild
-        self.cap = STOCK_CAP
         self._actions(w)
         self._town(w)
         self._prices(w)
@@ -128,16 +127,11 @@ class Tables:
         """The action table as arrays, and each action's checked kind in each room."""
         table = action_table(w)
         self.n_actions = len(table)
-        self.block_kind = np.array([BLOCK_KIND[a.block] for a in table], np.int64)
         self.item = np.array([a.item for a in table], np.int64)
         self.qty = np.array([a.qty for a in table], np.int64)
         self.rel = np.array([a.rel for a in table], np.int64)
         self.coin = np.array([a.coin for a in table], np.int64)
         self.to_room = np.array([a.to_room for a in table], np.int64)
-        self.to_keeper = np.array([a.to_keeper for a in table], bool)
-        self.block_start: dict[str, int] = {}
-        for i, a in enumerate(table):
-            self.block_start.setdefault(a.block, i)
         self.index = {(a.block, a.item, a.qty, a.rel, a.coin, a.to_room): i
                       for i, a in enumerate(table)}
         # §12 for every action in every room.  A table action names another seat (rel >= 1)
@@ -146,13 +140,10 @@ class Tables:
         self.checked_reason = np.full((len(table), w.n_rooms), -1, np.int64)
         for i, a in enumerate(table):
             for room in range(w.n_rooms):
-                npc = w.keeper_in_room[room] if a.to_keeper else -1
-                other = a.rel if a.rel else -1  # seat 0 acting: (0 + rel) % 6
-                _, _, _, why = check_slots(a.kind, a.to_room, a.item, npc, other, a.coin, w,
-                                           0, room, (), 0)
-                self.checked_kind[i, room] = BLOCK_KIND[a.block] if why == "ok" else Kind.NONE
-                if why != "ok":
-                    self.checked_reason[i, room] = REASON_CODE[why]
+                it = check_structured(to_intent(i, w, 0, room), w, 0, room, (), 0)
+                self.checked_kind[i, room] = BLOCK_KIND[a.block] if it.kind != "none" else Kind.NONE
+                if it.kind == "none":
+                    self.checked_reason[i, room] = REASON_CODE[it.reason]
         self.kind_class = np.array([resolution_class(RULES_KIND[kind], kind == Kind.DELIVER)
                                     for kind in Kind], np.int64)
 

@@ -216,7 +216,6 @@ class WorldPhrases(NamedTuple):
     rooms: tuple[Phrase, ...]
     goods: tuple[Phrase, ...]
     npcs: tuple[Phrase, ...]
-    keeper_in_room: tuple[int, ...]
 
 
 def _phrases(entries: Sequence[tuple[int, Sequence[str]]]) -> tuple[Phrase, ...]:
@@ -237,7 +236,6 @@ def world_phrases(world: World) -> WorldPhrases:
         rooms=_phrases([(r.id, (*r.keywords, r.name)) for r in world.rooms]),
         goods=_phrases([(g.id, g.keywords) for g in world.goods]),
         npcs=_phrases([(k.id, (*k.keywords, k.name)) for k in world.keepers]),
-        keeper_in_room=tuple(world.keeper_in_room),
     )
 
 

@@ -20,7 +20,7 @@ Resolver = Callable[[GameState, Outcome, Intent], None]
 # The batched engine derives its class table from resolution_class.
 CLASS_OF = {"say": 1, "buy": 2, "sell": 2, "quest": 2, "take": 3, "drop": 3, "trade": 4,
             "hire": 4, "accept": 4, "rob": 5, "move": 6, "wait": 7, "none": 7}
-CLASSES = range(1, 8)
+SPEECH_CLASS, LAST_CLASS = 1, 7  # class 1 is speech; acts resolve in classes 2..7
 
 RESOLVERS: dict[str, Resolver] = {
     "buy": resolve.buy, "sell": resolve.sell, "quest": resolve.quest,
@@ -114,7 +114,7 @@ def resolve_turn(st: GameState, intents: Sequence[Intent], sentences: Sequence[s
             a = Outcome(seat, k, rooms[seat], it)
             resolve_say(a)
             emit(seat, a)
-    for cls in CLASSES[1:]:
+    for cls in range(SPEECH_CLASS + 1, LAST_CLASS + 1):
         for k, seat in enumerate(order):
             if classes[seat] != cls or acts[seat] is not None:
                 continue
