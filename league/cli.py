@@ -1,4 +1,5 @@
-"""The ``guild`` command line: ``guild league`` and ``guild verify`` (API.md §5).
+"""The ``guild`` command line: ``guild league`` and ``guild verify`` (API.md §5); more commands
+(``evaluate``, ``train``...) register from their own modules (``EXTRA_COMMANDS``).
 
 Exit codes: 0 done; 1 ``verify`` found an episode that does not verify, or a worker died;
 2 a user mistake (bad option, unknown policy, unusable or foreign directory), reported in one
@@ -82,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # More commands live in their own modules, each with ``register(sub)`` that adds its parser
 # and sets ``handler=`` (a function of the parsed args returning the exit code) as a default.
-EXTRA_COMMANDS = ("html_viewer", "terminal", "train", "export_sft")
+EXTRA_COMMANDS = ("html_viewer", "terminal", "train", "export_sft", "evaluate")
 
 
 def _extra_commands() -> list:

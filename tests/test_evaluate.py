@@ -1,0 +1,188 @@
+"""``agents.evaluation.paired_evaluation`` and ``guild evaluate``: paired, seat-rotated figures.
+
+The batched figures are checked against games rebuilt by hand on the scalar engine
+(``play_episode`` and ``sim.rules.scoring.score``), seat by seat and seed by seed; the scalar
+fallback must give the very same numbers for policies that have no batched form.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from differential import scalar_view
+from leagues import ROOT, one_error_line
+
+from agents import Factor, Magpie, play_episode
+from agents.evaluation import EvaluationError, mean_interval, paired_evaluation, t_quantile
+from league.cli import main
+from sim import Game, GameConfig
+from sim.batched.engine import BatchedGuild
+from sim.rules.scoring import score
+
+SEEDS = range(100_000, 100_020)
+
+
+class ScalarOnly:
+    """A scalar policy with no batched form: forces the scalar engine."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+        self.name = f"scalar-{inner.name}"
+
+    def act(self, game: Game, seat: int) -> str:
+        return self.inner.act(game, seat)
+
+
+def _by_hand(evaluated: object, seed: int, seat: int, against=(Factor, Magpie)) -> float:
+    """The evaluated seat's final score, the other seats cycling through ``against``."""
+    others = iter([against[j % len(against)]() for j in range(5)])
+    lineup = [evaluated if s == seat else next(others) for s in range(6)]
+    return score(play_episode(GameConfig(seed=seed), lineup).state, seat)
+
+
+def test_factor_against_itself_is_exactly_zero() -> None:
+    r = paired_evaluation("factor", seeds=SEEDS)
+    assert (r.diff, r.low, r.high) == (0.0, 0.0, 0.0)
+    assert r.per_seat == (0.0,) * 6 and r.mean == r.baseline_mean
+    assert (r.engine, r.games, r.n_seeds, r.seeds) == ("batched", 120, 20, (100_000, 100_019))
+
+
+def test_magpie_loses_to_factor_and_matches_games_rebuilt_by_hand() -> None:
+    seeds = [100_000, 100_007]
+    r = paired_evaluation("magpie", seeds=seeds)
+    got = np.array([[_by_hand(Magpie(), s, k) for k in range(6)] for s in seeds])
+    base = np.array([[_by_hand(Factor(), s, k) for k in range(6)] for s in seeds])
+    assert r.mean == pytest.approx(got.mean(), abs=1e-12)
+    assert r.baseline_mean == pytest.approx(base.mean(), abs=1e-12)
+    assert r.per_seat == pytest.approx(tuple((got - base).mean(axis=0)), abs=1e-12)
+    per_seed = (got - base).mean(axis=1)                  # the independent units
+    assert r.diff == pytest.approx(per_seed.mean(), abs=1e-12)
+    half = 12.706204736 * per_seed.std(ddof=1) / np.sqrt(2)   # t(0.975, 1 d.o.f.)
+    assert (r.low, r.high) == pytest.approx((per_seed.mean() - half, per_seed.mean() + half))
+    wide = paired_evaluation("magpie", seeds=SEEDS)
+    assert wide.diff < 0 and wide.high < 0 and wide.low < wide.diff
+
+
+def test_other_seats_cycle_through_against_in_seat_order() -> None:
+    r = paired_evaluation("magpie", against=("random", "magpie", "factor"), seeds=[3, 4])
+    cycled = paired_evaluation("magpie", against=("random", "magpie", "factor", "random",
+                                                  "magpie"), seeds=[3, 4])
+    assert (r.per_seat, r.mean, r.baseline_mean) == (cycled.per_seat, cycled.mean,
+                                                    cycled.baseline_mean)
+    one = paired_evaluation("factor", against=("magpie",), seeds=[3, 4], baseline="magpie")
+    assert one.per_seat == pytest.approx(tuple(
+        np.mean([_by_hand(Factor(), s, k, (Magpie,)) - _by_hand(Magpie(), s, k, (Magpie,))
+                 for s in (3, 4)]) for k in range(6)), abs=1e-12)
+
+
+@pytest.mark.parametrize("inner", [Factor, Magpie])
+def test_scalar_engine_gives_the_batched_numbers(inner: type) -> None:
+    seeds = [100_001, 100_002, 100_003]
+    scalar = paired_evaluation(ScalarOnly(inner()), seeds=seeds)
+    batched = paired_evaluation(inner.name, seeds=seeds)
+    assert (scalar.engine, batched.engine) == ("scalar", "batched")
+    fields = ("mean", "baseline_mean", "diff", "low", "high", "per_seat", "games", "seeds")
+    assert [getattr(scalar, f) for f in fields] == [getattr(batched, f) for f in fields]
+
+
+def test_random_seats_draw_the_same_numbers_on_both_sides() -> None:
+    r = paired_evaluation("random", against=("random", "magpie"), baseline="random",
+                          seeds=SEEDS)
+    assert (r.diff, r.low, r.high) == (0.0, 0.0, 0.0)
+    again = paired_evaluation("magpie", against=("random", "factor"), seeds=[9, 10])
+    assert paired_evaluation("magpie", against=("random", "factor"), seeds=[9, 10]).per_seat \
+        == again.per_seat
+
+
+def test_seeds_are_game_seeds() -> None:
+    e = BatchedGuild(2)
+    e.reset(np.array([SEEDS[0], SEEDS[-1]]))
+    for i, seed in enumerate((SEEDS[0], SEEDS[-1])):
+        assert e.export(i) == scalar_view(Game(GameConfig(seed=seed)))
+
+
+def test_result_is_json_ready() -> None:
+    d = paired_evaluation("magpie", seeds=[1, 2]).to_dict()
+    assert json.loads(json.dumps(d)) == d
+    assert d["seeds"] == [1, 2] and len(d["per_seat"]) == 6 and d["against"] == ["factor",
+                                                                                  "magpie"]
+
+
+def test_student_t() -> None:
+    assert [round(t_quantile(0.975, df), 3) for df in (1, 2, 4, 9, 30, 120)] == [
+        12.706, 4.303, 2.776, 2.262, 2.042, 1.980]
+    assert t_quantile(0.975, 10 ** 6) == pytest.approx(1.959966, abs=1e-6)
+    mean, low, high = mean_interval(np.array([2.0, 4.0]))
+    assert (mean, low, high) == pytest.approx((3.0, 3 - 12.7062047, 3 + 12.7062047))
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    ({"policy": "no_such_policy"}, "policy"),
+    ({"baseline": "no_such_policy"}, "baseline"),
+    ({"against": ()}, "against"),
+    ({"against": ("factor", "no_such_policy")}, r"against\[1\]"),
+    ({"seeds": range(5, 2)}, "seeds"),
+    ({"seeds": [7]}, "seeds"),
+    ({"seeds": "abc"}, "seeds"),
+    ({"seeds": [1, 2.5]}, "seeds"),
+    ({"seeds": range(1_000_001)}, "seeds"),
+    ({"seeds": [1, 2 ** 62]}, "seed"),
+    ({"turns": 5}, "turns"),
+    ({"turns": 41}, "turns"),
+    ({"turns": True}, "turns"),
+])
+def test_bad_arguments_name_the_field(kwargs: dict, field: str) -> None:
+    args = {"policy": "magpie", "seeds": [1, 2], **kwargs}
+    with pytest.raises(EvaluationError, match=f"^{field}"):
+        paired_evaluation(args.pop("policy"), **args)
+    assert issubclass(EvaluationError, ValueError)
+
+
+def test_guild_evaluate_prints_the_figures_and_writes_json(tmp_path, capsys) -> None:
+    out = tmp_path / "eval.json"
+    assert main(["evaluate", "magpie", "--seeds", "100000..100009", "--json", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    r = paired_evaluation("magpie", seeds=range(100_000, 100_010))
+    assert lines[0].startswith("lineup: magpie in each seat in turn, the others factor, magpie")
+    assert lines[1] == f"mean score magpie {r.mean:+.3f}, factor {r.baseline_mean:+.3f}"
+    assert lines[2] == (f"paired difference {r.diff:+.3f} (95% interval [{r.low:+.3f}, "
+                        f"{r.high:+.3f}]) over 60 games per side, seat-rotated")
+    assert lines[3].startswith("per seat: 0 ") and lines[4].startswith("time ")
+    saved = json.loads(out.read_text(encoding="utf-8"))
+    assert {k: v for k, v in saved.items() if k != "seconds"} == {
+        k: v for k, v in r.to_dict().items() if k != "seconds"}
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+@pytest.mark.parametrize("argv", [
+    ["nosuch"],
+    ["magpie", "--seeds", "5..2"],
+    ["magpie", "--seeds", "abc"],
+    ["magpie", "--seeds", "0..1000000"],
+    ["magpie", "--seeds", "3..3"],
+    ["magpie", "--turns", "3"],
+    ["magpie", "--against", ""],
+    ["magpie", "--against", "factor,,magpie"],
+    ["magpie", "--baseline", "nosuch"],
+    ["magpie", "--json", "/no/such/dir/x.json"],
+])
+def test_guild_evaluate_bad_input_is_one_line_and_exit_2(argv: list[str], capsys) -> None:
+    assert main(["evaluate", *argv]) == 2
+    err = capsys.readouterr()
+    assert err.out == ""
+    assert one_error_line(err.err).startswith("guild evaluate: error: ")
+
+
+def test_guild_evaluate_as_a_command() -> None:
+    cmd = [sys.executable, "-m", "league.cli", "evaluate", "factor", "--seeds", "0..1"]
+    ok = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0, ok.stderr
+    assert ("paired difference +0.000 (95% interval [+0.000, +0.000]) over 12 games per side, "
+            "seat-rotated") in ok.stdout
+    bad = subprocess.run([*cmd[:-1], "2..1"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    assert bad.returncode == 2 and one_error_line(bad.stderr).startswith("guild evaluate:")
