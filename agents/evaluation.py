@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -320,6 +320,8 @@ def _key(spec: Any) -> Any:
 def _name(spec: Any) -> str:
     if isinstance(spec, str):
         return spec.strip()
+    if isinstance(spec, Mapping):
+        return _name(spec.get("name", "?"))
     return str(getattr(spec, "name", None) or type(spec).__name__)
 
 

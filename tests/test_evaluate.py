@@ -16,7 +16,7 @@ import pytest
 from differential import scalar_view
 from leagues import ROOT, one_error_line
 
-from agents import Factor, Magpie, play_episode
+from agents import Factor, Magpie, evaluation, play_episode
 from agents.evaluation import EvaluationError, mean_interval, paired_evaluation, t_quantile
 from league.cli import main
 from sim import Game, GameConfig
@@ -98,6 +98,15 @@ def test_random_seats_draw_the_same_numbers_on_both_sides() -> None:
         == again.per_seat
 
 
+def test_chunks_of_seeds_change_nothing(monkeypatch) -> None:
+    whole = paired_evaluation({"name": "magpie", "hawk_period": 2}, seeds=range(7))
+    monkeypatch.setattr(evaluation, "CHUNK_SEEDS", 3)
+    chunked = paired_evaluation({"name": "magpie", "hawk_period": 2}, seeds=range(7))
+    assert chunked.spec == "magpie" and chunked.mean != chunked.baseline_mean
+    assert [chunked.mean, chunked.baseline_mean, chunked.per_seat] == [
+        whole.mean, whole.baseline_mean, whole.per_seat]
+
+
 def test_seeds_are_game_seeds() -> None:
     e = BatchedGuild(2)
     e.reset(np.array([SEEDS[0], SEEDS[-1]]))
@@ -156,6 +165,15 @@ def test_guild_evaluate_prints_the_figures_and_writes_json(tmp_path, capsys) -> 
     assert {k: v for k, v in saved.items() if k != "seconds"} == {
         k: v for k, v in r.to_dict().items() if k != "seconds"}
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_guild_evaluate_falls_back_to_the_scalar_engine(capsys) -> None:
+    assert main(["evaluate", "agents.baselines:Magpie", "--seeds", "1..2"]) == 0
+    scalar = capsys.readouterr().out.splitlines()
+    assert main(["evaluate", "magpie", "--seeds", "1..2"]) == 0
+    batched = capsys.readouterr().out.splitlines()
+    assert "(scalar engine" in scalar[-1] and "(batched engine" in batched[-1]
+    assert [x.replace("agents.baselines:Magpie", "magpie") for x in scalar[:-1]] == batched[:-1]
 
 
 @pytest.mark.parametrize("argv", [
