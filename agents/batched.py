@@ -5,19 +5,14 @@ rules, in the same order, choose the action-table index with the same meaning, f
 ``(episode, seat)`` pair at once, straight from the batched arrays (they read the same hidden
 facts as ``agents.seat_view.BaselineView``: other shops' stock, other seats' packs).
 
-Where a sentence names an amount the table lacks, the closest table entry is taken:
-
-* factor's delivery ``I hand Vell <n> <goods>``: ``n`` is 1 or 2; when ``n`` equals the units
-  held it is "deliver all" (exact), when ``n`` is 1 it is "deliver 1" (exact), and in the one
-  remaining case (2 needed, more than 2 held) it is "deliver 1": the batched factor hands in the
-  second unit on its next turn instead of wasting the extra unit that "all" would consume.
-* magpie's hawking price ``base + 2`` snaps to the nearest of the offer prices {4, 8, 12, 16},
-  ties upward: hide 8 -> 8, nails 9 -> 8, rope 10 -> 12, salt 11 -> 12, lamp 13 -> 12,
-  relic 16 -> 16.
-
-Everything else is exact: buys are 1 or 2 units (a commission needs at most 2), sells are of
-all held units (the sentence names the held count), pick-ups take 1, walks and robberies name
-a room or a seat.  ``BatchedRandom`` plays uniformly over the legal actions.
+Every choice is exact (no snapping): each index's intent has the effect of the scalar
+baseline's sentence in the same state, which the table was built for (``sim.codec.action_table``
+version 2): factor's delivery ``I hand Vell <n> <goods>`` is "deliver n" (n is 1 or 2, a
+commission's count), magpie's hawking ``1 <good> for <base + 2> coins`` is the offer row with
+markup 2, buys are 1 or 2 units (a commission needs at most 2), sells are of all held units (the
+sentence names the held count), pick-ups take 1, walks and robberies name a room or a seat.
+``tests/test_batched_faces.py`` plays both faces of ``guild/Guild-v0`` side by side and finds
+them equal.  ``BatchedRandom`` plays uniformly over the legal actions.
 """
 
 from __future__ import annotations
@@ -28,7 +23,7 @@ import numpy as np
 
 from sim.batched.observe import legal_masks
 from sim.batched.tables import tables_for
-from sim.codec.action_table import BUY_QTYS, OFFER_PRICES, QTY_ALL, RELS, TAKE_QTYS
+from sim.codec.action_table import BUY_QTYS, DELIVER_QTYS, QTY_ALL, RELS
 from sim.rules.world import World, per_world
 
 if TYPE_CHECKING:
@@ -46,18 +41,14 @@ class _Index:
         goods = range(ng)
         self.move = np.array([ix[("move", -1, 1, 0, 0, r)] for r in range(tb.n_rooms)])
         self.take1 = np.array([ix[("take", g, 1, 0, 0, -1)] for g in goods])
-        self.deliver = np.array([[ix[("deliver", g, q, 0, 0, -1)] for q in TAKE_QTYS]
-                                 for g in goods])                      # [good, (1, all)]
+        self.deliver = np.array([[ix[("deliver", g, q, 0, 0, -1)] for q in DELIVER_QTYS[:2]]
+                                 for g in goods])                      # [good, units - 1]
         self.buy = np.array([[ix[("buy", g, q, 0, 0, -1)] for q in BUY_QTYS] for g in goods])
         self.sell_all = np.array([ix[("sell", g, QTY_ALL, 0, 0, -1)] for g in goods])
         self.buy1 = self.buy[:, 0]
         self.rob = np.array([0] + [ix[("rob", -1, 1, rel, 0, -1)] for rel in RELS])
-        prices = np.array(OFFER_PRICES)
-        want = tb.values + 2
-        # Nearest table price, ties upward.
-        pick = np.array([max(range(len(prices)), key=lambda i: (-abs(prices[i] - w), i))
-                         for w in want])
-        self.hawk = np.array([[0] * ng] + [[ix[("offer", g, 1, rel, int(prices[pick[g]]), -1)]
+        hawk = tb.values + 2  # magpie's asking price
+        self.hawk = np.array([[0] * ng] + [[ix[("offer", g, 1, rel, int(hawk[g]), -1)]
                                             for g in goods] for rel in RELS])  # [rel, good]
 
 
@@ -115,7 +106,7 @@ class BatchedFactor:
             held = items[rows, qg[:, q]]
             units = np.minimum(out_q[:, q], held)
             choose(at_guild & open_q[:, q] & (units > 0),
-                   ix.deliver[qg[:, q], (units == held).astype(np.int64)])
+                   ix.deliver[qg[:, q], np.maximum(units, 1) - 1])
         # Rule 2: a keeper here: buy for the commissions, then sell a spare good.
         stock = e.stock[r, npc]
         for q in range(nq):

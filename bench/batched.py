@@ -69,7 +69,7 @@ def bench_vector_env(seconds: float, n: int = 4096) -> float:
     from agents.batched import sample_legal
     from sim.envs.vector import GuildVectorEnv
 
-    env = GuildVectorEnv(n, flatten=True)
+    env = GuildVectorEnv(n, flatten=True, autoreset_mode="same_step")
     env.reset(seed=0)
     rng = np.random.default_rng(0)
     steps, spent = 0, 0.0

@@ -15,7 +15,7 @@ from agents.batched import BatchedFactor, BatchedMagpie, BatchedRandom, sample_l
 from sim import Game, GameConfig
 from sim.batched.engine import BatchedGuild
 from sim.batched.observe import all_seats, legal_masks
-from sim.codec.action_table import OFFER_PRICES, legal_mask, semantic, to_intent
+from sim.codec.action_table import legal_mask, semantic, to_intent
 from sim.codec.encode import encode_flat
 from sim.envs.vector import GuildSelfPlay, GuildVectorEnv
 from sim.rules.checks import check_structured
@@ -34,15 +34,14 @@ def _effect(it, game: Game, seat: int) -> tuple:
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_batched_baselines_choose_the_scalar_sentence(seed: int) -> None:
-    """Batched factor/magpie pick the index meaning the scalar baseline's sentence (module
-    docstring of ``agents.batched`` lists the two snapped amounts)."""
+    """Batched factor/magpie pick, in every state, the index whose effect is the scalar
+    baseline's sentence: no snapping (table version 2 has every amount they name)."""
     rng = np.random.default_rng(seed)
     lineups = [["factor", "magpie"] * 3, ["magpie"] * 6, ["factor"] * 3 + ["random"] * 3]
     scalar = {"factor": Factor(), "magpie": Magpie()}
     batched = {"factor": BatchedFactor(), "magpie": BatchedMagpie()}
-    prices = {g: min(OFFER_PRICES, key=lambda p: (abs(p - W.values[g] - 2), -p))
-              for g in range(6)}
-    checked = snapped = 0
+    checked = 0
+    kinds = set()
     for k in range(36):
         game = herded_game(rng, 14, True, 0) if k % 2 else Game(GameConfig(seed=k + 100 * seed))
         lineup = lineups[k % 3]
@@ -60,14 +59,8 @@ def test_batched_baselines_choose_the_scalar_sentence(seed: int) -> None:
                                           game.state.turn)
                     got = _effect(it, game, seat)
                     checked += 1
-                    if got != want:
-                        snapped += 1
-                        if want[0] == "trade":  # hawking price snapped to the table
-                            assert got == (*want[:-1], prices[want[2]]), (sentence, got)
-                        else:  # factor hands in 1 of 2 needed units when holding more
-                            assert want[:4] == got[:4] and (want[4], got[4]) == (2, 1), \
-                                (sentence, got)
-                            assert game.state.items[seat][want[3]] > 2
+                    kinds.add(want[0] if want[0] != "give" else want[1])
+                    assert got == want, (name, seat, sentence, got)
                     if name == lineup[seat]:
                         sentences.append(sentence)
                 if lineup[seat] == "random":
@@ -75,7 +68,8 @@ def test_batched_baselines_choose_the_scalar_sentence(seed: int) -> None:
                     sentences.append(to_intent(int(rng.choice(legal)), W, seat,
                                                game.state.room[seat]))
             game.play_turn(sentences)
-    assert checked > 3000 and snapped < checked // 20
+    assert checked > 3000
+    assert {"keeper", "trade", "rob", "buy", "sell", "take", "move"} <= kinds
 
 
 class _Waiter:
@@ -92,7 +86,7 @@ def test_vector_env_equals_scalar_games(reward: str) -> None:
     """GuildVectorEnv rows are scalar games: same obs, rewards, ends and next episodes."""
     n, turns = 12, 6
     env = GuildVectorEnv(n, opponents=[_Waiter()] * 5, turns=turns, flatten=True,
-                         reward=reward)
+                         reward=reward, autoreset_mode="same_step")
     obs, info = env.reset(seed=5)
     rng = np.random.default_rng(5)
     games = [Game(GameConfig(seed=int(x), turns=turns)) for x in info["game_seed"]]
@@ -132,7 +126,7 @@ def test_make_vec_with_vector_entry_point() -> None:
     try:
         env = gymnasium.make_vec("guild/GuildBatchedTest-v0", num_envs=4,
                                  vectorization_mode="vector_entry_point", seat=1)
-        assert env.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
+        assert env.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP  # Gymnasium's default
         obs, info = env.reset(seed=0)
         assert obs in env.observation_space
         assert env.single_action_space.n == N_ACTIONS
@@ -183,25 +177,3 @@ def test_batched_random_plays_legal_actions() -> None:
         acts = policy.act(e, r, s)
         assert legal_masks(e, r, s)[np.arange(r.size), acts].all()
         e.step(acts.reshape(64, SEATS))
-
-
-def test_vector_env_seeds_like_the_sync_vector_env() -> None:
-    """Same seed, same towns and learning seats as ``make_vec(..., "sync")`` of GuildEnv, for
-    the first episode and the ones autoreset after it (the trajectories in between may differ
-    where the batched baselines snap an amount)."""
-    n, turns = 24, 6
-    sync = gymnasium.make_vec("guild/Guild-v0", num_envs=n, vectorization_mode="sync",
-                              vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
-                              flatten=True, turns=turns)
-    env = GuildVectorEnv(n, flatten=True, turns=turns)
-    for seed in (0, 11):
-        o1, i1 = sync.reset(seed=seed)
-        o2, i2 = env.reset(seed=seed)
-        for _ in range(2):
-            np.testing.assert_array_equal(o1, o2)
-            assert (i1["seat"] == i2["seat"]).all() and len(set(i2["seat"].tolist())) > 1
-            for _ in range(turns):
-                a = np.zeros(n, np.int64)
-                o1, _, t1, _, i1 = sync.step(a)
-                o2, _, t2, _, i2 = env.step(a)
-            assert t1.all() and t2.all()

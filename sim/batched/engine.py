@@ -102,12 +102,16 @@ class BatchedGuild:
         return rows
 
     # --- the turn (RULES §6) ------------------------------------------------------------------
-    def step(self, actions: np.ndarray, autoreset: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    def step(self, actions: np.ndarray, autoreset: bool = True,
+             skip_done: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Resolve one turn of every episode from ``actions`` (``[n, 6]`` table indices).
 
         Returns ``(rewards, done)``: the change of each seat's score (RULES §13; ``[n, 6]``
         float64, equal to the scalar env's dense reward) and whether the episode just ended.
-        Any index of the table is allowed, legal or not; indices outside it raise.
+        Any index of the table is allowed, legal or not; indices outside it raise.  Episodes
+        that have already ended raise unless ``skip_done``, which leaves them as they are (their
+        rewards 0, ``done`` False: nothing ended this turn); Gymnasium's ``NEXT_STEP`` autoreset
+        needs that.
         """
         a = np.asarray(actions)
         if a.shape != (self.n, SEATS) or not np.issubdtype(a.dtype, np.integer):
@@ -116,13 +120,14 @@ class BatchedGuild:
         if a.size and (a.min() < 0 or a.max() >= self.tables.n_actions):
             raise ValueError(f"action indices must be between 0 and "
                              f"{self.tables.n_actions - 1}; got {int(a.min())}..{int(a.max())}")
-        if self.state.done.any():
+        ended = self.state.done.copy()
+        if ended.any() and not skip_done:
             raise ValueError("step: some episodes have ended; call reset_done() first")
         old = self.scores()
         jit.kernel("step_rows")(np.ascontiguousarray(a, np.int64), self.state,
                                 self.tables.kernel, self.turns, self.thievery, self.scratch)
         rewards = self.scores() - old
-        done = self.state.done.copy()
+        done = self.state.done & ~ended
         if autoreset and done.any():
             self.reset_done()
         return rewards, done

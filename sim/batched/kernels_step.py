@@ -44,7 +44,8 @@ FORBIDDEN = REASON_CODE["thievery_forbidden"]
 
 
 def step_rows(actions, st, tb, turns, thievery, scratch):
-    """Resolve one turn of every row from ``actions`` (``[rows, 6]`` table indices).
+    """Resolve one turn of every row from ``actions`` (``[rows, 6]`` table indices); rows
+    whose episode has ended are left as they are.
 
     ``scratch`` holds the per-seat work arrays (the kernels allocate nothing, see
     ``sim.batched.jit``).
@@ -52,6 +53,8 @@ def step_rows(actions, st, tb, turns, thievery, scratch):
     kind, reason, logged, here = scratch.kind, scratch.reason, scratch.logged, scratch.here
     order = scratch.order
     for n in range(actions.shape[0]):
+        if st.done[n]:
+            continue
         decode(actions[n], n, st, tb, kind, reason, logged, here)
         for k in range(SEATS):
             order[k] = acting_seat(st.turn[n], k)

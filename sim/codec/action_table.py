@@ -6,7 +6,14 @@ sentence parses back to the same intent (tested over every action in many states
 
 Other seats are named **seat-relative**: ``rel`` 1..5 is the seat ``(me + rel) % 6``, so a
 policy learnt in one seat transfers to another.  Quantities use the small set {1, all} (buying
-uses {1, 2}); coin amounts use fixed sets.  Only free-text speech is outside the table.
+and delivering add 2: a commission asks for 2 units); coin amounts use fixed sets, and offer
+prices are the good's base value plus a markup, so that every act of the scripted baselines
+(RULES §21) is one row: factor's "hand Vell 2 of the 3 held" and magpie's "1 unit for base + 2
+coins".  Only free-text speech is outside the table.
+
+The table is versioned (:data:`TABLE_VERSION`): a trained model's index means the row of the
+table it was trained on, so a model records the version and loading it under another table is
+refused.  Version 1 had deliver {1, all} and absolute offer prices {4, 8, 12, 16}.
 
 | block | slots | count |
 |---|---|---|
@@ -17,10 +24,10 @@ uses {1, 2}); coin amounts use fixed sets.  Only free-text speech is outside the
 | drop | good x {1, all} | 12 |
 | buy | good x {1, 2} from the keeper here | 12 |
 | sell | good x {1, all} to the keeper here | 12 |
-| deliver | good x {1, all} handed to the keeper here | 12 |
+| deliver | good x {1, 2, all} handed to the keeper here | 18 |
 | gift | rel x good (1 unit) | 30 |
 | pay | rel x coin {1, 5, 10} | 15 |
-| offer | rel x good (1 unit) x price {4, 8, 12, 16} | 120 |
+| offer | rel x good (1 unit) x price base value + {0, 2, 4, 8} | 120 |
 | hire | rel x fee {1, 5, 10} | 15 |
 | accept | rel | 5 |
 | rob | rel | 5 |
@@ -37,10 +44,12 @@ from ..rules.robbery import guards, robbery_succeeds
 from ..rules.state import GameState
 from ..rules.world import QTY_ALL, SEATS, World, per_world
 
+TABLE_VERSION = 2
 TAKE_QTYS = (1, QTY_ALL)
 BUY_QTYS = (1, 2)
+DELIVER_QTYS = (1, 2, QTY_ALL)
 PAY_COINS = (1, 5, 10)
-OFFER_PRICES = (4, 8, 12, 16)
+OFFER_MARKUPS = (0, 2, 4, 8)  # offer price = the good's base value + markup
 HIRE_FEES = (1, 5, 10)
 RELS = (1, 2, 3, 4, 5)
 
@@ -77,11 +86,11 @@ def _build_table(world: World) -> tuple[ActionSpec, ...]:
     rows += [ActionSpec("sell", "sell", item=g, qty=q, to_keeper=True)
              for g in goods for q in TAKE_QTYS]
     rows += [ActionSpec("deliver", "give", item=g, qty=q, to_keeper=True)
-             for g in goods for q in TAKE_QTYS]
+             for g in goods for q in DELIVER_QTYS]
     rows += [ActionSpec("gift", "give", item=g, rel=r) for r in RELS for g in goods]
     rows += [ActionSpec("pay", "give", rel=r, coin=c) for r in RELS for c in PAY_COINS]
-    rows += [ActionSpec("offer", "trade", item=g, rel=r, coin=p)
-             for r in RELS for g in goods for p in OFFER_PRICES]
+    rows += [ActionSpec("offer", "trade", item=g, rel=r, coin=world.values[g] + m)
+             for r in RELS for g in goods for m in OFFER_MARKUPS]
     rows += [ActionSpec("hire", "hire", rel=r, coin=c) for r in RELS for c in HIRE_FEES]
     rows += [ActionSpec("accept", "accept", rel=r) for r in RELS]
     rows += [ActionSpec("rob", "rob", rel=r) for r in RELS]
@@ -178,12 +187,12 @@ def legal_mask(st: GameState, seat: int) -> list[bool]:
         need = [0] * w.n_goods
         for q, good in enumerate(st.quest_item[seat]):
             need[good] += st.quest_count[seat][q] - st.delivered[seat][q]
-        mask += [held[g] and need[g] > 0 for g in goods for _ in range(n_take)]
+        mask += [held[g] and need[g] > 0 for g in goods for _ in DELIVER_QTYS]
     else:
-        mask += [False] * (w.n_goods * n_take)
+        mask += [False] * (w.n_goods * len(DELIVER_QTYS))
     mask += [p and h for p in present for h in held]  # gift
     mask += [p and coin > 0 for p in present for _ in PAY_COINS]
-    mask += [p and h for p in present for h in held for _ in OFFER_PRICES]
+    mask += [p and h for p in present for h in held for _ in OFFER_MARKUPS]
     mask += [p and coin > 0 for p in present for _ in HIRE_FEES]
     first: dict[int, object] = {}
     for o in st.offers:

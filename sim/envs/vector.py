@@ -3,11 +3,17 @@
 Both run on :class:`sim.batched.BatchedGuild`; observations, masks and rewards equal those of
 ``sim.envs.gym.GuildEnv`` (one seat) and ``sim.envs.parallel`` (all seats) row for row.
 
-**Autoreset: Gymnasium's ``SAME_STEP`` mode.**  The step on which an episode ends returns
-``terminated=True`` together with the *first* observation of the next episode of that row;
-the last observation of the finished episode is in ``info["final_obs"]`` (batched like the
-observation, valid where ``info["_final_obs"]`` is True) and its score in
-``info["final_info"]["score"]``.  Episodes never truncate.
+**Autoreset.**  ``GuildVectorEnv`` follows Gymnasium's default, ``NEXT_STEP``, like
+``make_vec(..., vectorization_mode="sync")``, so the two faces of ``guild/Guild-v0`` play the
+same games step for step: the step that ends an episode returns its last observation with
+``terminated=True``, and the next step ignores that env's action and returns the first
+observation of its next episode with reward 0.  ``autoreset_mode="same_step"`` (Gymnasium's
+``SAME_STEP``; ``vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP}`` for the sync face)
+wastes no step: the ending step returns ``terminated=True`` together with the *first*
+observation of the next episode; the last observation of the finished one is in
+``info["final_obs"]`` (valid where ``info["_final_obs"]``) and its score in
+``info["final_info"]["score"]``.  ``GuildSelfPlay`` is always ``SAME_STEP``.  Episodes never
+truncate.
 """
 
 from __future__ import annotations
@@ -56,15 +62,26 @@ class GuildVectorEnv(VectorEnv):
         turns, thievery, world, flatten, reward: as ``GuildEnv``.  ``speech`` is accepted and
             has no effect (table actions never speak); ``text_mode`` needs the scalar engine.
         max_episode_steps: accepted for ``make_vec`` and ignored (episodes last ``turns``).
+        autoreset_mode: ``"next_step"`` (default, as Gymnasium's sync face) or ``"same_step"``
+            (or the ``AutoresetMode`` itself; module docstring).
     """
 
-    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
 
     def __init__(self, num_envs: int = 1, seat: int | None = None,
                  opponents: Sequence | None = None, turns: int = 14, thievery: bool = True,
                  speech: bool = True, world: World | None = None, text_mode: bool = False,
                  flatten: bool = False, reward: str = "dense", render_mode: str | None = None,
-                 max_episode_steps: int | None = None) -> None:
+                 max_episode_steps: int | None = None,
+                 autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP) -> None:
+        modes = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_STEP}
+        mode = next((m for name, m in modes.items() if autoreset_mode in (m, m.value, name)),
+                    None)
+        if mode is None:
+            raise ValueError(f"autoreset_mode must be 'next_step' or 'same_step'; got "
+                             f"{autoreset_mode!r}")
+        self.metadata = {**self.metadata, "autoreset_mode": mode}
+        self.same_step = mode == AutoresetMode.SAME_STEP
         if text_mode:
             raise ValueError("text_mode needs the scalar engine: use vectorization_mode='sync'")
         if render_mode is not None:
@@ -94,6 +111,7 @@ class GuildVectorEnv(VectorEnv):
         self._obs = np.zeros((num_envs, offsets(self.engine.tables)[1]), np.float32)
         self._rows = np.arange(num_envs)
         self._others = np.zeros((num_envs, SEATS - 1), np.int64)
+        self._pending = np.zeros(num_envs, bool)  # NEXT_STEP: ended, restart on the next step
 
     def reset(self, *, seed: int | Sequence[int] | None = None, options: dict | None = None):
         """Start every env anew.
@@ -119,6 +137,7 @@ class GuildVectorEnv(VectorEnv):
                 if hasattr(p, "reset"):
                     p.reset(int(opp.integers(0, SEED_HIGH)) + k)
         self._start(self._rows)
+        self._pending[:] = False
         return self._observe(), self._info()
 
     def step(self, actions):
@@ -130,16 +149,22 @@ class GuildVectorEnv(VectorEnv):
         joint[self._rows, self.seat] = a
         for j, policy in enumerate(self.opponents):
             joint[self._rows, self._others[:, j]] = policy.act(e, self._rows, self._others[:, j])
-        rewards, done = e.step(joint, autoreset=False)
+        rewards, done = e.step(joint, autoreset=False, skip_done=True)
         new = e.scores()[self._rows, self.seat]
         if self.reward_mode == "dense":
             reward = rewards[self._rows, self.seat]
         else:
             reward = np.where(done, new, 0.0)
+        if self._pending.any():  # NEXT_STEP: these rows ignore their action and start anew
+            self._start(np.flatnonzero(self._pending))
+            new = np.where(self._pending, 0.0, new)
+            self._pending[:] = False
         self._score = new
         obs = self._observe()
         info = self._info()
-        if done.any():
+        if not self.same_step:
+            self._pending[:] = done
+        elif done.any():
             ended = np.flatnonzero(done)
             info["final_obs"] = _copy(obs)
             info["_final_obs"] = done.copy()
