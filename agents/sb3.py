@@ -1,6 +1,7 @@
 """Trained Stable-Baselines3 models as league policies: ``make_policy("sb3:path/model.zip")``.
 
-A model trained on ``guild/Guild-v0`` (``agents.training``, ``guild train``) plays a seat here by
+A MaskablePPO model trained on ``guild/Guild-v0`` or its batched twin (``bench.train`` trains one
+for comparison; ``guild train`` now trains our own PPO, ``agents.ppo``) plays a seat here by
 building the same observation it was trained on (the flat vector or the ``Dict``, read from the
 model's own observation space), masking with
 ``sim.codec.action_table.legal_mask`` and decoding the index
@@ -9,6 +10,10 @@ with ``to_intent``.  The observation is the seat's own encoding, so nothing hidd
 Loading a zip takes a good fraction of a second and leagues build a fresh policy every
 episode, so loaded models are cached per process by (resolved path, mtime, size): a retrained
 file at the same path is picked up, an unchanged one is loaded once.
+
+A model's index means a row of the action table it was trained on, so the model's
+``guild.json`` records ``table_version`` (:func:`write_meta` adds it) and a model without it,
+or of another version, is refused with a ``ValueError`` naming the file.
 
 ``agents`` itself never imports this module; without the ``train`` extra (sb3-contrib, torch)
 loading a model raises a ``ValueError`` that names the extra.
@@ -28,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from sim import Game, Intent
-from sim.codec.action_table import legal_mask, to_intent
+from sim.codec.action_table import TABLE_VERSION, legal_mask, to_intent
 from sim.codec.encode import encode, encode_flat
 
 _log = logging.getLogger(__name__)
@@ -85,6 +90,24 @@ def read_meta(path: str | os.PathLike) -> dict:
     return {}
 
 
+def write_meta(path: str | os.PathLike, meta: dict) -> None:
+    """Store ``meta`` and the action table's version as ``guild.json`` inside a model zip."""
+    with zipfile.ZipFile(path, "a") as z:
+        z.writestr(META_NAME, json.dumps({**meta, "table_version": TABLE_VERSION}, indent=1))
+
+
+def check_table_version(path: str | os.PathLike, meta: dict) -> None:
+    """Refuse a model trained on another action table (or one that does not say which)."""
+    version = meta.get("table_version")
+    if version is None:
+        raise ValueError(f"sb3 model {str(path)!r} does not record its action table version "
+                         f"(trained before versions were recorded); this game's table is "
+                         f"version {TABLE_VERSION}: retrain it")
+    if version != TABLE_VERSION:
+        raise ValueError(f"sb3 model {str(path)!r} was trained on action table version "
+                         f"{version!r}; this game's table is version {TABLE_VERSION}: retrain it")
+
+
 def load_model(path: str | os.PathLike) -> _Loaded:
     """Load (or fetch from the per-process cache) a MaskablePPO zip."""
     p = Path(path).expanduser().resolve()
@@ -99,6 +122,11 @@ def load_model(path: str | os.PathLike) -> _Loaded:
         hit = _CACHE.get(key)
         if hit is not None:
             return hit
+        if not zipfile.is_zipfile(p):
+            raise ValueError(f"sb3 model {str(path)!r} cannot be loaded as MaskablePPO (not a "
+                             f"zip file)")
+        meta = read_meta(p)
+        check_table_version(path, meta)
         try:
             from sb3_contrib import MaskablePPO
         except ImportError as e:
@@ -109,7 +137,6 @@ def load_model(path: str | os.PathLike) -> _Loaded:
         except Exception as e:  # a corrupt zip or not a MaskablePPO model
             raise ValueError(f"sb3 model {str(path)!r} cannot be loaded as MaskablePPO "
                              f"({type(e).__name__}: {e})") from None
-        meta = read_meta(p)
         from gymnasium import spaces as gspaces
 
         flat = not isinstance(model.observation_space, gspaces.Dict)

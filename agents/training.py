@@ -1,56 +1,54 @@
-"""Training one guild seat with sb3-contrib MaskablePPO against the baselines, on CPU.
+"""``guild train``: our PPO (``agents.ppo_learn``) on the batched engine, on CPU or a GPU.
 
 ``guild train`` and ``examples/train_maskable_ppo.py`` both run :func:`main` here, so the
 command works from an installed wheel and the two cannot drift apart::
 
     guild train --minutes 10 --seed 0 --out runs/ppo
 
-One learning seat (drawn per episode, so the model plays any seat) against factor and magpie,
-alternating, on ``guild/Guild-v0`` with the flat observation and the dense score-delta reward
-(an episode's return is its final score).  Illegal actions are masked.  Training stops at
-``--steps`` or after ``--minutes`` of wall time, whichever comes first.
+The learner plays one seat per row of the batched engine against factor and magpie lineups
+(``--self-play``: seats in every place against itself, its past snapshots, factor and magpie;
+``agents.ppo_arena``), rewarded by its score change each turn (an episode's return is its final
+score). Training stops at ``--steps`` or after ``--minutes``, whichever comes first; both count
+the whole run, so ``--resume`` after a kill finishes the run that was asked for.
 
-Before and after training it plays the same held-out seeds (100000.. by default, never drawn
-for training in practice: training seeds come from a 31-bit generator) in seat 0 against
-factor, magpie, factor, magpie, factor, and prints the mean true score of the model and of
-``random``, ``magpie`` and ``factor`` in that seat, so the figures compare like with like.
+Before and after training, the paired, seat-rotated evaluation (``agents.evaluation``) plays the
+model in every seat of held-out seeds against factor and magpie, and factor in its place: the
+difference, with its 95% interval, says whether the model beats factor.
 
-Writes to ``--out``: ``model.zip`` (play it with ``make_policy("sb3:OUT/model.zip")`` or
-``guild league --policies sb3:OUT/model.zip,factor,magpie``), ``curve.png`` (training episode
-scores against steps, with the baselines' held-out means), ``curve.csv`` and ``summary.json``
-(the figures, and under ``"policy"`` the spec that plays the model).
+Writes to ``--out``: ``model.pt`` (play it with ``make_policy("ppo:OUT")`` or ``guild league
+--policies ppo:OUT,factor,magpie``), ``checkpoint.pt`` (every ``--checkpoint-minutes`` and at
+the end), ``curve.csv``, ``curve.png``, ``tb/`` (TensorBoard, when installed) and
+``summary.json``, whose ``"policy"`` is the spec that plays the model; the command prints the
+summary as its last line.
 
-torch, stable-baselines3 and sb3-contrib are the optional ``train`` extra: they are imported
-inside the functions that need them, so importing this module (and ``guild --help``) never
-needs them. :func:`train` is the library entry point and prints nothing; :func:`run` is the
-command around it.
+torch is the optional ``train`` extra, imported inside the functions that need it, so
+importing this module (and ``guild --help``) never needs it. :func:`train` is the library entry
+point and prints nothing; :func:`run` is the command around it.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
-import statistics
 import sys
-import time
-import zipfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
-import sim  # noqa: F401  (registers guild/Guild-v0)
-from sim import GameConfig
-from sim.rules.scoring import score
+from .ppo_config import PPOConfig
 
-from .policy import make_policy, play_episode
-
-OPPONENTS = ("factor", "magpie", "factor", "magpie", "factor")
-BASELINES = ("random", "magpie", "factor")
+DEVICES = ("auto", "cpu", "cuda")
 EVAL_SEED0 = 100_000
-EVAL_SEAT = 0
+EVAL_OPPONENTS = ("factor", "magpie")
+# One torch thread: measured fastest for the whole loop on the 2-core machines (README).
+DEFAULT_THREADS = 1
+
+
+class TrainingError(ValueError):
+    """Training cannot start: a bad option, torch missing, no GPU for ``cuda``, ``--out``
+    unusable, or ``--resume`` with no usable checkpoint."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -81,141 +79,40 @@ def _minutes(text: str) -> float:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The options, shared by this script and ``guild train``."""
-    p.add_argument("--steps", type=_positive_int, default=1_000_000, metavar="N",
-                   help="environment steps at most (1000000; --minutes usually stops first)")
-    p.add_argument("--minutes", type=_minutes, default=10.0, metavar="M",
-                   help="wall-time budget for training, evaluation excluded (10)")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="training seed (0)")
-    p.add_argument("--out", default="runs/train", metavar="DIR",
-                   help="output directory (runs/train)")
-    p.add_argument("--n-envs", type=_positive_int, default=8, metavar="K",
-                   help="environments stepped together (8)")
-    p.add_argument("--eval-episodes", type=_positive_int, default=60, metavar="E",
-                   help=f"held-out seeds {EVAL_SEED0}.. played before and after (60)")
+    """The options, shared by the example script and ``guild train``."""
+    d = TrainOptions()
+    p.add_argument("--steps", type=_positive_int, default=d.steps, metavar="N",
+                   help=f"learning-seat steps at most, whole run ({d.steps}; --minutes "
+                   "usually stops first)")
+    p.add_argument("--minutes", type=_minutes, default=d.minutes, metavar="M",
+                   help=f"wall time for training, whole run, evaluation excluded ({d.minutes:g})")
+    p.add_argument("--seed", type=int, default=d.seed, metavar="S", help="training seed (0)")
+    p.add_argument("--out", default=d.out, metavar="DIR", help=f"output directory ({d.out})")
+    p.add_argument("--envs", "--n-envs", dest="envs", type=_positive_int, default=d.envs,
+                   metavar="K", help=f"episodes stepped together in the batched engine ({d.envs})")
+    p.add_argument("--device", choices=DEVICES, default=d.device,
+                   help="where the network learns; auto takes a GPU if torch sees one (auto)")
+    p.add_argument("--threads", type=_positive_int, default=d.threads, metavar="T",
+                   help=f"torch threads ({d.threads}: fastest measured on 2 cores)")
+    p.add_argument("--self-play", action="store_true",
+                   help="learn in all six seats against itself, past snapshots, factor, magpie")
+    p.add_argument("--checkpoint-minutes", type=_minutes, default=d.checkpoint_minutes,
+                   metavar="M", help=f"minutes between checkpoints ({d.checkpoint_minutes:g})")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the run in --out from its last checkpoint")
+    p.add_argument("--eval-episodes", type=_positive_int, default=d.eval_episodes, metavar="E",
+                   help=f"held-out seeds {EVAL_SEED0}.. for the paired evaluation before and "
+                   f"after, each played in all six seats ({d.eval_episodes})")
     p.add_argument("--no-plot", action="store_true", help="skip curve.png")
-    p.add_argument("--quiet", action="store_true", help="print only the summary lines")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bar or progress lines; results and the summary only")
 
 
 def build_parser(prog: str = "train_maskable_ppo.py") -> argparse.ArgumentParser:
     """The command's parser (``prog`` names it in usage and error lines)."""
-    p = _Parser(prog=prog,
-                description="Train a guild seat with MaskablePPO against factor and magpie.")
+    p = _Parser(prog=prog, description="Train a guild seat with PPO on the batched engine.")
     add_arguments(p)
     return p
-
-
-# --- evaluation ------------------------------------------------------------------------------
-def eval_seeds(n: int) -> list[int]:
-    return list(range(EVAL_SEED0, EVAL_SEED0 + n))
-
-
-def evaluate(policy: Any, seeds: Sequence[int], seat: int = EVAL_SEAT,
-             opponents: Sequence[str] = OPPONENTS) -> list[float]:
-    """True final scores of ``policy`` in ``seat`` (the others in ``opponents`` order)."""
-    out = []
-    for s in seeds:
-        others = iter(opponents)
-        lineup = [policy if k == seat else next(others) for k in range(6)]
-        game = play_episode(GameConfig(seed=s), lineup)
-        out.append(score(game.state, seat))
-    return out
-
-
-def _mean(xs: Sequence[float]) -> float:
-    return statistics.fmean(xs) if xs else float("nan")
-
-
-# --- training --------------------------------------------------------------------------------
-def make_env(seed: int) -> Any:
-    """A flat, masked training env; seat drawn per episode, opponents alternate."""
-    import gymnasium
-    from stable_baselines3.common.monitor import Monitor
-
-    env = gymnasium.make("guild/Guild-v0", seat=None, opponents=list(OPPONENTS), flatten=True,
-                         reward="dense")
-    env = Monitor(env)
-    env.reset(seed=seed)
-    return env
-
-
-def hyperparameters(n_envs: int) -> dict:
-    """PPO settings that learn within minutes here (see README, 'Train a policy')."""
-    from agents.sb3 import Log1pFeatures
-
-    return dict(n_steps=max(64, 2048 // n_envs), batch_size=256, n_epochs=5,
-                learning_rate=3e-4, gamma=0.99, gae_lambda=0.95, ent_coef=0.01,
-                clip_range=0.2,
-                policy_kwargs=dict(features_extractor_class=Log1pFeatures,
-                                   net_arch=dict(pi=[256, 256], vf=[256, 256])))
-
-
-def _curve_callback(budget_s: float, log: Any) -> Any:
-    from stable_baselines3.common.callbacks import BaseCallback
-
-    class Curve(BaseCallback):
-        """Records each finished training episode's score and stops at the time budget."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.points: list[tuple[int, float]] = []
-            self.started = time.perf_counter()
-            self.next_log = 0
-
-        def _on_step(self) -> bool:
-            for info in self.locals.get("infos", ()):
-                ep = info.get("episode")
-                if ep is not None:
-                    self.points.append((self.num_timesteps, float(ep["r"])))
-            elapsed = time.perf_counter() - self.started
-            if self.num_timesteps >= self.next_log and self.points:
-                recent = [r for _, r in self.points[-400:]]
-                log(f"  {self.num_timesteps:>8} steps  {elapsed:6.0f} s  "
-                    f"{self.num_timesteps / max(elapsed, 1e-9):6.0f} steps/s  "
-                    f"mean score (last {len(recent)} episodes) {_mean(recent):+.3f}")
-                self.next_log += 25_000
-            return elapsed < budget_s
-
-    return Curve()
-
-
-def write_meta(path: Path, meta: dict) -> None:
-    """Store how the model observes inside its own zip, so the file is self-describing."""
-    with zipfile.ZipFile(path, "a") as z:
-        z.writestr("guild.json", json.dumps(meta, indent=1))
-
-
-def plot_curve(points: list[tuple[int, float]], baselines: dict[str, float], after: float,
-               path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    if points:
-        xs = [p[0] for p in points]
-        ys = [p[1] for p in points]
-        w = max(1, min(400, len(ys) // 20))
-        roll = [_mean(ys[max(0, i - w + 1):i + 1]) for i in range(len(ys))]
-        ax.plot(xs, ys, ".", ms=1, alpha=0.15, color="tab:blue")
-        ax.plot(xs, roll, color="tab:blue", label=f"training episodes (mean of {w})")
-    colors = {"random": "tab:gray", "magpie": "tab:orange", "factor": "tab:green"}
-    for name, v in baselines.items():
-        ax.axhline(v, ls="--", color=colors.get(name, "k"), label=f"{name} (held-out) {v:+.2f}")
-    ax.axhline(after, ls="-", color="tab:red", label=f"trained (held-out) {after:+.2f}")
-    ax.set_xlabel("environment steps")
-    ax.set_ylabel("final score of the learning seat")
-    ax.set_title("MaskablePPO vs factor/magpie on guild/Guild-v0")
-    ax.set_ylim(-1.5, 4.0)
-    ax.legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-class TrainingError(ValueError):
-    """Training cannot start: a bad option, the ``train`` extra missing, ``--out`` unusable."""
 
 
 @dataclass(frozen=True)
@@ -223,145 +120,201 @@ class TrainOptions:
     """What :func:`train` does; the defaults are those of ``guild train``."""
 
     out: str = "runs/train"
-    steps: int = 1_000_000
+    steps: int = 100_000_000
     minutes: float = 10.0
     seed: int = 0
-    n_envs: int = 8
-    eval_episodes: int = 60
+    envs: int = 1024
+    device: str = "auto"
+    threads: int = DEFAULT_THREADS
+    self_play: bool = False
+    checkpoint_minutes: float = 2.0
+    resume: bool = False
+    eval_episodes: int = 300
     plot: bool = True
+    ppo: PPOConfig = field(default_factory=PPOConfig)
 
     def __post_init__(self) -> None:
-        for name in ("steps", "n_envs", "eval_episodes"):
+        for name in ("steps", "envs", "threads", "eval_episodes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise TrainingError(f"{name} must be a positive whole number; got {value!r}")
-        if not (isinstance(self.minutes, (int, float)) and 0 < self.minutes < math.inf):
-            raise TrainingError(f"minutes must be a positive number; got {self.minutes!r}")
+        for name in ("minutes", "checkpoint_minutes"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and 0 < value < math.inf):
+                raise TrainingError(f"{name} must be a positive number; got {value!r}")
+        if self.device not in DEVICES:
+            raise TrainingError(f"device must be one of {', '.join(DEVICES)}; got "
+                                f"{self.device!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise TrainingError(f"seed must be a whole number; got {self.seed!r}")
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> TrainOptions:
         """The options parsed by :func:`add_arguments`."""
         return cls(out=args.out, steps=args.steps, minutes=args.minutes, seed=args.seed,
-                   n_envs=args.n_envs, eval_episodes=args.eval_episodes, plot=not args.no_plot)
+                   envs=args.envs, device=args.device, threads=args.threads,
+                   self_play=args.self_play, checkpoint_minutes=args.checkpoint_minutes,
+                   resume=args.resume, eval_episodes=args.eval_episodes,
+                   plot=not args.no_plot)
 
 
 Say = Callable[[str], None]
+Progress = Callable[[float, dict], None]
 
 
-def _quiet(message: str) -> None:
+def _quiet(*_: Any) -> None:
     """The default for messages nobody asked to see."""
 
 
-def train(options: TrainOptions, *, say: Say = _quiet, log: Say = _quiet,
-          warn: Say = _quiet) -> dict:
-    """Train, save, evaluate; return the summary (also written to ``OUT/summary.json``).
+def resolve_device(device: str) -> str:
+    """``auto`` -> ``cuda`` if torch sees a GPU, else ``cpu``; ``cuda`` without one refused."""
+    import torch
 
-    Nothing is printed: ``say`` gets the
-    result lines (baselines, before, after), ``log`` the progress lines during training and
-    ``warn`` what was left out (no matplotlib, no ``curve.png``). Raises
-    :class:`TrainingError` (one line) before any work when the ``train`` extra is missing or
-    ``--out`` cannot be a directory.
+    if device not in DEVICES:
+        raise TrainingError(f"unknown device {device!r}; choose one of {', '.join(DEVICES)}")
+    has_gpu = torch.cuda.is_available()
+    if device == "cuda" and not has_gpu:
+        raise TrainingError("--device cuda: torch sees no CUDA GPU on this machine "
+                            "(use --device cpu or auto)")
+    return "cuda" if device == "auto" and has_gpu else "cpu" if device == "auto" else device
+
+
+def train(options: TrainOptions, *, say: Say = _quiet, log: Say = _quiet, warn: Say = _quiet,
+          progress: Progress = _quiet) -> dict:
+    """Evaluate, train, save, evaluate again; return the summary (also ``OUT/summary.json``).
+
+    Nothing is printed: ``say`` gets the result lines, ``log`` the lines about the run's
+    course (checkpoints, resuming), ``warn`` what was left out (no matplotlib, no
+    ``curve.png``), ``progress(done, figures)`` after every update (``done``: the fraction of
+    the steps or minutes spent, whichever is further; ``figures``: steps, steps/s, score).
+    Raises :class:`TrainingError` (one line) before any work for bad options, a missing
+    torch, a missing GPU, an unusable ``--out`` or checkpoint.
     """
     try:
-        import sb3_contrib  # noqa: F401
         import torch
     except ImportError as e:
-        raise TrainingError(f"needs the 'train' extra (pip install torch==2.13.0, then pip "
-                            f"install -e '.[train]'): {e}") from None
+        raise TrainingError(f"needs torch (pip install torch==2.13.0, then pip install -e "
+                            f"'.[train]'): {e}") from None
+    device = resolve_device(options.device)
     out = Path(options.out)
     if out.exists() and not out.is_dir():
         raise TrainingError(f"--out {options.out!r} is not a directory")
+    if options.resume:
+        from .ppo_records import CheckpointError, load_checkpoint
+
+        try:
+            checkpoint = load_checkpoint(out)
+        except CheckpointError as e:
+            raise TrainingError(str(e)) from None
+    else:
+        checkpoint = None
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise TrainingError(f"cannot create --out {options.out!r} ({e.strerror})") from None
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # small MLP: extra threads only contend on a shared 2-core box
+    torch.set_num_threads(options.threads)
     try:
-        return _train(options, out, say, log, warn)
+        from .training_loop import run_training
+
+        return run_training(options, out, device, checkpoint, say, log, warn, progress)
     finally:
         torch.set_num_threads(threads)
 
 
-def _train(o: TrainOptions, out: Path, say: Say, log: Say, warn: Say) -> dict:
-    """Baselines, the untrained model, training, saving, the trained model, the files."""
-    import torch
-    from sb3_contrib import MaskablePPO
-    from stable_baselines3.common.vec_env import DummyVecEnv
+def run_options(options: TrainOptions, checkpoint: dict | None, warn: Say) -> TrainOptions:
+    """The options a resumed run continues with: the run's own seed, envs, self-play and
+    hyperparameters (a different value on the command line is named and ignored)."""
+    if checkpoint is None:
+        return options
+    run = checkpoint["run"]
+    kept = {"seed": run["seed"], "envs": run["envs"], "self_play": run["self_play"],
+            "ppo": PPOConfig.from_dict(run["ppo"])}
+    for name in ("seed", "envs", "self_play"):
+        if getattr(options, name) != kept[name] and getattr(options, name) != getattr(
+                TrainOptions(), name):
+            warn(f"train: --resume keeps the run's {name} {kept[name]!r} (not "
+                 f"{getattr(options, name)!r})")
+    return replace(options, **kept)
 
-    from .sb3 import SB3Policy
 
-    torch.manual_seed(o.seed)  # MaskablePPO(seed=) seeds it again; this covers setup
-    seeds = eval_seeds(o.eval_episodes)
-    base = {name: _mean(evaluate(name, seeds)) for name in BASELINES}
+def run_record(options: TrainOptions) -> dict:
+    """What a checkpoint keeps of the options (plain values)."""
+    return {"seed": options.seed, "envs": options.envs, "self_play": options.self_play,
+            "ppo": options.ppo.to_dict()}
 
-    venv = DummyVecEnv([lambda k=k: make_env(o.seed * 1000 + k) for k in range(o.n_envs)])
-    hp = hyperparameters(o.n_envs)
-    model = MaskablePPO("MlpPolicy", venv, seed=o.seed, device="cpu", verbose=0, **hp)
-    before = _mean(evaluate(SB3Policy.from_model(model), seeds))
-    say(f"held-out seeds {seeds[0]}..{seeds[-1]}, seat {EVAL_SEAT}, opponents "
-        f"{','.join(OPPONENTS)}")
-    say("baselines: " + ", ".join(f"{k} {v:+.3f}" for k, v in base.items()))
-    say(f"before training: mean score {before:+.3f}")
 
-    curve = _curve_callback(o.minutes * 60.0, log)
-    t0 = time.perf_counter()
-    model.learn(total_timesteps=o.steps, callback=curve, progress_bar=False)
-    train_s = time.perf_counter() - t0
-    steps = int(model.num_timesteps)
-
-    path = out / "model.zip"
-    model.save(path)
-    write_meta(path, {"env": "guild/Guild-v0", "flatten": True, "reward": "dense",
-                      "opponents": list(OPPONENTS), "seed": o.seed, "steps": steps,
-                      "train_seconds": round(train_s, 1), "hyperparameters":
-                      {k: v for k, v in hp.items() if k != "policy_kwargs"}})
-    trained = make_policy(f"sb3:{path}")  # the saved file, as the league will play it
-    after_scores = evaluate(trained, seeds)
-    after = _mean(after_scores)
-    say(f"after training:  mean score {after:+.3f} ({steps} steps in {train_s:.0f} s, "
-        f"{steps / max(train_s, 1e-9):.0f} steps/s)")
-    factor = base["factor"]
-    share = after / factor if factor > 0 else float("nan")
-    say(f"trained / factor: {share:.0%}; model: {path}")
-
-    with open(out / "curve.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["steps", "episode_score"])
-        w.writerows(curve.points)
-    summary = {"seeds": [seeds[0], seeds[-1]], "seat": EVAL_SEAT, "opponents": list(OPPONENTS),
-               "baselines": base, "before": before, "after": after,
-               "after_stdev": statistics.pstdev(after_scores), "share_of_factor": share,
-               "steps": steps, "train_seconds": round(train_s, 1),
-               "steps_per_second": round(steps / max(train_s, 1e-9), 1), "seed": o.seed,
-               "n_envs": o.n_envs, "model": str(path),
-               "policy": f"sb3:{path.resolve()}"}  # API.md §3: the spec that plays the model
-    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
-    if o.plot:
-        try:
-            plot_curve(curve.points, base, after, out / "curve.png")
-        except ImportError:
-            warn("train: matplotlib missing; no curve.png (pip install matplotlib)")
-    return summary
+def options_dict(options: TrainOptions) -> dict:
+    d = asdict(options)
+    d["ppo"] = options.ppo.to_dict()
+    return d
 
 
 # --- the command (guild train, examples/train_maskable_ppo.py) ---------------------------------
 
 def run(args: argparse.Namespace) -> int:
-    """Train with the parsed options, printing as the command does; returns the exit code."""
+    """Train with the parsed options, printing as the command does; returns the exit code.
+
+    The progress bar (tqdm, on stderr) and the progress lines go away with ``--quiet``; the
+    summary is printed as the last line of standard output, as one JSON object.
+    """
     def say(message: str) -> None:
-        print(message, flush=True)
+        _write(message)
 
     def warn(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
+        _write(message, sys.stderr)
 
+    bar = None if args.quiet else _Bar()
     try:
-        train(TrainOptions.from_args(args), say=say, log=_quiet if args.quiet else say,
-              warn=warn)
+        summary = train(TrainOptions.from_args(args), say=say,
+                        log=_quiet if args.quiet else say, warn=warn,
+                        progress=_quiet if bar is None else bar.update)
     except TrainingError as e:
         print(f"train: error: {e}", file=sys.stderr)
         return 2
+    finally:
+        if bar is not None:
+            bar.close()
+    print(json.dumps(summary), flush=True)
     return 0
+
+
+_ACTIVE_BAR: Any = None
+
+
+def _write(message: str, file: Any = None) -> None:
+    """Print around the progress bar (tqdm.write keeps it on its own line)."""
+    if _ACTIVE_BAR is not None:
+        _ACTIVE_BAR.write(message, file=file or sys.stdout)
+    else:
+        print(message, file=file or sys.stdout, flush=True)
+
+
+class _Bar:
+    """A tqdm bar over the run's budget (steps or minutes, whichever is nearer its end)."""
+
+    def __init__(self) -> None:
+        self.bar: Any = None
+
+    def update(self, done: float, figures: dict) -> None:
+        global _ACTIVE_BAR
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = _ACTIVE_BAR = tqdm(total=1000, desc="train", file=sys.stderr,
+                                          bar_format="{desc} {percentage:3.0f}%|{bar:24}| "
+                                          "{elapsed}{postfix}", leave=True)
+        self.bar.n = min(1000, int(done * 1000))
+        self.bar.set_postfix_str(f"{figures['steps']:,} steps, {figures['steps_per_s']:,.0f} "
+                                 f"steps/s, mean score {figures['score']:+.3f}")
+        if done >= 1.0:  # the budget is spent: the lines that follow go below the bar
+            self.close()
+
+    def close(self) -> None:
+        global _ACTIVE_BAR
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = _ACTIVE_BAR = None
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "train_maskable_ppo.py") -> int:

@@ -1,4 +1,4 @@
-"""``guild train``: the MaskablePPO trainer of ``agents.training`` as a ``guild`` command.
+"""``guild train``: the PPO trainer of ``agents.training`` as a ``guild`` command.
 
 The training code lives in the package (so the command works from a wheel); this module only
 adds its options to the ``guild`` command line. ``examples/train_maskable_ppo.py`` runs the
@@ -14,10 +14,12 @@ from agents import training
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``guild train`` to the ``guild`` subcommands."""
-    p = sub.add_parser("train", help="train a seat with MaskablePPO against factor and magpie "
-                       "(needs the 'train' extra)",
-                       description="Train one seat with sb3-contrib MaskablePPO against factor "
-                       "and magpie; save OUT/model.zip, curve.png, summary.json; print held-out "
-                       "mean scores before and after.")
+    p = sub.add_parser("train", help="train a seat with PPO on the batched engine against "
+                       "factor and magpie (needs torch: the 'train' extra)",
+                       description="Train one seat with our PPO on the batched engine against "
+                       "factor and magpie lineups (or in self-play); save OUT/model.pt, "
+                       "checkpoint.pt, curve.csv, curve.png, summary.json; print the paired "
+                       "evaluation against factor before and after, and the summary as the "
+                       "last line.")
     training.add_arguments(p)
     p.set_defaults(handler=training.run)

@@ -1,0 +1,140 @@
+"""The body of ``guild train`` (``agents.training.train`` checks the options, then calls
+:func:`run_training`): the paired evaluation before, the updates with their curve, checkpoints
+and TensorBoard scalars, the model file, the evaluation after, and the summary.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sim.codec.action_table import TABLE_VERSION
+
+from .ppo import MODEL_NAME, BatchedPPOPolicy, save_model
+from .ppo_learn import Learner, engine_share
+from .ppo_records import (
+    CHECKPOINT_NAME,
+    Board,
+    plot_curve,
+    save_checkpoint,
+    write_curve,
+)
+from .training import (
+    EVAL_OPPONENTS,
+    EVAL_SEED0,
+    TrainOptions,
+    run_options,
+    run_record,
+)
+
+Say = Callable[[str], None]
+
+
+def evaluate(policy: Any, seeds: range) -> dict:
+    """The paired, seat-rotated comparison with factor (``agents.evaluation``), as plain data."""
+    from .evaluation import paired_evaluation
+
+    result = paired_evaluation(policy, against=EVAL_OPPONENTS, seeds=seeds, turns=14)
+    return json.loads(json.dumps(result.to_dict()))  # plain values: checkpoints load them
+
+
+def _line(when: str, e: dict) -> str:
+    return (f"{when}: {e['diff']:+.3f} vs factor, 95% [{e['low']:+.3f}, {e['high']:+.3f}] "
+            f"(mean score {e['mean']:+.3f}; factor in the same seats {e['baseline_mean']:+.3f})")
+
+
+def run_training(options: TrainOptions, out: Path, device: str, checkpoint: dict | None,
+                 say: Say, log: Say, warn: Say, progress: Callable[[float, dict], None]) -> dict:
+    """Train as ``options`` say into ``out`` (module docstring); returns the summary."""
+    o = run_options(options, checkpoint, warn)
+    learner = Learner(o.ppo, o.envs, o.self_play, o.seed, device)
+    seeds = range(EVAL_SEED0, EVAL_SEED0 + o.eval_episodes)
+    say(f"paired evaluation: seeds {seeds[0]}..{seeds[-1]}, the model in each of the six "
+        f"seats against {' and '.join(EVAL_OPPONENTS)}, compared with factor in its place")
+    if checkpoint is not None:
+        learner.load_state(checkpoint["learner"], str(out / CHECKPOINT_NAME))
+        curve = [list(row) for row in checkpoint["curve"]]
+        seconds = float(checkpoint["seconds"])
+        before = checkpoint["before"]
+        resumed: int | None = learner.steps
+        log(f"resumed from the checkpoint at step {learner.steps:,} ({seconds:.0f} s trained)")
+    else:
+        curve, seconds, resumed = [], 0.0, None
+        before = evaluate(BatchedPPOPolicy.from_net(_on_cpu(learner)), seeds)
+    say(_line("before training", before))
+
+    def keep() -> None:
+        save_checkpoint(out, {"run": run_record(o), "learner": learner.state(), "curve": curve,
+                              "seconds": seconds, "before": before})
+
+    board = Board(out, learner.steps)
+    started, first_step = time.perf_counter(), learner.steps
+    base, budget = seconds, o.minutes * 60.0
+    saved = started
+    try:
+        while learner.steps < o.steps and seconds < budget:
+            f = learner.update()
+            now = time.perf_counter()
+            seconds = base + now - started
+            rate = (learner.steps - first_step) / max(now - started, 1e-9)
+            curve.append([learner.steps, round(seconds, 2), round(f["score"], 5), f["episodes"],
+                          round(f["entropy"], 5), round(f["approx_kl"], 6)])
+            board.add(learner.steps, {"train/mean_score": f["score"],
+                                      "train/entropy": f["entropy"],
+                                      "loss/policy": f["policy_loss"],
+                                      "loss/value": f["value_loss"],
+                                      "train/approx_kl": f["approx_kl"],
+                                      "train/clip_fraction": f["clip_fraction"],
+                                      "speed/steps_per_s": rate,
+                                      "speed/engine_share": engine_share(learner)})
+            progress(max(learner.steps / o.steps, seconds / budget),
+                     {"steps": learner.steps, "steps_per_s": rate, "score": f["score"]})
+            if now - saved >= o.checkpoint_minutes * 60.0:
+                keep()
+                saved = time.perf_counter()
+                log(f"checkpoint at step {learner.steps:,}")
+    finally:
+        board.close()
+    keep()
+    session = time.perf_counter() - started
+    steps = learner.steps
+    provenance = {"trainer": "guild train", "seed": o.seed, "steps": steps,
+                  "updates": learner.updates, "train_seconds": round(seconds, 1),
+                  "envs": o.envs, "self_play": o.self_play, "device": device,
+                  "hyperparameters": o.ppo.to_dict()}
+    model = out / MODEL_NAME
+    save_model(learner.net, model, provenance)
+    after = evaluate(BatchedPPOPolicy(model), seeds)  # the saved file, as leagues play it
+    rate = (steps - first_step) / session if steps > first_step else float("nan")
+    say(_line("after training", after))
+    say(f"{steps:,} steps in {seconds:.0f} s ({rate:,.0f} steps/s this session, "
+        f"{engine_share(learner):.0%} of it in the engine); model: {model}")
+    write_curve(out / "curve.csv", curve)
+    if o.plot:
+        try:
+            plot_curve(out / "curve.png", curve, after["baseline_mean"], after["mean"])
+        except ImportError:
+            warn("train: matplotlib missing; no curve.png (pip install matplotlib)")
+    summary = {"policy": f"ppo:{model.resolve()}",  # API.md §3: the spec that plays the model
+               "model": str(model), "table_version": TABLE_VERSION, "steps": steps,
+               "train_seconds": round(seconds, 1),
+               "steps_per_second": None if math.isnan(rate) else round(rate, 1),
+               "engine_share": round(engine_share(learner), 3), "seed": o.seed,
+               "envs": o.envs, "self_play": o.self_play, "device": device,
+               "threads": o.threads, "resumed_from": resumed,
+               "evaluation": {"seeds": [seeds[0], seeds[-1]], "against": list(EVAL_OPPONENTS),
+                              "turns": 14},
+               "before": before, "after": after, "hyperparameters": o.ppo.to_dict(),
+               "tensorboard": str(out / "tb") if board.enabled else None}
+    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    return summary
+
+
+def _on_cpu(learner: Learner) -> Any:
+    """The learner's network as the evaluation plays it (a CPU copy when it learns on a GPU)."""
+    return learner.net if learner.device.type == "cpu" else copy.deepcopy(learner.net).cpu()
