@@ -294,10 +294,12 @@ class _Policy:
             self._net = load_model(self.path)[0]
         return self._net
 
-    def _check_width(self, width: int) -> None:
-        if width != self.net().obs_width:
-            raise ModelError(f"ppo model {self.path!r} observes {self.net().obs_width} numbers; "
-                             f"this town's observation has {width}")
+    def _check_sizes(self, width: int, n_actions: int) -> None:
+        net = self.net()
+        if (width, n_actions) != (net.obs_width, net.n_actions):
+            raise ModelError(f"ppo model {self.path!r} was trained for {net.obs_width} observed "
+                             f"numbers and {net.n_actions} actions; this town has {width} and "
+                             f"{n_actions}")
 
 
 class PPOPolicy(_Policy):
@@ -314,7 +316,7 @@ class PPOPolicy(_Policy):
         st = game.state
         mask = legal_mask(st, seat)
         obs = np.asarray(encode_flat(st, seat, mask), np.float32)[None]
-        self._check_width(obs.shape[1])
+        self._check_sizes(obs.shape[1], len(mask))
         index = int(choose(self.net(), obs, self._generator, self.deterministic)[0])
         return to_intent(index, st.world, seat, st.room[seat])
 
@@ -326,7 +328,7 @@ class BatchedPPOPolicy(_Policy):
 
     def act(self, engine: Any, rows: np.ndarray, seats: np.ndarray) -> np.ndarray:
         obs = encode_rows(engine, rows, seats)
-        self._check_width(obs.shape[1])
+        self._check_sizes(obs.shape[1], engine.tables.n_actions)
         return choose(self.net(), obs, self._generator, self.deterministic)
 
 

@@ -23,7 +23,7 @@ import torch
 
 from sim.codec.action_table import TABLE_VERSION
 
-from .ppo import PolicyNet, model_dict, net_from_dict
+from .ppo import MASKED, PolicyNet, model_dict, net_from_dict
 from .ppo_arena import Arena
 from .ppo_config import PPOConfig
 
@@ -137,7 +137,7 @@ class Learner:
                 policy_loss = torch.max(-ad * ratio,
                                         -ad * ratio.clamp(1 - c.clip, 1 + c.clip)).mean()
                 value_loss = 0.5 * (value - r).pow(2).mean()
-                entropy = -(logps.exp() * logps).sum(-1).mean()  # illegal: p = 0 exactly
+                entropy = _entropy(logps, logits > MASKED)
                 loss = policy_loss + c.vf_coef * value_loss - c.ent_coef * entropy
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
@@ -194,6 +194,13 @@ def _advantages(rewards: torch.Tensor, values: torch.Tensor, gamma: float,
         adv[t] = running
         following = values[t]
     return adv
+
+
+def _entropy(logps: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+    """Mean entropy over the legal actions. ``exp`` of the illegal log-probabilities (about
+    -1e9) is exact but takes a slow path on CPU, a sixth of an update; they are zeroed first."""
+    logps = torch.where(legal, logps, torch.zeros_like(logps))
+    return -(logps.exp() * logps).sum(-1).mean()  # illegal: 1 * 0
 
 
 def engine_share(learner: Learner) -> float:

@@ -33,7 +33,7 @@ import json
 import math
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -129,7 +129,7 @@ class TrainOptions:
     self_play: bool = False
     checkpoint_minutes: float = 2.0
     resume: bool = False
-    eval_episodes: int = 300
+    eval_episodes: int = 500
     plot: bool = True
     ppo: PPOConfig = field(default_factory=PPOConfig)
 
@@ -244,11 +244,6 @@ def run_record(options: TrainOptions) -> dict:
             "ppo": options.ppo.to_dict()}
 
 
-def options_dict(options: TrainOptions) -> dict:
-    d = asdict(options)
-    d["ppo"] = options.ppo.to_dict()
-    return d
-
 
 # --- the command (guild train, examples/train_maskable_ppo.py) ---------------------------------
 
@@ -272,6 +267,10 @@ def run(args: argparse.Namespace) -> int:
     except TrainingError as e:
         print(f"train: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"train: interrupted; add --resume to continue from the last checkpoint in "
+              f"{args.out}", file=sys.stderr)
+        return 130
     finally:
         if bar is not None:
             bar.close()

@@ -27,6 +27,7 @@ from .ppo_records import (
 from .training import (
     EVAL_OPPONENTS,
     EVAL_SEED0,
+    TrainingError,
     TrainOptions,
     run_options,
     run_record,
@@ -51,20 +52,27 @@ def _line(when: str, e: dict) -> str:
 def run_training(options: TrainOptions, out: Path, device: str, checkpoint: dict | None,
                  say: Say, log: Say, warn: Say, progress: Callable[[float, dict], None]) -> dict:
     """Train as ``options`` say into ``out`` (module docstring); returns the summary."""
-    o = run_options(options, checkpoint, warn)
-    learner = Learner(o.ppo, o.envs, o.self_play, o.seed, device)
-    seeds = range(EVAL_SEED0, EVAL_SEED0 + o.eval_episodes)
-    say(f"paired evaluation: seeds {seeds[0]}..{seeds[-1]}, the model in each of the six "
-        f"seats against {' and '.join(EVAL_OPPONENTS)}, compared with factor in its place")
     if checkpoint is not None:
-        learner.load_state(checkpoint["learner"], str(out / CHECKPOINT_NAME))
-        curve = [list(row) for row in checkpoint["curve"]]
-        seconds = float(checkpoint["seconds"])
-        before = checkpoint["before"]
+        try:
+            o = run_options(options, checkpoint, warn)
+            learner = Learner(o.ppo, o.envs, o.self_play, o.seed, device)
+            learner.load_state(checkpoint["learner"], str(out / CHECKPOINT_NAME))
+            curve = [list(row) for row in checkpoint["curve"]]
+            seconds = float(checkpoint["seconds"])
+            before = dict(checkpoint["before"])
+        except (KeyError, TypeError, ValueError, RuntimeError) as e:  # damaged inside
+            raise TrainingError(f"--resume: checkpoint {str(out / CHECKPOINT_NAME)!r} cannot "
+                                f"be restored ({type(e).__name__}: {str(e)[:100]})") from None
         resumed: int | None = learner.steps
         log(f"resumed from the checkpoint at step {learner.steps:,} ({seconds:.0f} s trained)")
     else:
+        o = options
+        learner = Learner(o.ppo, o.envs, o.self_play, o.seed, device)
         curve, seconds, resumed = [], 0.0, None
+    seeds = range(EVAL_SEED0, EVAL_SEED0 + o.eval_episodes)
+    say(f"paired evaluation: seeds {seeds[0]}..{seeds[-1]}, the model in each of the six "
+        f"seats against {' and '.join(EVAL_OPPONENTS)}, compared with factor in its place")
+    if checkpoint is None:
         before = evaluate(BatchedPPOPolicy.from_net(_on_cpu(learner)), seeds)
     say(_line("before training", before))
 
@@ -98,6 +106,9 @@ def run_training(options: TrainOptions, out: Path, device: str, checkpoint: dict
                 keep()
                 saved = time.perf_counter()
                 log(f"checkpoint at step {learner.steps:,}")
+    except KeyboardInterrupt:  # Ctrl-C: keep what was learnt; --resume continues from it
+        keep()
+        raise
     finally:
         board.close()
     keep()

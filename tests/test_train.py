@@ -27,7 +27,7 @@ from conftest import needs_module
 
 from agents import make_policy, play_episode
 from league.cli import main as guild
-from sim import GameConfig, Intent
+from sim import Game, GameConfig, Intent
 from sim.codec.action_table import TABLE_VERSION, legal_mask, to_intent
 
 torch = needs_module("torch", "torch==2.13.0, then pip install -e '.[train]'")
@@ -178,13 +178,10 @@ def test_scalar_and_batched_policies_choose_alike_in_the_same_states(trained) ->
     batched = BATCHED_POLICIES.make(f"ppo:{out}")
     engine = BatchedGuild(1)
     compared = 0
+    players = [scalar, *map(make_policy, ("factor", "magpie")), scalar,
+               *map(make_policy, ("magpie", "factor"))]
     for seed in (11, 12):
-        game = GameConfig(seed=seed)
-        from sim import Game
-
-        game = Game(game)
-        lineup = [scalar, "factor", "magpie", scalar, "magpie", "factor"]
-        players = [make_policy(p) if isinstance(p, str) else p for p in lineup]
+        game = Game(GameConfig(seed=seed))
         while not game.done:
             engine.load_games([game])
             picks = batched.act(engine, np.zeros(6, np.int64), np.arange(6))
@@ -270,14 +267,15 @@ def test_cuda_trains_on_a_gpu_and_is_refused_clearly_without_one(tmp_path, capsy
         assert not (tmp_path / "model.pt").exists()
 
 
-@pytest.mark.parametrize("content", [None, b"\x00junk", "foreign", "another table"])
+@pytest.mark.parametrize("content", [None, b"\x00junk", "foreign", "another table",
+                                     "damaged"])
 def test_resume_without_a_usable_checkpoint_is_refused(tmp_path, capsys, content) -> None:
+    own = {"format": "guild-ppo-checkpoint", "table_version": TABLE_VERSION}
     if content is not None:
-        data: object = content
-        if content == "foreign":
-            data = {"format": "something else"}
-        elif content == "another table":
-            data = {"format": "guild-ppo-checkpoint", "table_version": TABLE_VERSION - 1}
+        data = {"foreign": {"format": "something else"},
+                "another table": {**own, "table_version": TABLE_VERSION - 1},
+                "damaged": {**own, **dict.fromkeys(("run", "learner", "before"), {}),
+                            "curve": [], "seconds": 0.0}}.get(content, content)
         if isinstance(data, bytes):
             (tmp_path / "checkpoint.pt").write_bytes(data)
         else:
@@ -381,3 +379,30 @@ def test_sb3_models_record_the_table_version_and_others_are_refused(tmp_path) ->
     for name, words in (("unversioned", "does not record"), ("v1", "version 1")):
         with pytest.raises(ValueError, match=words):
             make_policy(f"sb3:{tmp_path / name}.zip").act(game, 0)
+
+
+def test_self_play_lineups_learn_only_in_the_learners_seats(tmp_path) -> None:
+    """Every row holds a learner; snapshots and baselines fill the rest; the rollout keeps
+    exactly the learners' seat-steps; ``--self-play`` trains through the command."""
+    from agents.ppo_arena import LEARNER, Arena
+    from agents.ppo_config import PPOConfig
+    from agents.ppo_learn import Learner
+
+    learner = Learner(PPOConfig(snapshot_every=1), ENVS, True, 5)
+    learner.update()  # snapshot_every=1: the learner's first snapshot joins the pool
+    arena = learner.arena
+    assert len(arena.snapshots) == 1
+    m = arena.start()
+    lineup = arena.lineup
+    assert (lineup == LEARNER).any(1).all() and m == (lineup == LEARNER).sum()
+    assert set(np.unique(lineup)) <= {0, 1, 2, 3}
+    before = learner.steps
+    learner.update()
+    assert learner.steps - before == 14 * (learner.arena.lineup == LEARNER).sum()
+    lineups = Arena(ENVS, False, 5, torch.Generator())
+    lineups.start()
+    assert ((lineups.lineup == LEARNER).sum(1) == 1).all()
+    assert set(np.unique(lineups.lineup)) == {0, 1, 2}
+    code, printed = _train(tmp_path, "--self-play", "--steps", "1", "--no-plot")
+    assert code == 0, printed
+    assert json.loads(printed.strip().splitlines()[-1])["self_play"] is True
