@@ -2,6 +2,8 @@
 
 Batched figures are at N = 4096 episodes in lockstep (the compiled kernels of ``sim.batched``);
 ``_vs_original`` compares with the compiled original's 48,000 seat-steps/s.
+``train_steps_per_s`` is the whole loop of ``guild train`` (collection and learning, CPU, the
+default network; ``bench/train.py``), ``train_engine_share`` the part of it spent in the engine.
 
 Speed lives here, not in timed tests.  Figures depend on the machine; the README records the
 ones measured on the project's 2-core machine class.
@@ -239,6 +241,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"batched_full_seat_steps_per_s: {full:.0f} seat-steps/s")
     print(f"batched_full_vs_original: {full / ORIGINAL_SEAT_STEPS_PER_S:.1f} x")
     print(f"batched_vector_env_steps_per_s: {batched.bench_vector_env(secs, n):.0f} steps/s")
+    from bench import train
+
+    figures = train.bench_train(2.0 if args.quick else 20.0)
+    if figures is not None:  # nothing without torch
+        print(f"train_steps_per_s: {figures[0]:.0f} steps/s")
+        print(f"train_engine_share: {100 * figures[1]:.0f} %")
     rate = bench_league(120 if args.quick else 1000)
     if rate is not None:
         print(f"league_episodes_per_s: {rate:.1f} episodes/s")
