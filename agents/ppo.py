@@ -314,11 +314,15 @@ class PPOPolicy(_Policy):
 
     def act(self, game: Game, seat: int) -> Intent:
         st = game.state
+        return to_intent(self.index(game, seat), st.world, seat, st.room[seat])
+
+    def index(self, game: Game, seat: int) -> int:
+        """The action-table index the model chooses for ``seat`` (always a legal one)."""
+        st = game.state
         mask = legal_mask(st, seat)
         obs = np.asarray(encode_flat(st, seat, mask), np.float32)[None]
         self._check_sizes(obs.shape[1], len(mask))
-        index = int(choose(self.net(), obs, self._generator, self.deterministic)[0])
-        return to_intent(index, st.world, seat, st.room[seat])
+        return int(choose(self.net(), obs, self._generator, self.deterministic)[0])
 
 
 class BatchedPPOPolicy(_Policy):

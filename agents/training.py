@@ -147,6 +147,8 @@ class TrainOptions:
                                 f"{self.device!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise TrainingError(f"seed must be a whole number; got {self.seed!r}")
+        if not isinstance(self.ppo, PPOConfig):
+            raise TrainingError(f"ppo must be a PPOConfig; got {type(self.ppo).__name__}")
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> TrainOptions:

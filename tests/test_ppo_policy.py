@@ -88,8 +88,9 @@ def test_scalar_and_batched_policies_choose_alike_in_the_same_states(model) -> N
             picks = batched.act(engine, np.zeros(6, np.int64), np.arange(6))
             st = game.state
             for seat in range(6):
-                mine = scalar.act(game, seat)
-                assert mine == to_intent(int(picks[seat]), st.world, seat, st.room[seat])
+                assert scalar.index(game, seat) == picks[seat]
+                assert scalar.act(game, seat) == to_intent(int(picks[seat]), st.world, seat,
+                                                           st.room[seat])
                 compared += 1
             game.play_turn([p.act(game, k) for k, p in enumerate(players)])
     assert compared == 2 * 14 * 6
