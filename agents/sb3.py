@@ -1,7 +1,8 @@
 """Trained Stable-Baselines3 models as league policies: ``make_policy("sb3:path/model.zip")``.
 
-A MaskablePPO model trained on ``guild/Guild-v0`` or its batched twin (``bench.train`` trains one
-for comparison; ``guild train`` now trains our own PPO, ``agents.ppo``) plays a seat here by
+A MaskablePPO model trained on ``guild/Guild-v0`` or its batched twin (:class:`GuildVecEnv`, a
+Stable-Baselines3 ``VecEnv`` over the batched engine; ``examples/sb3_maskable_ppo.py``; ``guild
+train`` trains our own PPO, ``agents.ppo``) plays a seat here by
 building the same observation it was trained on (the flat vector or the ``Dict``, read from the
 model's own observation space), masking with
 ``sim.codec.action_table.legal_mask`` and decoding the index
@@ -14,6 +15,10 @@ file at the same path is picked up, an unchanged one is loaded once.
 A model's index means a row of the action table it was trained on, so the model's
 ``guild.json`` records ``table_version`` (:func:`write_meta` adds it) and a model without it,
 or of another version, is refused with a ``ValueError`` naming the file.
+
+``make_batched_policy("sb3:PATH")`` (:class:`BatchedSB3Policy`) plays the same model on the
+batched engine, choosing the same index in the same state, so ``guild evaluate sb3:PATH`` runs at
+batched speed.
 
 ``agents`` itself never imports this module; without the ``train`` extra (sb3-contrib, torch)
 loading a model raises a ``ValueError`` that names the extra.
@@ -33,8 +38,9 @@ from typing import Any
 import numpy as np
 
 from sim import Game, Intent
+from sim.batched.observe import encode as encode_rows
 from sim.codec.action_table import TABLE_VERSION, legal_mask, to_intent
-from sim.codec.encode import encode, encode_flat
+from sim.codec.encode import encode, encode_flat, slices
 
 _log = logging.getLogger(__name__)
 
@@ -211,3 +217,100 @@ def from_spec(spec: str, **params: Any) -> SB3Policy:
     if not Path(path).expanduser().is_file():
         raise ValueError(f"sb3 model {path!r} does not exist")
     return SB3Policy(str(Path(path).expanduser()), **params)
+
+
+class BatchedSB3Policy:
+    """A MaskablePPO model on the batched engine: the same observation, mask and choice as
+    :class:`SB3Policy`, for many ``(row, seat)`` pairs in one forward pass."""
+
+    batched = True
+
+    def __init__(self, path: str, deterministic: bool = True) -> None:
+        self._scalar = SB3Policy(path, deterministic)
+        self.name = f"sb3:{path}"
+
+    def act(self, engine: Any, rows: np.ndarray, seats: np.ndarray) -> np.ndarray:
+        loaded = self._scalar._model()
+        flat = encode_rows(engine, rows, seats)
+        n_actions = engine.tables.n_actions
+        mask = flat[:, -n_actions:] > 0
+        obs: Any = flat
+        if not loaded.flat:
+            obs = {k: flat[:, a:b] for k, (a, b) in slices(engine.world).items()}
+        action, _ = loaded.model.predict(obs, action_masks=mask,
+                                         deterministic=self._scalar.deterministic)
+        return np.asarray(action, np.int64).reshape(-1)
+
+
+def batched_from_spec(spec: str, **params: Any) -> BatchedSB3Policy:
+    """``make_batched_policy("sb3:PATH")``: the file is checked now, loaded on first use."""
+    return BatchedSB3Policy(from_spec(spec, **params).path, **params)
+
+
+try:
+    from stable_baselines3.common.vec_env import VecEnv as _VecEnv
+
+    class GuildVecEnv(_VecEnv):
+        """``GuildVectorEnv`` (flat observation, same-step autoreset) as an SB3 ``VecEnv``.
+
+        The batched engine behind a Stable-Baselines3 learner (MaskablePPO reads
+        ``action_masks()``); finished episodes report ``info["episode"]`` (``r``: the final
+        score) and ``info["terminal_observation"]`` as SB3's own ``VecMonitor`` and
+        ``DummyVecEnv`` do.  ``env_kwargs`` go to ``GuildVectorEnv`` (``opponents``, ``seat``,
+        ``turns``...).
+        """
+
+        def __init__(self, num_envs: int, seed: int = 0, **env_kwargs: Any) -> None:
+            from sim.envs.vector import GuildVectorEnv
+
+            self.env = GuildVectorEnv(num_envs, flatten=True, autoreset_mode="same_step",
+                                      **env_kwargs)
+            self._seed = seed
+            self._actions: np.ndarray | None = None
+            super().__init__(num_envs, self.env.single_observation_space,
+                             self.env.single_action_space)
+
+        def reset(self) -> np.ndarray:
+            obs, _ = self.env.reset(seed=self._seed)
+            return obs
+
+        def step_async(self, actions: np.ndarray) -> None:
+            self._actions = np.asarray(actions, np.int64)
+
+        def step_wait(self) -> tuple:
+            obs, reward, done, _, info = self.env.step(self._actions)
+            infos: list[dict] = [{} for _ in range(self.num_envs)]
+            for i in np.flatnonzero(done).tolist():
+                score = float(info["final_info"]["score"][i])
+                infos[i] = {"terminal_observation": info["final_obs"][i],
+                            "episode": {"r": score, "l": self.env.engine.turns, "t": 0.0}}
+            return obs, reward.astype(np.float32), done, infos
+
+        def action_masks(self) -> np.ndarray:
+            return self.env.action_masks()
+
+        def env_method(self, method_name: str, *args: Any, indices: Any = None,
+                       **kwargs: Any) -> list:
+            if method_name != "action_masks":
+                raise AttributeError(method_name)
+            return list(self.env.action_masks())
+
+        def has_attr(self, attr_name: str) -> bool:
+            return attr_name == "action_masks"
+
+        def get_attr(self, attr_name: str, indices: Any = None) -> list:
+            if attr_name == "render_mode":
+                return [None] * self.num_envs
+            raise AttributeError(attr_name)
+
+        def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
+            raise AttributeError(attr_name)
+
+        def env_is_wrapped(self, wrapper_class: Any, indices: Any = None) -> list[bool]:
+            return [False] * self.num_envs
+
+        def close(self) -> None:
+            pass
+
+except ImportError:  # pragma: no cover - only without the train extra
+    GuildVecEnv = None  # type: ignore[assignment,misc]

@@ -6,7 +6,7 @@ envs, torch threads) on the CPU and returns learning-seat steps per second and t
 time spent in the engine (the step, the batched baselines, the encoder) rather than the
 learner (the network's forward passes during collection, advantages, the PPO epochs).
 
-``bench_sb3`` trains MaskablePPO through :class:`GuildVecEnv`, a Stable-Baselines3 ``VecEnv``
+``bench_sb3`` trains MaskablePPO through ``agents.sb3.GuildVecEnv``, a Stable-Baselines3 ``VecEnv``
 over ``sim.envs.vector.GuildVectorEnv`` (the same batched engine and opponents), with the
 network and settings the old sb3 trainer used, or ours with ``small=True``.
 
@@ -19,9 +19,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import time
-from typing import Any
-
-import numpy as np
 
 
 def bench_train(seconds: float) -> tuple[float, float] | None:
@@ -51,66 +48,6 @@ def bench_train(seconds: float) -> tuple[float, float] | None:
                                                            - learn)
 
 
-def _vec_env_class() -> Any:
-    from stable_baselines3.common.vec_env import VecEnv
-
-    from sim.envs.vector import GuildVectorEnv
-
-    class GuildVecEnv(VecEnv):
-        """``GuildVectorEnv`` (flat, same-step autoreset) as a Stable-Baselines3 ``VecEnv``."""
-
-        def __init__(self, num_envs: int, seed: int = 0) -> None:
-            self.env = GuildVectorEnv(num_envs, flatten=True, autoreset_mode="same_step")
-            self._seed = seed
-            self._actions: np.ndarray | None = None
-            super().__init__(num_envs, self.env.single_observation_space,
-                             self.env.single_action_space)
-
-        def reset(self) -> np.ndarray:
-            obs, _ = self.env.reset(seed=self._seed)
-            return obs
-
-        def step_async(self, actions: np.ndarray) -> None:
-            self._actions = np.asarray(actions, np.int64)
-
-        def step_wait(self) -> tuple:
-            obs, reward, done, _, info = self.env.step(self._actions)
-            infos: list[dict] = [{} for _ in range(self.num_envs)]
-            for i in np.flatnonzero(done).tolist():
-                score = float(info["final_info"]["score"][i])
-                infos[i] = {"terminal_observation": info["final_obs"][i],
-                            "episode": {"r": score, "l": self.env.engine.turns, "t": 0.0}}
-            return obs, reward.astype(np.float32), done, infos
-
-        def action_masks(self) -> np.ndarray:
-            return self.env.action_masks()
-
-        def env_method(self, method_name: str, *args: Any, indices: Any = None,
-                       **kwargs: Any) -> list:
-            if method_name != "action_masks":
-                raise AttributeError(method_name)
-            return list(self.env.action_masks())
-
-        def has_attr(self, attr_name: str) -> bool:
-            return attr_name == "action_masks"
-
-        def get_attr(self, attr_name: str, indices: Any = None) -> list:
-            if attr_name == "render_mode":
-                return [None] * self.num_envs
-            raise AttributeError(attr_name)
-
-        def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
-            raise AttributeError(attr_name)
-
-        def env_is_wrapped(self, wrapper_class: Any, indices: Any = None) -> list[bool]:
-            return [False] * self.num_envs
-
-        def close(self) -> None:
-            pass
-
-    return GuildVecEnv
-
-
 def bench_sb3(seconds: float, envs: int = 64, small: bool = False) -> float | None:
     """Steps/s of MaskablePPO learning on the batched engine; None without sb3-contrib."""
     if importlib.util.find_spec("sb3_contrib") is None:
@@ -119,12 +56,12 @@ def bench_sb3(seconds: float, envs: int = 64, small: bool = False) -> float | No
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.callbacks import BaseCallback
 
-    from agents.sb3 import Log1pFeatures
+    from agents.sb3 import GuildVecEnv, Log1pFeatures
 
     arch = dict(pi=[128, 128], vf=[128, 128]) if small else dict(pi=[256, 256], vf=[256, 256])
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    venv = _vec_env_class()(envs)
+    venv = GuildVecEnv(envs)
     model = MaskablePPO("MlpPolicy", venv, n_steps=max(64, 2048 // envs), batch_size=256,
                         n_epochs=5, learning_rate=3e-4, seed=0, device="cpu", verbose=0,
                         policy_kwargs=dict(features_extractor_class=Log1pFeatures,
