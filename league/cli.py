@@ -55,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "ladder", epilog=EPILOG_LEAGUE,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     lg.add_argument("--policies", required=True, metavar="P1,P2,...",
-                    help="policies: factor, magpie, random or module.path:Name")
+                    help="policies: factor, magpie, random, ppo:MODEL.pt, sb3:MODEL.zip, "
+                    "llm:MODEL@URL or module.path:Name")
     lg.add_argument("--episodes", type=int, required=True, metavar="N",
                     help="episodes in the league (groups of six rotations)")
     lg.add_argument("--seed", type=int, default=0, metavar="S", help="league seed (0)")
