@@ -109,7 +109,9 @@ def paired_evaluation(policy: Any, *, against: Sequence[Any] = ("factor", "magpi
         a :class:`PairedResult`; ``engine`` says whether the batched or the scalar engine ran.
 
     Raises:
-        EvaluationError (a ``ValueError``): a bad argument, naming it.
+        EvaluationError (a ``ValueError``): a bad argument, naming it, or a policy that raised
+        ``ValueError`` while playing (a ``ppo:`` model trained for another town's sizes); the
+        policy's own error is its ``__cause__``.
     """
     seed_list = _check_seeds(seeds)
     _check_turns(turns)
@@ -119,13 +121,18 @@ def paired_evaluation(policy: Any, *, against: Sequence[Any] = ("factor", "magpi
     lineup = _lineup(specs)
     start = time.perf_counter()
     batched = _resolve_all(BATCHED_POLICIES, policy, baseline, specs, lineup)
-    if batched is not None:
-        engine = "batched"
-        got, base = _play_batched(batched, lineup, seed_list, turns, world)
-    else:
-        engine = "scalar"
-        scalar = _resolve_all(POLICIES, policy, baseline, specs, lineup, strict=True)
-        got, base = _play_scalar(scalar, lineup, seed_list, turns, world)
+    try:
+        if batched is not None:
+            engine = "batched"
+            got, base = _play_batched(batched, lineup, seed_list, turns, world)
+        else:
+            engine = "scalar"
+            scalar = _resolve_all(POLICIES, policy, baseline, specs, lineup, strict=True)
+            got, base = _play_scalar(scalar, lineup, seed_list, turns, world)
+    except EvaluationError:
+        raise
+    except ValueError as e:  # a policy that cannot play this town (a model of another size)
+        raise EvaluationError(f"a policy refused to play: {e}") from e
     seconds = time.perf_counter() - start
     diffs = got - base                                      # [seeds, seat]
     mean, low, high = mean_interval(diffs.mean(axis=1))

@@ -20,6 +20,7 @@ Leagues build a fresh policy every episode, so loaded models are cached per proc
 from __future__ import annotations
 
 import os
+import stat
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -44,6 +45,9 @@ FORMAT_VERSION = 1
 MODEL_NAME = "model.pt"
 MASKED = -1e9  # the logit of an illegal action: exp() of it is 0 in float32
 MAX_WIDTH = 4096  # a sanity bound on the layers a model file may ask for
+MAX_LAYERS = 16   # ... and on their number
+MAX_WIDTH_IN = 1 << 16  # ... and on the observation's width (this game's is 460)
+MAX_MODEL_BYTES = 1 << 30  # a model file larger than this is refused unread
 KEYS = ("format", "format_version", "table_version", "obs_width", "n_actions", "network",
         "weights", "provenance")
 
@@ -63,9 +67,10 @@ def check_network(network: Any) -> dict:
     if not isinstance(network, Mapping) or set(network) != {"hidden", "shared"}:
         raise ValueError(f"network must be {{'hidden': [...], 'shared': bool}}; got {network!r}")
     hidden, shared = network["hidden"], network["shared"]
-    if (not isinstance(hidden, (list, tuple)) or not hidden or
+    if (not isinstance(hidden, (list, tuple)) or not 0 < len(hidden) <= MAX_LAYERS or
             not all(type(h) is int and 0 < h <= MAX_WIDTH for h in hidden)):
-        raise ValueError(f"network hidden must list layer widths 1..{MAX_WIDTH}; got {hidden!r}")
+        raise ValueError(f"network hidden must list 1 to {MAX_LAYERS} layer widths 1.."
+                         f"{MAX_WIDTH}; got {hidden!r:.80}")
     if not isinstance(shared, bool):
         raise ValueError(f"network shared must be a bool; got {shared!r}")
     return {"hidden": [int(h) for h in hidden], "shared": shared}
@@ -167,29 +172,35 @@ def net_from_dict(data: Any, path: Path) -> PolicyNet:
     missing = [k for k in KEYS if k not in data]
     if missing:
         raise bad(f"missing fields {missing}")
-    if data["format_version"] != FORMAT_VERSION:
-        raise bad(f"model format {data['format_version']!r}; this version reads {FORMAT_VERSION}")
-    if data["table_version"] != TABLE_VERSION:
-        raise bad(f"trained on action table version {data['table_version']!r}, but this game's "
-                  f"table is version {TABLE_VERSION}: retrain it")
+    if type(data["format_version"]) is not int or data["format_version"] != FORMAT_VERSION:
+        raise bad(f"model format {data['format_version']!r:.40}; this version reads "
+                  f"{FORMAT_VERSION}")
+    if type(data["table_version"]) is not int or data["table_version"] != TABLE_VERSION:
+        raise bad(f"trained on action table version {data['table_version']!r:.40}, but this "
+                  f"game's table is version {TABLE_VERSION}: retrain it")
     width, n = data["obs_width"], data["n_actions"]
-    if type(width) is not int or type(n) is not int or not (0 < n < width):
-        raise bad(f"bad sizes obs_width={width!r}, n_actions={n!r}")
+    if type(width) is not int or type(n) is not int or not (0 < n < width <= MAX_WIDTH_IN):
+        raise bad(f"bad sizes obs_width={width!r:.40}, n_actions={n!r:.40} (at most "
+                  f"{MAX_WIDTH_IN} observed numbers)")
     try:
         network = check_network(data["network"])
     except ValueError as e:
         raise bad(str(e)) from None
-    net = PolicyNet(width, n, **network)
+    with torch.device("meta"):  # shapes only: nothing allocated before the weights match
+        net = PolicyNet(width, n, **network)
     weights = data["weights"]
     expect = net.state_dict()
     if not isinstance(weights, dict) or set(weights) != set(expect):
         raise bad("its weights do not match its network (different layers)")
     for k, v in expect.items():
         w = weights[k]
-        if not isinstance(w, torch.Tensor) or w.shape != v.shape or not w.is_floating_point():
-            raise bad(f"its weights do not match its network ({k}: expected {list(v.shape)})")
+        if (not isinstance(w, torch.Tensor) or w.layout != torch.strided or
+                w.device.type != "cpu" or w.shape != v.shape or not w.is_floating_point()):
+            raise bad(f"its weights do not match its network ({k}: expected {list(v.shape)} "
+                      "dense floats)")
         if not torch.isfinite(w).all():
             raise bad(f"its weights hold NaN or infinite values ({k})")
+    net = net.to_empty(device="cpu")
     net.load_state_dict(weights)
     net.eval()
     return net
@@ -226,6 +237,11 @@ def load_model(path: str | os.PathLike) -> tuple[PolicyNet, dict]:
         st = p.stat()
     except OSError as e:
         raise ModelError(f"ppo model {str(path)!r} cannot be read ({e.strerror})") from None
+    if not stat.S_ISREG(st.st_mode):  # a FIFO would block, /dev/zero never end
+        raise ModelError(f"ppo model {str(path)!r} is not a regular file")
+    if st.st_size > MAX_MODEL_BYTES:
+        raise ModelError(f"ppo model {str(path)!r} is larger than {MAX_MODEL_BYTES >> 20} MB "
+                         f"({st.st_size:,} bytes): not a model of this trainer")
     key = (str(p), st.st_mtime_ns, st.st_size)
     with _LOCK:
         hit = _CACHE.get(key)
@@ -246,8 +262,10 @@ def resolve_path(spec: str) -> Path:
     p = Path(path).expanduser()
     if p.is_dir():
         p = p / MODEL_NAME
-    if not p.is_file():
+    if not p.exists():
         raise ModelError(f"ppo model {str(p)!r} does not exist")
+    if not p.is_file():
+        raise ModelError(f"ppo model {str(p)!r} is not a regular file")
     return p.resolve()
 
 

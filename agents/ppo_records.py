@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import io
 import math
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -61,10 +63,22 @@ def load_checkpoint(out: Path) -> dict:
 
 
 def write_curve(path: Path, curve: Sequence[Sequence[float]]) -> None:
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(CURVE_COLUMNS)
-        w.writerows(curve)
+    text = io.StringIO(newline="")
+    w = csv.writer(text)
+    w.writerow(CURVE_COLUMNS)
+    w.writerows(curve)
+    write_text(path, text.getvalue())
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``path`` atomically (a temporary file, then ``os.replace``): a kill mid-write
+    leaves the previous file whole."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
 
 
 def plot_curve(path: Path, curve: Sequence[Sequence[float]], factor: float,

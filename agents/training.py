@@ -19,7 +19,9 @@ Writes to ``--out``: ``model.pt`` (play it with ``make_policy("ppo:OUT")`` or ``
 --policies ppo:OUT,factor,magpie``), ``checkpoint.pt`` (every ``--checkpoint-minutes`` and at
 the end), ``curve.csv``, ``curve.png``, ``tb/`` (TensorBoard, when installed) and
 ``summary.json``, whose ``"policy"`` is the spec that plays the model; the command prints the
-summary as its last line.
+summary as its last line. A new run refuses an ``--out`` that holds another run's files, and
+two trainings never write one ``--out`` at once. Ctrl-C and SIGTERM keep a checkpoint of the
+last whole update before exiting (130, 143), so ``--resume`` continues exactly.
 
 torch is the optional ``train`` extra, imported inside the functions that need it, so
 importing this module (and ``guild --help``) never needs it. :func:`train` is the library entry
@@ -29,14 +31,23 @@ point and prints nothing; :func:`run` is the command around it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
+import signal
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
+from .evaluation import MAX_SEEDS
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
 from .ppo_config import PPOConfig
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -44,6 +55,12 @@ EVAL_SEED0 = 100_000
 EVAL_OPPONENTS = ("factor", "magpie")
 # One torch thread: measured fastest for the whole loop on the 2-core machines (README).
 DEFAULT_THREADS = 1
+# Bounds that turn typos into errors before anything is allocated: a row of the engine holds an
+# episode's observations (about 26 kB per learning seat, up to six seats in self-play), torch
+# crashes (SIGSEGV) asked for 10**8 threads, and the seeds feed numpy and torch generators.
+MAX_ENVS = 16_384
+MAX_THREADS = 256
+MAX_SEED = 2 ** 63 - 1
 
 
 class TrainingError(ValueError):
@@ -134,10 +151,14 @@ class TrainOptions:
     ppo: PPOConfig = field(default_factory=PPOConfig)
 
     def __post_init__(self) -> None:
-        for name in ("steps", "envs", "threads", "eval_episodes"):
+        for name, low, high in (("steps", 1, None), ("envs", 1, MAX_ENVS),
+                                ("threads", 1, MAX_THREADS), ("eval_episodes", 2, MAX_SEEDS),
+                                ("seed", 0, MAX_SEED)):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise TrainingError(f"{name} must be a positive whole number; got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or value < low or (
+                    high is not None and value > high):
+                span = f"from {low:,} to {high:,}" if high else f"of at least {low}"
+                raise TrainingError(f"{name} must be a whole number {span}; got {value!r:.40}")
         for name in ("minutes", "checkpoint_minutes"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and 0 < value < math.inf):
@@ -145,8 +166,6 @@ class TrainOptions:
         if self.device not in DEVICES:
             raise TrainingError(f"device must be one of {', '.join(DEVICES)}; got "
                                 f"{self.device!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise TrainingError(f"seed must be a whole number; got {self.seed!r}")
         if not isinstance(self.ppo, PPOConfig):
             raise TrainingError(f"ppo must be a PPOConfig; got {type(self.ppo).__name__}")
 
@@ -190,7 +209,9 @@ def train(options: TrainOptions, *, say: Say = _quiet, log: Say = _quiet, warn: 
     ``curve.png``), ``progress(done, figures)`` after every update (``done``: the fraction of
     the steps or minutes spent, whichever is further; ``figures``: steps, steps/s, score).
     Raises :class:`TrainingError` (one line) before any work for bad options, a missing
-    torch, a missing GPU, an unusable ``--out`` or checkpoint.
+    torch, a missing GPU, an unusable ``--out`` or checkpoint, an ``--out`` holding another
+    run without ``resume`` (its files are never overwritten), or one another training is
+    writing (``OUT/.train.lock``).
     """
     try:
         import torch
@@ -201,38 +222,73 @@ def train(options: TrainOptions, *, say: Say = _quiet, log: Say = _quiet, warn: 
     out = Path(options.out)
     if out.exists() and not out.is_dir():
         raise TrainingError(f"--out {options.out!r} is not a directory")
-    if options.resume:
-        from .ppo_records import CheckpointError, load_checkpoint
-
-        try:
-            checkpoint = load_checkpoint(out)
-        except CheckpointError as e:
-            raise TrainingError(str(e)) from None
-    else:
-        checkpoint = None
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise TrainingError(f"cannot create --out {options.out!r} ({e.strerror})") from None
-    threads = torch.get_num_threads()
-    torch.set_num_threads(options.threads)
-    try:
-        from .training_loop import run_training
+    with _hold(out):
+        if options.resume:
+            from .ppo_records import CheckpointError, load_checkpoint
 
-        return run_training(options, out, device, checkpoint, say, log, warn, progress)
-    finally:
-        torch.set_num_threads(threads)
+            try:
+                checkpoint = load_checkpoint(out)
+            except CheckpointError as e:
+                raise TrainingError(str(e)) from None
+        else:
+            checkpoint = None
+            kept = [name for name in RUN_FILES if (out / name).exists()]
+            if kept:
+                raise TrainingError(f"--out {options.out!r} holds another run ({', '.join(kept)}"
+                                    "): add --resume to continue it, or choose a new --out")
+        threads = torch.get_num_threads()
+        torch.set_num_threads(options.threads)
+        try:
+            from .training_loop import run_training
+
+            return run_training(options, out, device, checkpoint, say, log, warn, progress)
+        finally:
+            torch.set_num_threads(threads)
+
+
+# What a run leaves in --out; a new run (no --resume) refuses a directory holding any of them.
+RUN_FILES = ("checkpoint.pt", "model.pt", "summary.json", "curve.csv")
+LOCK_NAME = ".train.lock"
+
+
+@contextlib.contextmanager
+def _hold(out: Path) -> Iterator[None]:
+    """Hold ``OUT/.train.lock`` (an advisory ``flock``, released by the kernel when the process
+    dies): two trainings writing one directory would mix their checkpoints and models."""
+    try:
+        f = open(out / LOCK_NAME, "a")
+    except OSError as e:
+        raise TrainingError(f"cannot write in --out {str(out)!r} ({e.strerror})") from None
+    with f:
+        if fcntl is None:  # pragma: no cover - Windows: no advisory locks there
+            yield
+            return
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise TrainingError(f"--out {str(out)!r} is in use by another guild train "
+                                "(wait for it or choose another --out)") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def run_options(options: TrainOptions, checkpoint: dict | None, warn: Say) -> TrainOptions:
-    """The options a resumed run continues with: the run's own seed, envs, self-play and
-    hyperparameters (a different value on the command line is named and ignored)."""
+    """The options a resumed run continues with: the run's own seed, envs, self-play,
+    hyperparameters and evaluation seeds (its "before" figures were played on them), a
+    different value on the command line is named and ignored."""
     if checkpoint is None:
         return options
     run = checkpoint["run"]
     kept = {"seed": run["seed"], "envs": run["envs"], "self_play": run["self_play"],
-            "ppo": PPOConfig.from_dict(run["ppo"])}
-    for name in ("seed", "envs", "self_play"):
+            "ppo": PPOConfig.from_dict(run["ppo"]),
+            "eval_episodes": checkpoint["before"]["n_seeds"]}
+    for name in ("seed", "envs", "self_play", "eval_episodes"):
         if getattr(options, name) != kept[name] and getattr(options, name) != getattr(
                 TrainOptions(), name):
             warn(f"train: --resume keeps the run's {name} {kept[name]!r} (not "
@@ -244,7 +300,6 @@ def run_record(options: TrainOptions) -> dict:
     """What a checkpoint keeps of the options (plain values)."""
     return {"seed": options.seed, "envs": options.envs, "self_play": options.self_play,
             "ppo": options.ppo.to_dict()}
-
 
 
 # --- the command (guild train, examples/train_maskable_ppo.py) ---------------------------------
@@ -262,22 +317,42 @@ def run(args: argparse.Namespace) -> int:
         _write(message, sys.stderr)
 
     bar = None if args.quiet else _Bar()
+    previous = _catch_sigterm()
     try:
         summary = train(TrainOptions.from_args(args), say=say,
                         log=_quiet if args.quiet else say, warn=warn,
                         progress=_quiet if bar is None else bar.update)
     except TrainingError as e:
-        print(f"train: error: {e}", file=sys.stderr)
+        _write(f"train: error: {e}", sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"train: interrupted; add --resume to continue from the last checkpoint in "
-              f"{args.out}", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:  # (_write: on its own line, above the progress bar)
+        _write(f"train: {'terminated' if isinstance(e, Terminated) else 'interrupted'}; add "
+               f"--resume to continue from the last checkpoint in {args.out}", sys.stderr)
+        return 128 + signal.SIGTERM if isinstance(e, Terminated) else 130
     finally:
         if bar is not None:
             bar.close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     print(json.dumps(summary), flush=True)
     return 0
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM during ``guild train``: handled as Ctrl-C is (the run keeps a checkpoint)."""
+
+
+def _catch_sigterm() -> Any:
+    """Make SIGTERM (a scheduler's or ``kill``'s stop) raise :class:`Terminated` once; returns
+    the previous handler (None off the main thread, where signals cannot be handled)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def stop(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the save
+        raise Terminated()
+
+    return signal.signal(signal.SIGTERM, stop)
 
 
 _ACTIVE_BAR: Any = None

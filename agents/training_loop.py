@@ -19,10 +19,12 @@ from .ppo import MODEL_NAME, BatchedPPOPolicy, save_model
 from .ppo_learn import Learner, engine_share
 from .ppo_records import (
     CHECKPOINT_NAME,
+    CURVE_COLUMNS,
     Board,
     plot_curve,
     save_checkpoint,
     write_curve,
+    write_text,
 )
 from .training import (
     EVAL_OPPONENTS,
@@ -58,8 +60,14 @@ def run_training(options: TrainOptions, out: Path, device: str, checkpoint: dict
             learner = Learner(o.ppo, o.envs, o.self_play, o.seed, device)
             learner.load_state(checkpoint["learner"], str(out / CHECKPOINT_NAME))
             curve = [list(row) for row in checkpoint["curve"]]
+            if not all(len(row) == len(CURVE_COLUMNS) and all(
+                    type(x) in (int, float) for x in row) for row in curve):
+                raise ValueError("its curve is not rows of numbers")
             seconds = float(checkpoint["seconds"])
-            before = dict(checkpoint["before"])
+            if not 0 <= seconds < math.inf:
+                raise ValueError(f"it has trained for {seconds} seconds")
+            before = json.loads(json.dumps(dict(checkpoint["before"]), allow_nan=True))
+            _line("before training", before)  # the figures it must print
         except (KeyError, TypeError, ValueError, RuntimeError) as e:  # damaged inside
             raise TrainingError(f"--resume: checkpoint {str(out / CHECKPOINT_NAME)!r} cannot "
                                 f"be restored ({type(e).__name__}: {str(e)[:100]})") from None
@@ -76,22 +84,28 @@ def run_training(options: TrainOptions, out: Path, device: str, checkpoint: dict
         before = evaluate(BatchedPPOPolicy.from_net(_on_cpu(learner)), seeds)
     say(_line("before training", before))
 
+    def record() -> dict:
+        return {"run": run_record(o), "learner": learner.state(), "curve": list(curve),
+                "seconds": seconds, "before": before}
+
     def keep() -> None:
-        save_checkpoint(out, {"run": run_record(o), "learner": learner.state(), "curve": curve,
-                              "seconds": seconds, "before": before})
+        save_checkpoint(out, record())
 
     board = Board(out, learner.steps)
     started, first_step = time.perf_counter(), learner.steps
     base, budget = seconds, o.minutes * 60.0
     saved = started
+    boundary: dict | None = None  # the state before the update under way, for Ctrl-C
     try:
         while learner.steps < o.steps and seconds < budget:
+            boundary = copy.deepcopy(record())  # (the optimizer's tensors change in place)
             f = learner.update()
             now = time.perf_counter()
             seconds = base + now - started
             rate = (learner.steps - first_step) / max(now - started, 1e-9)
             curve.append([learner.steps, round(seconds, 2), round(f["score"], 5), f["episodes"],
                           round(f["entropy"], 5), round(f["approx_kl"], 6)])
+            boundary = None
             board.add(learner.steps, {"train/mean_score": f["score"],
                                       "train/entropy": f["entropy"],
                                       "loss/policy": f["policy_loss"],
@@ -106,8 +120,9 @@ def run_training(options: TrainOptions, out: Path, device: str, checkpoint: dict
                 keep()
                 saved = time.perf_counter()
                 log(f"checkpoint at step {learner.steps:,}")
-    except KeyboardInterrupt:  # Ctrl-C: keep what was learnt; --resume continues from it
-        keep()
+    except KeyboardInterrupt:  # Ctrl-C: keep what was learnt; --resume continues from it,
+        # from the last whole update (half an update's weights would not resume exactly)
+        save_checkpoint(out, boundary if boundary is not None else record())
         raise
     finally:
         board.close()
@@ -142,7 +157,7 @@ def run_training(options: TrainOptions, out: Path, device: str, checkpoint: dict
                               "turns": 14},
                "before": before, "after": after, "hyperparameters": o.ppo.to_dict(),
                "tensorboard": str(out / "tb") if board.enabled else None}
-    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    write_text(out / "summary.json", json.dumps(summary, indent=1) + "\n")
     return summary
 
 

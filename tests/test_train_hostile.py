@@ -1,0 +1,246 @@
+"""Hostile input for ``guild train``, ``ppo:`` model files and ``guild evaluate`` (issue 15
+review): numbers out of any sane range are refused with a bound before anything is allocated,
+another run's files are never overwritten, two trainings never share an ``--out``, SIGTERM keeps
+a checkpoint, damaged or adversarial checkpoints and models are refused in one line, and a
+resumed run keeps its own evaluation seeds.
+
+Everything trains a handful of updates on a few rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import signal
+import subprocess
+import sys
+import time
+from contextlib import redirect_stdout
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from conftest import needs_module
+
+from league.cli import main as guild
+
+torch = needs_module("torch", "torch==2.13.0, then pip install -e '.[train]'")
+
+from agents import make_policy  # noqa: E402
+from agents.ppo import MAX_MODEL_BYTES, ModelError, PolicyNet, save_model  # noqa: E402
+from agents.training import TrainingError, TrainOptions, train  # noqa: E402
+from sim.policies import BATCHED_POLICIES  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+ENVS = 4
+UPDATE = ENVS * 14
+TINY = ["--envs", str(ENVS), "--eval-episodes", "2", "--quiet", "--no-plot"]
+
+
+def _train(out: Path, *args: str) -> tuple[int, str]:
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        code = guild(["train", "--out", str(out), *TINY, *args])
+    return code, buf.getvalue()
+
+
+def _one_line(err: str) -> str:
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    return err
+
+
+def _digests(out: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in out.iterdir()
+            if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Path:
+    """A finished tiny run (one update), shared read-only by the tests below."""
+    out = tmp_path_factory.mktemp("hostile") / "run"
+    code, printed = _train(out, "--steps", str(UPDATE), "--seed", "7")
+    assert code == 0, printed
+    return out
+
+
+# --- numbers -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv", [
+    ["--envs", "1000000000"],          # would allocate terabytes for the engine's rows
+    ["--threads", "100000000"],        # torch segfaulted
+    ["--seed", "-1"],                  # a numpy traceback after the evaluation
+    ["--seed", "1" + "0" * 30],        # a torch overflow traceback
+    ["--eval-episodes", "1"],          # no interval from one seed: a traceback after setup
+    ["--eval-episodes", "1000000000"],
+    ["--minutes", "nan"], ["--minutes", "inf"], ["--steps", "1e30"],
+    ["--checkpoint-minutes", "-inf"],
+])
+def test_numbers_out_of_range_are_refused_before_any_work(argv, tmp_path, capsys) -> None:
+    out = tmp_path / "out"
+    assert guild(["train", "--out", str(out), *TINY, *argv]) == 2
+    _one_line(capsys.readouterr().err)
+    assert not out.exists()
+
+
+def test_library_options_have_upper_bounds() -> None:
+    for bad in ({"envs": 10 ** 9}, {"threads": 10 ** 8}, {"seed": -1}, {"seed": 2 ** 64},
+                {"eval_episodes": 1}, {"eval_episodes": 10 ** 9}):
+        with pytest.raises(TrainingError, match=next(iter(bad))):
+            TrainOptions(**bad)
+
+
+# --- the output directory ------------------------------------------------------------------------
+
+def test_a_new_run_never_overwrites_the_run_already_in_out(run, capsys) -> None:
+    kept = _digests(run)
+    code, _ = _train(run, "--steps", str(UPDATE), "--seed", "8")
+    assert code == 2
+    assert "--resume" in _one_line(capsys.readouterr().err)
+    assert _digests(run) == kept
+
+
+def test_two_trainings_never_write_into_the_same_out_at_once(tmp_path) -> None:
+    options = TrainOptions(out=str(tmp_path / "run"), steps=2 * UPDATE, envs=ENVS,
+                           eval_episodes=2, plot=False)
+    refused: list[str] = []
+
+    def second(done: float, figures: dict) -> None:  # runs while the first holds --out
+        if not refused:
+            with pytest.raises(TrainingError) as e:
+                train(replace(options, seed=1, resume=True))
+            refused.append(str(e.value))
+
+    summary = train(options, progress=second)
+    assert refused and "another" in refused[0]
+    assert summary["steps"] == 2 * UPDATE and summary["seed"] == 0
+    train(replace(options, steps=3 * UPDATE, resume=True))  # the lock went with the first run
+
+
+# --- interruptions and checkpoints ---------------------------------------------------------------
+
+def test_sigterm_keeps_a_checkpoint_that_resume_continues(tmp_path) -> None:
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "league.cli", "train", "--out", str(out), *TINY,
+           "--minutes", "5", "--checkpoint-minutes", "1000"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        for line in proc.stdout:  # the updates start right after the first evaluation
+            if line.startswith("before training"):
+                break
+        time.sleep(1.0)
+        assert not (out / "checkpoint.pt").exists()  # none yet: only the signal makes one
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "--resume" in _one_line(err)
+    kept = int(torch.load(out / "checkpoint.pt", weights_only=True)["learner"]["steps"])
+    assert kept > 0
+    code, printed = _train(out, "--resume", "--steps", str(kept + UPDATE))
+    assert code == 0, printed
+    assert json.loads(printed.strip().splitlines()[-1])["resumed_from"] == kept
+
+
+def test_resume_keeps_the_runs_evaluation_seeds(tmp_path) -> None:
+    """Before and after must be the same games, whatever --eval-episodes the resume names."""
+    out = tmp_path / "run"
+    assert _train(out, "--steps", str(UPDATE))[0] == 0
+    code, printed = _train(out, "--resume", "--steps", str(2 * UPDATE), "--eval-episodes", "3")
+    assert code == 0, printed
+    summary = json.loads(printed.strip().splitlines()[-1])
+    assert summary["before"]["seeds"] == summary["after"]["seeds"] == [100000, 100001]
+    assert summary["evaluation"]["seeds"] == [100000, 100001]
+
+
+@pytest.mark.parametrize("damage", [
+    {"before": {}},                                   # KeyError traceback when printing it
+    {"before": {"diff": "x"}},
+    {"seconds": float("nan")},                        # trained nothing, wrote NaN as success
+    {"seconds": -1e300},                              # ignored --minutes
+    {"curve": [["a", "b"]]},
+])
+def test_a_checkpoint_damaged_in_its_records_is_refused(run, tmp_path, capsys, damage) -> None:
+    out = tmp_path / "run"
+    out.mkdir()
+    data = torch.load(run / "checkpoint.pt", weights_only=True)
+    torch.save({**data, **damage}, out / "checkpoint.pt")
+    code, _ = _train(out, "--resume", "--steps", str(2 * UPDATE))
+    assert code == 2
+    assert "--resume" in _one_line(capsys.readouterr().err)
+
+
+# --- model files ---------------------------------------------------------------------------------
+
+def _adversarial(good: dict) -> dict[str, dict]:
+    w = good["weights"]
+    return {
+        "huge shapes": {**good, "obs_width": 10 ** 9},  # 512 GB asked of the allocator
+        "deep": {**good, "network": {"hidden": [1] * 100_000, "shared": True}},
+        "meta tensors": {**good, "weights": {k: torch.empty(v.shape, device="meta")
+                                             for k, v in w.items()}},
+        "sparse tensors": {**good, "weights": {k: v.to_sparse() if v.dim() == 2 else v
+                                               for k, v in w.items()}},
+        "tensor version": {**good, "table_version": torch.tensor([2, 2])},
+        "tensor format version": {**good, "format_version": torch.tensor([1, 1])},
+    }
+
+
+@pytest.mark.parametrize("kind", list(_adversarial({"weights": {}})))
+def test_adversarial_model_values_are_refused_quickly(run, tmp_path, kind) -> None:
+    good = torch.load(run / "model.pt", weights_only=True)
+    path = tmp_path / "model.pt"
+    torch.save(_adversarial(good)[kind], path)
+    for make in (make_policy, BATCHED_POLICIES.make):
+        start = time.perf_counter()
+        with pytest.raises(ModelError, match="model.pt"):
+            make(f"ppo:{path}")
+        assert time.perf_counter() - start < 2.0
+
+
+def test_model_files_that_are_devices_or_huge_are_refused_unread(tmp_path) -> None:
+    zero = tmp_path / "zero.pt"
+    zero.symlink_to("/dev/zero")
+    with pytest.raises(ModelError, match="not a regular file"):
+        make_policy(f"ppo:{zero}")
+    huge = tmp_path / "huge.pt"
+    with open(huge, "wb") as f:  # sparse: no disk used
+        f.truncate(MAX_MODEL_BYTES + 1)
+    with pytest.raises(ModelError, match="larger than"):
+        make_policy(f"ppo:{huge}")
+
+
+def test_evaluate_refuses_a_model_of_another_town_in_one_line(tmp_path, capsys) -> None:
+    path = tmp_path / "model.pt"
+    save_model(PolicyNet(500, 267), path, {})  # loads, but observes 500 numbers, not 460
+    code = guild(["evaluate", f"ppo:{path}", "--seeds", "0..1"])
+    assert code == 2
+    assert "500" in _one_line(capsys.readouterr().err)
+
+
+def test_ctrl_c_inside_an_update_keeps_the_last_whole_update(tmp_path, monkeypatch) -> None:
+    """A checkpoint taken mid-update held half-updated weights under the previous step count:
+    the resumed run silently differed from an uninterrupted one."""
+    options = TrainOptions(out=str(tmp_path / "whole"), steps=2 * UPDATE, envs=ENVS,
+                           eval_episodes=2, plot=False)
+    train(options)
+    clip = torch.nn.utils.clip_grad_norm_
+    calls = []
+
+    def interrupt(*args, **kwargs):  # 4 minibatch steps per update: stop inside the second
+        calls.append(1)
+        if len(calls) == 6:
+            raise KeyboardInterrupt
+        return clip(*args, **kwargs)
+
+    cut = replace(options, out=str(tmp_path / "cut"))
+    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        train(cut)
+    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", clip)
+    summary = train(replace(cut, resume=True))
+    assert summary["resumed_from"] == UPDATE
+    whole = torch.load(tmp_path / "whole" / "model.pt", weights_only=True)["weights"]
+    resumed = torch.load(tmp_path / "cut" / "model.pt", weights_only=True)["weights"]
+    assert all(torch.equal(whole[k], resumed[k]) for k in whole)
