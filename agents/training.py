@@ -1,6 +1,6 @@
 """``guild train``: our PPO (``agents.ppo_learn``) on the batched engine, on CPU or a GPU.
 
-``guild train`` and ``examples/train_maskable_ppo.py`` both run :func:`main` here, so the
+``guild train`` and ``examples/train_ppo.py`` both run :func:`main` here, so the
 command works from an installed wheel and the two cannot drift apart::
 
     guild train --minutes 10 --seed 0 --out runs/ppo
@@ -125,7 +125,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="no progress bar or progress lines; results and the summary only")
 
 
-def build_parser(prog: str = "train_maskable_ppo.py") -> argparse.ArgumentParser:
+def build_parser(prog: str = "train_ppo.py") -> argparse.ArgumentParser:
     """The command's parser (``prog`` names it in usage and error lines)."""
     p = _Parser(prog=prog, description="Train a guild seat with PPO on the batched engine.")
     add_arguments(p)
@@ -293,16 +293,20 @@ def run_options(options: TrainOptions, checkpoint: dict | None, warn: Say) -> Tr
                 TrainOptions(), name):
             warn(f"train: --resume keeps the run's {name} {kept[name]!r} (not "
                  f"{getattr(options, name)!r})")
+    threads = run.get("threads", options.threads)
+    if threads != options.threads:  # float sums differ with the thread count
+        warn(f"train: the run used {threads} torch threads, this resume {options.threads}: "
+             f"the weights will not equal those of an uninterrupted run (--threads {threads})")
     return replace(options, **kept)
 
 
 def run_record(options: TrainOptions) -> dict:
     """What a checkpoint keeps of the options (plain values)."""
     return {"seed": options.seed, "envs": options.envs, "self_play": options.self_play,
-            "ppo": options.ppo.to_dict()}
+            "threads": options.threads, "ppo": options.ppo.to_dict()}
 
 
-# --- the command (guild train, examples/train_maskable_ppo.py) ---------------------------------
+# --- the command (guild train, examples/train_ppo.py) ---------------------------------
 
 def run(args: argparse.Namespace) -> int:
     """Train with the parsed options, printing as the command does; returns the exit code.
@@ -393,7 +397,7 @@ class _Bar:
             self.bar = _ACTIVE_BAR = None
 
 
-def main(argv: Sequence[str] | None = None, prog: str = "train_maskable_ppo.py") -> int:
+def main(argv: Sequence[str] | None = None, prog: str = "train_ppo.py") -> int:
     """Command-line entry point; returns the exit code."""
     try:
         args = build_parser(prog).parse_args(argv)

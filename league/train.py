@@ -1,7 +1,7 @@
 """``guild train``: the PPO trainer of ``agents.training`` as a ``guild`` command.
 
 The training code lives in the package (so the command works from a wheel); this module only
-adds its options to the ``guild`` command line. ``examples/train_maskable_ppo.py`` runs the
+adds its options to the ``guild`` command line. ``examples/train_ppo.py`` runs the
 same code as a script.
 """
 

@@ -114,6 +114,15 @@ def test_resume_continues_exactly_where_the_run_stopped(trained, tmp_path, capsy
     assert len((tmp_path / "curve.csv").read_text().splitlines()) == 3
 
 
+def test_resume_with_another_thread_count_says_the_weights_will_differ(tmp_path) -> None:
+    half = TrainOptions(out=str(tmp_path), steps=UPDATE, seed=3, envs=ENVS, eval_episodes=2,
+                        plot=False, threads=1)
+    train(half)
+    said: list[str] = []
+    train(replace(half, steps=2 * UPDATE, resume=True, threads=2), warn=said.append)
+    assert any("1 torch threads" in m and "--threads 1" in m for m in said), said
+
+
 def test_a_run_killed_by_sigkill_resumes_from_its_last_checkpoint(tmp_path) -> None:
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "league.cli", "train", "--out", str(out), *TINY,
@@ -177,11 +186,11 @@ def test_bad_command_lines_print_one_line_and_exit_2(argv, capsys) -> None:
 
 
 def _example():
-    """examples/train_maskable_ppo.py as a module (a thin front for ``agents.training``)."""
+    """examples/train_ppo.py as a module (a thin front for ``agents.training``)."""
     import importlib.util
 
-    path = ROOT / "examples" / "train_maskable_ppo.py"
-    spec = importlib.util.spec_from_file_location("train_maskable_ppo", path)
+    path = ROOT / "examples" / "train_ppo.py"
+    spec = importlib.util.spec_from_file_location("train_ppo", path)
     assert spec is not None and spec.loader is not None, f"{path} is missing"
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -1,12 +1,12 @@
 """Train one guild seat with PPO on the batched engine, against factor and magpie, on CPU.
 
-    python examples/train_maskable_ppo.py --minutes 10 --seed 0 --out runs/ppo
+    python examples/train_ppo.py --minutes 10 --seed 0 --out runs/ppo
     guild train --minutes 10 --seed 0 --out runs/ppo          # the same code
 
 The trainer is ``agents.training`` (read it there: the lineups, the hyperparameters, the paired
-evaluation, the files written); the script keeps its old name, though it no longer runs
-sb3-contrib's MaskablePPO but our own PPO (``agents.ppo_learn``, about ten times the speed on
-the batched engine). From your own code::
+evaluation, the files written). It runs our own PPO (``agents.ppo_learn``), several times the
+speed of sb3-contrib's MaskablePPO on the same batched engine (``examples/sb3_maskable_ppo.py``
+trains that one). From your own code::
 
     from agents.training import TrainOptions, train
     summary = train(TrainOptions(out="runs/ppo", minutes=10), say=print)
