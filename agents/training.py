@@ -19,9 +19,10 @@ Writes to ``--out``: ``model.pt`` (play it with ``make_policy("ppo:OUT")`` or ``
 --policies ppo:OUT,factor,magpie``), ``checkpoint.pt`` (every ``--checkpoint-minutes`` and at
 the end), ``curve.csv``, ``curve.png``, ``tb/`` (TensorBoard, when installed) and
 ``summary.json``, whose ``"policy"`` is the spec that plays the model; the command prints the
-summary as its last line. A new run refuses an ``--out`` that holds another run's files, and
-two trainings never write one ``--out`` at once. Ctrl-C and SIGTERM keep a checkpoint of the
-last whole update before exiting (130, 143), so ``--resume`` continues exactly.
+summary as one JSON line and then, last, the spec alone. A new run refuses an ``--out`` that
+holds another run's files, and two trainings never write one ``--out`` at once. Ctrl-C and
+SIGTERM keep a checkpoint of the last whole update before exiting (130, 143), so ``--resume``
+continues exactly.
 
 torch is the optional ``train`` extra, imported inside the functions that need it, so
 importing this module (and ``guild --help``) never needs it. :func:`train` is the library entry
@@ -312,7 +313,9 @@ def run(args: argparse.Namespace) -> int:
     """Train with the parsed options, printing as the command does; returns the exit code.
 
     The progress bar (tqdm, on stderr) and the progress lines go away with ``--quiet``; the
-    summary is printed as the last line of standard output, as one JSON object.
+    summary is printed as one JSON line, and then, as the last line of standard output, the
+    policy spec that plays the model alone (``guild league --policies "$(guild train ... |
+    tail -n 1),factor"``).
     """
     def say(message: str) -> None:
         _write(message)
@@ -339,6 +342,7 @@ def run(args: argparse.Namespace) -> int:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
     print(json.dumps(summary), flush=True)
+    print(summary["policy"], flush=True)
     return 0
 
 

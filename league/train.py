@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Train one seat with our PPO on the batched engine against "
                        "factor and magpie lineups (or in self-play); save OUT/model.pt, "
                        "checkpoint.pt, curve.csv, curve.png, summary.json; print the paired "
-                       "evaluation against factor before and after, and the summary as the "
-                       "last line.")
+                       "evaluation against factor before and after, the summary as a JSON "
+                       "line and, last, the policy spec that plays the model.")
     training.add_arguments(p)
     p.set_defaults(handler=training.run)

@@ -65,7 +65,8 @@ def trained(tmp_path_factory) -> tuple[Path, str]:
 def test_training_writes_the_model_its_records_and_the_summary_last(trained) -> None:
     out, printed = trained
     summary = json.loads((out / "summary.json").read_text())
-    assert json.loads(printed.strip().splitlines()[-1]) == summary  # the last line
+    *_, line, last = printed.strip().splitlines()
+    assert json.loads(line) == summary and last == summary["policy"]  # the spec, last
     model = out / "model.pt"
     assert summary["policy"] == f"ppo:{model.resolve()}"  # API.md §3: the spec that plays it
     assert summary["steps"] == 2 * UPDATE and summary["seed"] == 3 and summary["envs"] == ENVS
@@ -141,7 +142,7 @@ def test_a_run_killed_by_sigkill_resumes_from_its_last_checkpoint(tmp_path) -> N
     kept = _steps(checkpoint)  # the kill may have come between two checkpoints: never inside
     code, printed = _train(out, "--resume", "--steps", str(kept + UPDATE))
     assert code == 0, printed
-    summary = json.loads(printed.strip().splitlines()[-1])
+    summary = json.loads(printed.strip().splitlines()[-2])
     assert summary["resumed_from"] == kept and summary["steps"] == kept + UPDATE
 
 
@@ -260,4 +261,4 @@ def test_self_play_lineups_learn_only_in_the_learners_seats(tmp_path) -> None:
     assert set(np.unique(lineups.lineup)) == {0, 1, 2}
     code, printed = _train(tmp_path, "--self-play", "--steps", "1", "--no-plot")
     assert code == 0, printed
-    assert json.loads(printed.strip().splitlines()[-1])["self_play"] is True
+    assert json.loads(printed.strip().splitlines()[-2])["self_play"] is True

@@ -140,7 +140,7 @@ def test_sigterm_keeps_a_checkpoint_that_resume_continues(tmp_path) -> None:
     assert kept > 0
     code, printed = _train(out, "--resume", "--steps", str(kept + UPDATE))
     assert code == 0, printed
-    assert json.loads(printed.strip().splitlines()[-1])["resumed_from"] == kept
+    assert json.loads(printed.strip().splitlines()[-2])["resumed_from"] == kept
 
 
 def test_resume_keeps_the_runs_evaluation_seeds(tmp_path) -> None:
@@ -149,7 +149,7 @@ def test_resume_keeps_the_runs_evaluation_seeds(tmp_path) -> None:
     assert _train(out, "--steps", str(UPDATE))[0] == 0
     code, printed = _train(out, "--resume", "--steps", str(2 * UPDATE), "--eval-episodes", "3")
     assert code == 0, printed
-    summary = json.loads(printed.strip().splitlines()[-1])
+    summary = json.loads(printed.strip().splitlines()[-2])
     assert summary["before"]["seeds"] == summary["after"]["seeds"] == [100000, 100001]
     assert summary["evaluation"]["seeds"] == [100000, 100001]
 
