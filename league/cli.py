@@ -1,7 +1,7 @@
 """The ``guild`` command line: ``guild league`` and ``guild verify`` (API.md §5); more commands
 (``evaluate``, ``train``...) register from their own modules (``EXTRA_COMMANDS``).
 
-Exit codes: 0 done; 1 ``verify`` found an episode that does not verify, or a worker died;
+Exit codes: 0 done; 1 ``verify`` found a claim that does not hold, or a worker died;
 2 a user mistake (bad option, unknown policy, unusable or foreign directory), reported in one
 line on stderr without a traceback; 130 interrupted (finished episodes are kept; run the same
 command again to resume).
@@ -172,12 +172,8 @@ def _verify(args: argparse.Namespace) -> int:
     if report.torn:
         print(f"verify: ignoring the unfinished last line of {args.dir}/results.jsonl (an "
               "interrupted run)", file=sys.stderr)
-    if report.failed:
-        print(f"verify: {report.failed} of {report.checked} episodes do not verify; first: "
-              f"{report.first}")
-        return 1
-    print(f"verify: all {report.checked} episodes verify")
-    return 0
+    print("\n".join(report.lines()))
+    return 1 if report.problems else 0
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from agents import make_policy
@@ -25,7 +25,7 @@ from . import backends, ladder
 from .atomic import write_atomic
 from .episode import FAULT_KINDS, Settings
 from .errors import LeagueError
-from .lineups import SCHEME, Schedule, schedule
+from .lineups import SCHEME, EpisodeSpec, Schedule, episode_spec, schedule
 from .store import FORMAT, LADDER, LeagueDir
 
 
@@ -137,6 +137,7 @@ def run_league(o: LeagueOptions, *, on_note: Note | None = None,
             note(f"league: cut the unfinished last line of {d.results} (an interrupted run)")
         before = len(rows)
         d.write_manifest(o.manifest(max(o.episodes, before)))
+        _replay_lost(d, o, rows, note)
         specs = schedule(o.policies, o.seed, before, o.episodes)
         if specs:
             _play_into(d, o, specs, rows, on_progress)
@@ -149,20 +150,51 @@ def run_league(o: LeagueOptions, *, on_note: Note | None = None,
     return LeagueRun(before, rows, result, time.perf_counter() - started, torn, notes)
 
 
-def _play_into(d: LeagueDir, o: LeagueOptions, specs: Schedule, rows: list[dict],
-               on_progress: ProgressReport | None) -> None:
+def _episodes(d: LeagueDir, o: LeagueOptions, specs: Sequence[EpisodeSpec]) -> Iterator:
+    """Play ``specs`` on the chosen backend: ``(row, replay text or None if written)``."""
     settings = Settings(policies=o.policies, turns=o.turns, thievery=not o.honest_town,
                         speech=not o.no_speech, decision_timeout=o.decision_timeout,
                         episode_timeout=o.episode_timeout,
                         replay_dir=None if o.backend == "ray" else str(d.replays))
     workers = min(o.workers, len(specs))
-    items: Iterator
     if o.backend == "ray":
-        items = backends.run_ray(specs, settings, o.workers, o.address)
-    elif workers == 1:
-        items = backends.run_inline(specs, settings)
-    else:
-        items = backends.run_processes(specs, settings, workers)
+        return backends.run_ray(specs, settings, o.workers, o.address)
+    if workers == 1:
+        return backends.run_inline(specs, settings)
+    return backends.run_processes(specs, settings, workers)
+
+
+def _replay_lost(d: LeagueDir, o: LeagueOptions, rows: list[dict], note: Note) -> None:
+    """Play again the finished episodes whose replay file is gone; their lines stay as they are.
+
+    Episodes are deterministic, so the new replay is the lost one byte for byte (unless a
+    policy ran into a time limit, which depends on the machine; ``guild verify`` tells).
+    """
+    lost = [episode_spec(o.policies, o.seed, n) for n, r in enumerate(rows)
+            if not (d.replays / f"{r['id']}.json").is_file()]
+    if not lost:
+        return
+    differ = []
+    with contextlib.closing(_episodes(d, o, lost)) as items:
+        for row, replay_text in items:
+            if replay_text is not None:
+                write_atomic(d.replays / f"{row['id']}.json", replay_text)
+            if _timeless(row) != _timeless(rows[row["index"]]):
+                differ.append(row["id"])
+    note(f"league: played {len(lost)} episodes again whose replay was missing "
+         f"({', '.join(s.id for s in lost[:5])}{', ...' * (len(lost) > 5)})")
+    if differ:
+        note(f"league: {', '.join(differ)} came out differently this time (a time limit?); "
+             "guild verify will show where")
+
+
+def _timeless(row: dict) -> dict:
+    return {k: v for k, v in row.items() if k != "wallTime"}
+
+
+def _play_into(d: LeagueDir, o: LeagueOptions, specs: Schedule, rows: list[dict],
+               on_progress: ProgressReport | None) -> None:
+    items = _episodes(d, o, specs)
     report = on_progress if on_progress is not None else (lambda done, total: None)
     report(0, len(specs))
     appender = d.appender()

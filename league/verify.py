@@ -1,113 +1,167 @@
-"""``guild verify``: re-derive every replay and check it against the claimed results.
+"""``guild verify``: re-derive every replay and check what the league claims against it.
 
-For each line of ``results.jsonl`` the replay ``replays/<id>.json`` must exist, carry the
-line's seed and lineup, re-derive with ``sim.replay`` (RULES §15.4: every recorded snapshot and
-the end reason must be what the rules produce from the recorded acts), and give exactly the
-line's 11 result keys (and the payload's own ``results``). With ``league.json`` present, each
-line must also be the episode the league's lineup draw puts at that position.
+Per results line (``check_episode``): the line is the episode that ``league.json``'s lineup draw
+puts at its index (seed and policy names by seat); ``replays/<id>.json`` exists, carries that
+seed and lineup, re-derives with ``sim.replay`` (RULES §15.4: every recorded snapshot and the end
+reason follow from the recorded acts) and gives exactly the line's 11 result keys (and the
+payload's own ``results``). Across the league (``league.verify_claims``): every episode that
+``league.json`` claims is in ``results.jsonl`` exactly once, the fallbacks and faults agree with
+the replays' scripted marks, and ``ladder.json`` is the ladder of the results.
+
+Every disagreement is one line naming the file or episode; a directory that is not a league
+(no ``league.json``, unreadable files) is a ``LeagueError`` instead.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sim import GameConfig, ReplayMismatch, replay
 from sim.rules.world import STANDARD_TOWN
 
+from . import verify_claims as claims
 from .episode import RESULT_KEYS
 from .errors import LeagueError
 from .lineups import episode_spec
 from .store import MANIFEST, REPLAYS, RESULTS, load_results
 
 PROTOCOL = "cogmud.replay.v1"
+ROW_KEYS = ("id", "index", "group", "rotation", "seed", "lineup", *RESULT_KEYS, "fallbacks",
+            "faults", "faultNotes")
 
 
 @dataclass
 class Report:
-    """How many episodes were checked, how many failed, and the first failure."""
+    """What verification found: results lines checked, lines that fail, and every problem."""
 
     checked: int
     failed: int
-    first: str | None
-    torn: bool
+    problems: list[str] = field(default_factory=list)
+    torn: bool = False
+
+    @property
+    def first(self) -> str | None:
+        return self.problems[0] if self.problems else None
+
+    def lines(self) -> list[str]:
+        """What ``guild verify`` prints: each problem, then a summary."""
+        out = [f"verify: {p}" for p in self.problems]
+        if self.problems:
+            out.append(f"verify: {self.failed} of {self.checked} episodes do not verify; "
+                       f"{len(self.problems)} problem{'s' * (len(self.problems) > 1)} in all")
+        else:
+            out.append(f"verify: all {self.checked} episodes verify, and {RESULTS}, the "
+                       f"lineups, the fallbacks and the ladder agree with {MANIFEST}")
+        return out
 
 
 def verify_dir(root: str | Path) -> Report:
-    """Check every episode of the league in ``root``; ``LeagueError`` if it is not one."""
+    """Check the league in ``root``; ``LeagueError`` if it is not one."""
     root = Path(root)
-    results = root / RESULTS
     if not root.is_dir():
         raise LeagueError(f"{root} is not a directory")
-    if not results.is_file():
+    if not (root / RESULTS).is_file():
         raise LeagueError(f"{root} has no {RESULTS}; is it a league's --out directory?")
-    rows, torn = load_results(results)
     manifest = _manifest(root / MANIFEST)
-    failed, first = 0, None
+    rows, torn = load_results(root / RESULTS)
+    problems = claims.schedule_problems(rows, manifest["episodes"])
+    bad: dict[int, str] = {}
+    marks: dict[int, claims.Marks] = {}
     for n, row in enumerate(rows):
-        problem = check_episode(root, n, row, manifest)
+        problem, seat_marks = check_episode(root, n, row, manifest)
         if problem is not None:
-            failed += 1
-            if first is None:
-                first = f"{row.get('id', f'line {n + 1}')}: {problem}"
-    return Report(len(rows), failed, first, torn)
+            bad[n] = problem
+        elif seat_marks is not None:
+            marks[n] = seat_marks
+    bad.update(claims.fallback_problems(rows, marks))
+    for n in sorted(bad):
+        problems.append(f"{rows[n].get('id', '?')} ({RESULTS} line {n + 1}): {bad[n]}")
+    if all(not any(k not in r for k in ROW_KEYS) for r in rows):
+        problems += claims.ladder_problems(root, rows, manifest)
+    return Report(len(rows), len(bad), problems, torn)
 
 
-def check_episode(root: Path, n: int, row: dict, manifest: dict | None) -> str | None:
-    """None when line ``n`` of the results verifies, else what is wrong (one sentence)."""
-    missing = [k for k in ("id", "seed", "lineup", *RESULT_KEYS) if k not in row]
+def check_episode(root: Path, n: int, row: dict,
+                  manifest: dict) -> tuple[str | None, claims.Marks | None]:
+    """What is wrong with results line ``n`` (None when it verifies), and the replay's marks."""
+    missing = [k for k in ROW_KEYS if k not in row]
     if missing:
-        return f"results line {n + 1} lacks {', '.join(missing)}"
-    if manifest is not None:
-        try:
-            spec = episode_spec(manifest["policies"], manifest["seed"], n)
-        except (KeyError, TypeError, ValueError):
-            return f"{MANIFEST} does not describe a league"
-        if (row["id"], row["seed"], row["lineup"]) != (spec.id, spec.seed, list(spec.lineup)):
-            return (f"results line {n + 1} is not episode {spec.id} of this league (seed "
-                    f"{spec.seed}, lineup {','.join(spec.lineup)})")
+        return f"the line lacks {', '.join(missing)}", None
+    index = row["index"]
+    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+        return f"index {index!r} is not an episode index", None
+    spec = episode_spec(manifest["policies"], manifest["seed"], index)
+    if row["id"] != spec.id:
+        return f"id {row['id']} does not go with index {index} ({spec.id})", None
+    if (row["group"], row["rotation"]) != (spec.group, spec.rotation):
+        return (f"group {row['group']}, rotation {row['rotation']} are not the episode's "
+                f"({spec.group}, {spec.rotation})"), None
+    if row["seed"] != spec.seed:
+        return f"seed {row['seed']}, but {MANIFEST}'s draw gives {spec.seed}", None
+    if row["lineup"] != list(spec.lineup):
+        return (f"lineup {_names(row['lineup'])}, but {MANIFEST}'s draw seats "
+                f"{_names(spec.lineup)}"), None
+    return _check_replay(root, row)
+
+
+def _check_replay(root: Path, row: dict) -> tuple[str | None, claims.Marks | None]:
     path = root / REPLAYS / f"{row['id']}.json"
+    shown = f"{REPLAYS}/{path.name}"
     try:
         payload = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return f"replay {path} is missing"
+        return f"replay {shown} is missing", None
     except (OSError, ValueError) as e:
-        return f"replay {path} cannot be read as JSON ({e})"
+        return f"replay {shown} cannot be read as JSON ({e})", None
     if not isinstance(payload, dict) or payload.get("protocol") != PROTOCOL:
-        return f"replay {path} is not a {PROTOCOL} payload"
+        return f"replay {shown} is not a {PROTOCOL} payload", None
     config, events = payload.get("config"), payload.get("events")
     if not isinstance(config, dict) or not isinstance(events, list):
-        return "the replay lacks its config or events"
+        return f"replay {shown} lacks its config or events", None
     if config.get("world") != STANDARD_TOWN.to_json():
-        return "the replay is not played in the standard town, which every league episode is"
+        return (f"replay {shown} is not played in the standard town, which every league "
+                "episode is"), None
     if config.get("seed") != row["seed"] or payload.get("policyNames") != row["lineup"]:
-        return (f"the replay's seed {config.get('seed')} and policies "
-                f"{payload.get('policyNames')} are not the results line's")
+        return (f"replay {shown} has seed {config.get('seed')} and policies "
+                f"{payload.get('policyNames')}, not the results line's"), None
     try:
         cfg = GameConfig.from_dict({**config, "players": row["lineup"]})
         game = replay(cfg, events)
     except ReplayMismatch as e:
-        return f"the replay does not re-derive: {e}"
+        return f"replay {shown} does not re-derive: {e}", None
     except ValueError as e:
-        return f"the replay's config is invalid: {e}"
+        return f"replay {shown} has an invalid config: {e}", None
     if not game.done:
-        return "the replay stops before the episode ends"
+        return f"replay {shown} stops before the episode ends", None
     derived = game.results()
     for key in RESULT_KEYS:
         if row[key] != derived[key]:
-            return (f"results.jsonl claims {key} {row[key]!r} but the replay gives "
-                    f"{derived[key]!r}")
+            return (f"{RESULTS} claims {key} {row[key]!r} but replay {shown} gives "
+                    f"{derived[key]!r}"), None
     if payload.get("results") != derived:
-        return "the replay's own results differ from what its events give"
-    return None
+        return f"replay {shown}'s own results differ from what its events give", None
+    return None, claims.replay_marks(events)
 
 
-def _manifest(path: Path) -> dict | None:
+def _names(lineup: object) -> str:
+    return ",".join(map(str, lineup)) if isinstance(lineup, (list, tuple)) else repr(lineup)
+
+
+def _manifest(path: Path) -> dict:
+    """``league.json``, which says what the league claims; without it there is nothing to check."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return None
+        raise LeagueError(f"{path.parent} has no {MANIFEST}; it says which episodes the "
+                          "league holds, so there is nothing to check against") from None
     except (OSError, ValueError):
         raise LeagueError(f"{path} is not valid JSON") from None
-    return data if isinstance(data, dict) else None
+    ok = (isinstance(data, dict) and isinstance(data.get("policies"), list)
+          and data["policies"] and all(isinstance(p, str) for p in data["policies"])
+          and isinstance(data.get("seed"), int)
+          and isinstance(data.get("episodes"), int) and data["episodes"] >= 1)
+    if not ok:
+        raise LeagueError(f"{path} does not describe a league (policies, seed, episodes)")
+    return data
