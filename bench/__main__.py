@@ -183,8 +183,10 @@ def bench_parallel(seconds: float) -> float:
     return _rate(episode, seconds)
 
 
-def bench_league(episodes: int) -> float | None:
-    """League episodes/s: factor vs magpie, replays written, 2 worker processes."""
+def bench_league(episodes: int, policies: tuple[str, ...] = ("factor", "magpie"),
+                 trust: bool = False) -> float | None:
+    """League episodes/s: factor vs magpie (or ``policies``), replays written, 2 worker
+    processes."""
     if importlib.util.find_spec("league") is None:
         return None
     import contextlib
@@ -194,8 +196,8 @@ def bench_league(episodes: int) -> float | None:
     from league import LeagueOptions, run_league
 
     with tempfile.TemporaryDirectory() as out:
-        opts = LeagueOptions(policies=("factor", "magpie"), episodes=episodes, out=out,
-                             seed=1, workers=2)
+        opts = LeagueOptions(policies=policies, episodes=episodes, out=out, seed=1, workers=2,
+                             trust=trust)
         start = time.perf_counter()
         with contextlib.redirect_stderr(io.StringIO()):
             run_league(opts)
@@ -250,6 +252,12 @@ def main(argv: list[str] | None = None) -> int:
     rate = bench_league(120 if args.quick else 1000)
     if rate is not None:
         print(f"league_episodes_per_s: {rate:.1f} episodes/s")
+        fast = ("bench.policies:Waiter", "factor")  # a policy that answers at once, vs factor
+        n = 60 if args.quick else 300
+        apart, trusted = bench_league(n, fast), bench_league(n, fast, trust=True)
+        print(f"league_isolated_episodes_per_s: {apart:.1f} episodes/s")
+        print(f"league_trusted_episodes_per_s: {trusted:.1f} episodes/s")
+        print(f"league_isolated_vs_trusted: {apart / trusted:.2f} x")
     gate = bench_feasibility()
     if gate is not None:
         print(f"feasibility_gate_s: {gate:.2f} s")

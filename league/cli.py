@@ -14,6 +14,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from agents.isolated import DEFAULT_MEMORY_MB
+
 from .backends import WorkerDiedError
 from .errors import LeagueError
 from .ladder import table
@@ -69,6 +71,11 @@ def build_parser() -> argparse.ArgumentParser:
     lg.add_argument("--no-speech", action="store_true", help="blank every spoken line")
     lg.add_argument("--decision-timeout", type=_positive_float, metavar="SEC",
                     help="a decision taking longer is discarded and factor plays it")
+    lg.add_argument("--seat-memory", type=_seat_memory, default=DEFAULT_MEMORY_MB, metavar="MB",
+                    help=f"address-space cap of each seat process ({DEFAULT_MEMORY_MB})")
+    lg.add_argument("--trust", action="store_true",
+                    help="run every policy in the league's process (your own code only; "
+                    "or prefix one spec with trusted:)")
     lg.add_argument("--episode-timeout", type=_positive_float, metavar="SEC",
                     help="end an episode between turns after SEC seconds (reason deadline)")
     lg.add_argument("--plot", action="store_true", help="also write ladder.png (matplotlib)")
@@ -144,6 +151,16 @@ class _ProgressBar:
             self.bar = None
 
 
+def _seat_memory(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected megabytes, got {text!r}") from None
+    if not 64 <= value <= 1 << 20:
+        raise argparse.ArgumentTypeError(f"expected 64..{1 << 20} megabytes, got {text!r}")
+    return value
+
+
 def _note(message: str) -> None:
     print(message, file=sys.stderr)
 
@@ -154,7 +171,8 @@ def _league(args: argparse.Namespace) -> int:
         seed=args.seed, workers=args.workers if args.workers is not None else default_workers(),
         turns=args.turns, honest_town=args.honest_town, no_speech=args.no_speech,
         decision_timeout=args.decision_timeout, episode_timeout=args.episode_timeout,
-        plot=args.plot, backend=args.backend, address=args.address)
+        plot=args.plot, backend=args.backend, address=args.address, trust=args.trust,
+        seat_memory=args.seat_memory)
     progress = _ProgressBar()
     try:
         run = run_league(options, on_note=_note, on_progress=progress)

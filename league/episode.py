@@ -59,6 +59,8 @@ from pathlib import Path
 from typing import Any
 
 from agents import Decision, Factor, Magpie, RandomPolicy, is_scripted, make_policy
+from agents.isolated import DEFAULT_MEMORY_MB, SeatFaultError, hosted
+from agents.isolated import from_spec as exec_policy
 from sim import Game, GameConfig, Intent
 from sim.rules.world import SEATS
 
@@ -67,7 +69,7 @@ from .lineups import EpisodeSpec
 
 RESULT_KEYS = ("names", "scores", "coin", "wealth", "questPoints", "delivered", "robberies",
                "robbed", "turns", "maxTurns", "reason")  # RULES §13, in its order
-FAULT_KINDS = ("raised", "garbage", "timeout")
+FAULT_KINDS = ("raised", "garbage", "timeout", "crashed")
 
 _log = logging.getLogger(__name__)
 _FALLBACK = Factor()
@@ -90,6 +92,51 @@ class Settings:
     decision_timeout: float | None = None
     episode_timeout: float | None = None
     replay_dir: str | None = None  # write replays here; None returns them to the caller
+    trust: bool = False            # run every policy in-process (--trust)
+    seat_memory: int = DEFAULT_MEMORY_MB  # address-space cap of a seat process, MB
+
+
+IN_PROCESS = ("factor", "magpie", "random", "ppo:", "llm:")  # ours: the engine's side
+TRUSTED = "trusted:"
+
+
+def trusted(name: str, settings: Settings) -> bool:
+    """Whether a seat's policy runs in the league's process (issue 16).
+
+    Our own policies do: the baselines (which alone may read the two hidden facts RULES §21
+    allows), ``ppo:`` models (plain tensors, loaded with ``weights_only``) and language-model
+    seats (our client talking to an endpoint).  So does anything under ``--trust`` or named
+    ``trusted:SPEC``.  Everything else (``module:Name``, ``sb3:`` zips, which unpickle, and
+    ``exec:`` programs) runs apart, in a seat process that sees only its seat.
+    """
+    low = name.strip().lower()
+    if low.startswith(TRUSTED) or low.startswith("exec:"):
+        return low.startswith(TRUSTED)
+    return settings.trust or low in IN_PROCESS or low.startswith(IN_PROCESS[3:])
+
+
+def check_policy(name: str, settings: Settings) -> None:
+    """Build the policy once before a league starts (ValueError naming it when it cannot be).
+
+    A policy that runs apart is built in its own process (its module is never imported here,
+    so its import-time code cannot reach the league)."""
+    policy = league_policy(name, settings)
+    probe = getattr(policy, "probe", None)
+    if callable(probe):
+        probe()
+
+
+def league_policy(name: str, settings: Settings) -> Any:
+    """The policy that plays ``name`` in a league: in-process when trusted, else apart."""
+    spec = name.strip()
+    if spec.lower().startswith(TRUSTED):
+        return make_policy(spec[len(TRUSTED):])
+    if trusted(spec, settings):
+        return make_policy(spec)
+    limits = {"timeout": settings.decision_timeout, "memory_mb": settings.seat_memory}
+    if spec.lower().startswith("exec:"):
+        return exec_policy(spec[len("exec:"):], **limits)
+    return hosted(spec, **limits)
 
 
 # --- policy calls that the episode can stop waiting for ----------------------------------------
@@ -156,7 +203,8 @@ class _Seat:
              threaded: bool) -> _Call:
         """Start ``fn(*args)``: in the seat's thread when ``threaded``, else here and now."""
         call = _Call(fn, args, turn)
-        if not threaded or type(self.policy) in _BUILT_IN:
+        if not threaded or type(self.policy) in _BUILT_IN or getattr(self.policy, "bounded",
+                                                                         False):
             call.run()
             return call
         if self.thread is None:
@@ -174,6 +222,9 @@ class _Seat:
         if self.thread is not None:
             self.thread.close()
             self.thread = None
+        close = getattr(self.policy, "close", None)
+        if getattr(self.policy, "bounded", False) and callable(close):
+            close()  # a seat process goes back to the worker's pool
 
 
 def _until(started: float, limit: float | None, deadline: float | None) -> float | None:
@@ -219,7 +270,7 @@ def play(spec: EpisodeSpec, settings: Settings) -> tuple[dict, str | None]:
     seats: list[_Seat] = []
     for seat, name in enumerate(spec.lineup):
         try:
-            seats.append(_Seat(make_policy(name)))
+            seats.append(_Seat(league_policy(name, settings)))
         except Exception as e:
             seats.append(_Seat(_FALLBACK, broken=True))
             fault(seat, "raised", f"could not be built ({_describe(e)}); plays factor")
@@ -253,6 +304,7 @@ def play(spec: EpisodeSpec, settings: Settings) -> tuple[dict, str | None]:
         for s in seats:
             s.close()
     payload = game.replay_payload(list(spec.lineup))
+    payload["trusted"] = [trusted(name, settings) for name in spec.lineup]
     records = _take_records(seats, remark)
     if records:
         payload["llm"] = records
@@ -266,7 +318,7 @@ def play(spec: EpisodeSpec, settings: Settings) -> tuple[dict, str | None]:
     row = {"id": spec.id, "index": spec.index, "group": spec.group, "rotation": spec.rotation,
            "seed": spec.seed, "lineup": list(spec.lineup)}
     row.update((k, results[k]) for k in RESULT_KEYS)
-    row.update(fallbacks=fallbacks, faults=faults, faultNotes=notes,
+    row.update(trusted=payload["trusted"], fallbacks=fallbacks, faults=faults, faultNotes=notes,
                wallTime=round(time.perf_counter() - started, 4))
     return row, text_out
 
@@ -291,6 +343,9 @@ def _decide(game: Game, seats: list[_Seat], limit: float | None, deadline: float
                 return None
             s.broken, s.overrun = True, call
             errors[seat] = "timeout"
+        elif isinstance(call.error, SeatFaultError):
+            errors[seat] = call.error.kind + ":" + str(call.error)
+            s.broken = s.broken or call.error.fatal
         elif call.error is not None:
             errors[seat] = f"raised {_check(call.error)}"
         else:
@@ -302,6 +357,9 @@ def _decide(game: Game, seats: list[_Seat], limit: float | None, deadline: float
         error = errors[seat]
         if error == "timeout":
             fault(seat, "timeout", f"took over {limit} s; plays factor from now on")
+        elif error is not None and error.split(":", 1)[0] in FAULT_KINDS:
+            kind, note = error.split(":", 1)  # a seat process's fault: restarted, not broken
+            fault(seat, kind, note)
         elif error is not None:
             fault(seat, "raised", error)
         elif s.broken:

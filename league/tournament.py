@@ -18,12 +18,12 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from agents import make_policy
+from agents.isolated import DEFAULT_MEMORY_MB, close_all
 from sim import GameConfig
 
 from . import backends, ladder
 from .atomic import write_atomic
-from .episode import FAULT_KINDS, Settings
+from .episode import FAULT_KINDS, Settings, check_policy
 from .errors import LeagueError
 from .lineups import SCHEME, EpisodeSpec, Schedule, episode_spec, schedule
 from .store import FORMAT, LADDER, LeagueDir
@@ -46,6 +46,8 @@ class LeagueOptions:
     plot: bool = False
     backend: str = "local"
     address: str | None = None
+    trust: bool = False
+    seat_memory: int = DEFAULT_MEMORY_MB
 
     def manifest(self, episodes: int) -> dict:
         """``league.json``: everything that decides the episodes, plus the count asked for."""
@@ -53,6 +55,7 @@ class LeagueOptions:
                 "turns": self.turns, "thievery": not self.honest_town,
                 "speech": not self.no_speech, "decisionTimeout": self.decision_timeout,
                 "episodeTimeout": self.episode_timeout, "lineups": SCHEME,
+                **({"trust": True} if self.trust else {}),
                 "episodes": episodes}
 
 
@@ -104,9 +107,11 @@ def check_options(o: LeagueOptions) -> None:
             import matplotlib  # noqa: F401
         except ImportError:
             raise LeagueError("--plot needs matplotlib: pip install 'guild-game[plot]'") from None
+    settings = Settings(policies=o.policies, decision_timeout=o.decision_timeout, trust=o.trust,
+                        seat_memory=o.seat_memory)
     for spec in o.policies:
         try:
-            make_policy(spec)
+            check_policy(spec, settings)
         except Exception as e:  # a user's policy may raise anything while being built
             msg = str(e).splitlines()[0] if str(e) else type(e).__name__
             raise LeagueError(msg if isinstance(e, ValueError) else
@@ -139,8 +144,11 @@ def run_league(o: LeagueOptions, *, on_note: Note | None = None,
         d.write_manifest(o.manifest(max(o.episodes, before)))
         _replay_lost(d, o, rows, note)
         specs = schedule(o.policies, o.seed, before, o.episodes)
-        if specs:
-            _play_into(d, o, specs, rows, on_progress)
+        try:
+            if specs:
+                _play_into(d, o, specs, rows, on_progress)
+        finally:
+            close_all()  # seat processes of episodes played here (workers close their own)
         result = ladder.build(rows, o.policies, o.seed)
         write_atomic(d.root / LADDER, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
         if o.plot:
@@ -155,7 +163,8 @@ def _episodes(d: LeagueDir, o: LeagueOptions, specs: Sequence[EpisodeSpec]) -> I
     settings = Settings(policies=o.policies, turns=o.turns, thievery=not o.honest_town,
                         speech=not o.no_speech, decision_timeout=o.decision_timeout,
                         episode_timeout=o.episode_timeout,
-                        replay_dir=None if o.backend == "ray" else str(d.replays))
+                        replay_dir=None if o.backend == "ray" else str(d.replays),
+                        trust=o.trust, seat_memory=o.seat_memory)
     workers = min(o.workers, len(specs))
     if o.backend == "ray":
         return backends.run_ray(specs, settings, o.workers, o.address)

@@ -68,7 +68,7 @@ def test_the_episode_timeout_ends_episodes_with_reason_deadline(tmp_path, monkey
 
 def test_time_limits_work_off_the_main_thread(caplog) -> None:
     """No signals: an episode played in any thread still cuts an overrunning policy off."""
-    spec = episode_spec(["factor", f"{F}Sleeper", f"{F}BadRecords"], 5, 0)
+    spec = episode_spec(["factor", f"{F}Sleeper", f"trusted:{F}BadRecords"], 5, 0)
     settings = Settings(policies=tuple(spec.lineup), turns=6, decision_timeout=0.05)
     got: list = []
     worker = threading.Thread(target=lambda: got.append(play_episode_spec(spec, settings)))
@@ -102,8 +102,10 @@ def test_run_league_prints_nothing_and_reports_through_callbacks(tmp_path, capsy
 
 
 def test_a_worker_that_dies_stops_the_league_with_one_line(tmp_path, capsys) -> None:
+    """Trusted code runs in the worker: when it kills the worker the league stops, in one
+    line (the same policy run apart only crashes its own seat: test_isolation.py)."""
     out = tmp_path / "died"
-    assert main(league_args(out, 12, policies=f"factor,{F}Exiter")) == 1
+    assert main(league_args(out, 12, policies=f"factor,trusted:{F}Exiter")) == 1
     assert "worker process died" in one_error_line(capsys.readouterr().err)
 
 

@@ -1,0 +1,124 @@
+"""``python -m agents.seat_host SPEC``: a Python policy in a process of its own (``module:Name``).
+
+It speaks the seat protocol (``agents.seat_protocol``) on its standard input and output and
+hands the policy a :class:`SeatGame`: a view of its own seat with the read methods a seat may
+use (``observe(seat)``, ``observation_text(seat)``, its own ``commissions``, ``aliases``,
+``turn``, ``done``, ``world``, ``admissible``).  Everything else a ``Game`` has (other seats'
+hidden state, ``play_turn``, ``restore``, ``state``, ``snapshot``, ``end_early``) is simply not
+there: this process holds no game.  Whatever the policy prints goes to standard error, so it
+cannot corrupt the protocol.  A fresh policy object is built at every reset (every episode).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from sim import Intent
+from sim.language.phrasing import canonical_sentence
+from sim.language.textview import render_observation
+from sim.rules.world import STANDARD_TOWN
+
+from .policy import Decision, make_policy
+
+
+class SeatGame:
+    """What a policy running apart receives as ``game``: its own seat's view, nothing more."""
+
+    __slots__ = ("world", "aliases", "turn", "turns", "done", "admissible", "legal",
+                 "_seat", "_obs", "_text", "_commissions", "_speech")
+
+    def __init__(self, request: dict, speech: bool) -> None:
+        self.world = STANDARD_TOWN
+        self.aliases: list[str] = list(request["aliases"])
+        self.turn: int = request["turn"]
+        self.turns: int = request["turns"]
+        self.done = False
+        self.admissible: list[str] = list(request["admissible"])
+        self.legal: list[int] = list(request["legal"])
+        self._seat: int = request["seat"]
+        self._obs: dict = request["observation"]
+        self._text: str = request["text"]
+        self._commissions: list[dict] = request["commissions"]
+        self._speech = speech
+
+    def _own(self, seat: int) -> None:
+        if seat != self._seat:
+            raise ValueError(f"seat {self._seat} sees only its own view, not seat {seat}'s")
+
+    def observe(self, seat: int) -> dict:
+        self._own(seat)
+        return json.loads(json.dumps(self._obs))  # a copy: the policy may keep or change it
+
+    def observation_text(self, seat: int, prompt: str = "") -> str:
+        self._own(seat)
+        if not prompt:
+            return self._text
+        return render_observation(self._obs, self.world, prompt[:4000], self._speech)
+
+    def commissions(self, seat: int) -> list[dict]:
+        self._own(seat)
+        return [dict(c) for c in self._commissions]
+
+
+def answer(policy: Any, view: SeatGame, seat: int) -> dict:
+    """The policy's decision as a protocol answer."""
+    got = policy.act(view, seat)
+    decision = got if isinstance(got, Decision) else Decision(got)
+    action = decision.action
+    if isinstance(action, Intent):
+        try:
+            action = canonical_sentence(action, view.world, view.aliases)
+        except Exception as e:  # an Intent naming what does not exist
+            return {"garbage": f"returned an Intent the rules refuse ({type(e).__name__}: {e})"}
+    if not isinstance(action, str):
+        return {"garbage": f"returned {type(action).__name__}, not a sentence or an Intent"}
+    if not (isinstance(decision.say, str) and isinstance(decision.notes, str)):
+        return {"garbage": "returned a Decision whose say or notes is not a str"}
+    return {"action": action, "say": decision.say, "notes": decision.notes}
+
+
+def serve(spec: str, requests: Any, replies: Any) -> None:
+    """Answer requests until standard input closes."""
+    policy: Any = None
+    speech = True
+    reply: dict
+    for line in requests:
+        try:
+            request = json.loads(line)
+            if request.get("type") == "build":  # the league's check before it starts
+                make_policy(spec)
+                reply = {"ok": True}
+            elif request.get("type") == "reset":
+                speech = bool(request.get("speech", True))
+                policy = make_policy(spec)
+                reset = getattr(policy, "reset", None)
+                if callable(reset):
+                    reset(request.get("seed"))
+                reply = {"ok": True}
+            elif policy is None:
+                reply = {"error": "act before reset"}
+            else:
+                reply = answer(policy, SeatGame(request, speech), request["seat"])
+        except Exception as e:  # the policy's own failure: a fault of this seat
+            reply = {"error": f"{type(e).__name__}: {e}"[:300]}
+        replies.write((json.dumps(reply, separators=(",", ":")) + "\n").encode())
+        replies.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m agents.seat_host MODULE:NAME", file=sys.stderr)
+        return 2
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)            # the policy's prints go to standard error
+    sys.stdout = sys.stderr
+    serve(args[0], sys.stdin.buffer, replies)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,115 @@
+"""The seat protocol: what a seat running apart receives each turn, and what it may answer.
+
+A policy that is not one of ours runs in a process of its own (``agents.isolated``) and talks
+to the league through one JSON object per line on its standard input and output, whatever
+language it is written in (``exec:COMMAND``; ``module:Name`` uses the same protocol through
+``python -m agents.seat_host``).  Requests, one per line:
+
+* ``{"type": "build"}`` once, when a league checks its policies before it starts (answer
+  ``{}``, or ``{"error": "..."}`` if the policy cannot be built);
+* ``{"type": "reset", "seed": S, "seat": K, "turns": T, "speech": B, "thievery": B}`` at the
+  start of every episode (``seed`` is derived from the game seed and the seat, so it seeds a
+  stochastic policy but does not reveal the town);
+* ``{"type": "act", "turn", "seat", "turns", "aliases", "commissions", "observation", "text",
+  "legal", "admissible"}`` each turn: exactly what the seat may see (RULES §17): its
+  observation dict (``Game.observe``), its text view (SENTENCES §17), its own commissions, the
+  indices of its legal actions in the action table (``sim.codec.action_table``) and their
+  canonical sentences, in the same order.
+
+Answers, one line each: ``{}`` (or anything) to a reset; to an act, ``{"action": ..., "say":
+"...", "notes": "..."}`` as SENTENCES §20 has it, where ``action`` is a sentence or the index
+of a legal action, or ``{"error": "..."}`` when the policy failed (a fault of the seat;
+``agents.seat_host`` says ``{"garbage": "..."}`` when its policy returned something that is no
+decision).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from sim import Game, Intent
+from sim.codec.action_table import canonical, legal_mask, n_actions, to_intent
+
+from .policy import Decision
+
+MAX_LINE = 1 << 16          # bytes of one answer line; more is a flood
+MAX_ACTION = 240            # characters of a sentence (SENTENCES §20)
+MAX_SAY = 160
+MAX_NOTES = 600
+
+
+class ProtocolError(ValueError):
+    """An answer that is not one (not JSON, wrong fields, too long): a ``garbage`` fault."""
+
+
+def seat_seed(game_seed: int, seat: int) -> int:
+    """The seed a seat running apart is reset with: stable, but not the town's own seed."""
+    digest = hashlib.sha256(f"guild-seat:{game_seed}:{seat}".encode()).digest()
+    return int.from_bytes(digest[:7], "big")
+
+
+def reset_request(game: Game, seat: int, seed: int) -> dict:
+    c = game.config
+    return {"type": "reset", "seed": seat_seed(seed, seat), "seat": seat, "turns": c.turns,
+            "speech": c.speech, "thievery": c.thievery}
+
+
+def act_request(game: Game, seat: int) -> dict:
+    """What ``seat`` may see this turn, as one JSON-ready object (module docstring)."""
+    st = game.state
+    mask = legal_mask(st, seat)
+    legal = [i for i, ok in enumerate(mask) if ok]
+    room = st.room[seat]
+    return {"type": "act", "turn": game.turn, "seat": seat, "turns": game.config.turns,
+            "aliases": game.aliases, "commissions": game.commissions(seat),
+            "observation": game.observe(seat), "text": game.observation_text(seat),
+            "legal": legal,
+            "admissible": [canonical(i, game.world, st.aliases, seat, room) for i in legal]}
+
+
+def parse_answer(line: bytes, game: Game, seat: int, legal: list[int]) -> Decision:
+    """The decision in one answer line; :class:`ProtocolError` when it is not a valid one."""
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        raise ProtocolError(f"answered {_show(line)}, not a JSON object") from None
+    if not isinstance(data, dict):
+        raise ProtocolError(f"answered {_show(line)}, not a JSON object")
+    if "error" in data:
+        raise SeatError(str(data["error"])[:300])
+    if "garbage" in data:  # the host's verdict on what its policy returned
+        raise AnswerError(str(data["garbage"])[:300])
+    action = data.get("action")
+    say, notes = data.get("say", ""), data.get("notes", "")
+    if not isinstance(say, str) or not isinstance(notes, str):
+        raise ProtocolError("answered a say or notes that is not a string")
+    if isinstance(action, bool) or not isinstance(action, (str, int)):
+        raise ProtocolError(f"answered action {_show(json.dumps(action).encode())}, neither "
+                            f"a sentence nor an action index")
+    if isinstance(action, int):
+        if action not in legal:
+            raise ProtocolError(f"answered action index {action}, not one of the seat's legal "
+                                f"actions (0..{n_actions(game.world) - 1})")
+        act: str | Intent = to_intent(action, game.world, seat, game.state.room[seat])
+    else:
+        act = action[:MAX_ACTION]
+    return Decision(act, say=say[:MAX_SAY], notes=notes[:MAX_NOTES])
+
+
+class AnswerError(ProtocolError):
+    """The policy behind ``agents.seat_host`` returned something that is no decision."""
+
+
+class SeatError(RuntimeError):
+    """The policy in the seat's process failed and said why (a ``raised`` fault)."""
+
+
+def _show(line: bytes) -> str:
+    text = line.decode("utf-8", "replace").strip()
+    return repr(text[:60] + ("..." if len(text) > 60 else ""))
+
+
+def encode_line(obj: Any) -> bytes:
+    return (json.dumps(obj, separators=(",", ":")) + "\n").encode()
