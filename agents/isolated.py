@@ -164,6 +164,18 @@ class SeatProcess:
             pass
 
 
+def _reply_error(reply: bytes) -> str | None:
+    """What a reply to ``build`` or ``reset`` says went wrong (None: nothing; any other
+    answer is accepted, as the protocol says)."""
+    try:
+        data = json.loads(reply)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(data, dict) and "error" in data:
+        return str(data["error"])[:300]
+    return None
+
+
 _IDLE: dict[tuple, list[SeatProcess]] = {}
 _IDLE_LOCK = threading.Lock()
 
@@ -224,7 +236,9 @@ class IsolatedPolicy:
         self.cpu_s = cpu_s
         self.env = env
         self._proc: SeatProcess | None = None
-        self._reset: dict | None = None
+        self._reset: dict | None = None   # this episode's reset message, built at its first act
+        self._seed = 0
+        self._fresh = True                # the process has not had this episode's reset yet
 
     def __repr__(self) -> str:
         return f"IsolatedPolicy({self.name!r})"
@@ -236,7 +250,7 @@ class IsolatedPolicy:
 
     def act(self, game: Game, seat: int) -> Decision:
         if self._reset is None:
-            self._reset = reset_request(game, seat, getattr(self, "_seed", 0))
+            self._reset = reset_request(game, seat, self._seed)
             self._fresh = True
         request = act_request(game, seat)
         try:
@@ -244,8 +258,8 @@ class IsolatedPolicy:
             if self._fresh:
                 self._fresh = False
                 reply = proc.ask(self._reset, max(self.timeout or 0.0, START_TIMEOUT))
-                if reply.startswith(b'{"error"'):
-                    error = json.loads(reply).get("error", "")
+                error = _reply_error(reply)
+                if error is not None:
                     raise SeatFaultError("raised", f"reset failed: {error}; plays factor",
                                          fatal=True)
             line = proc.ask(request, self.timeout)
@@ -274,7 +288,7 @@ class IsolatedPolicy:
         except SeatFaultError as e:
             self._restart()
             raise ValueError(f"policy {self.name!r} cannot start: {e}") from None
-        error = json.loads(reply).get("error") if reply.startswith(b'{"error"') else None
+        error = _reply_error(reply)
         self.close()
         if error:
             raise ValueError(f"policy {self.name!r} cannot be built: {error}")

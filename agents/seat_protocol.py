@@ -31,6 +31,7 @@ from typing import Any
 
 from sim import Game, Intent
 from sim.codec.action_table import canonical, legal_mask, n_actions, to_intent
+from sim.language.textview import render_observation
 
 from .policy import Decision
 
@@ -62,9 +63,11 @@ def act_request(game: Game, seat: int) -> dict:
     mask = legal_mask(st, seat)
     legal = [i for i, ok in enumerate(mask) if ok]
     room = st.room[seat]
+    obs = game.observe(seat)  # once: the text view is rendered from it, as Game's own is
     return {"type": "act", "turn": game.turn, "seat": seat, "turns": game.config.turns,
             "aliases": game.aliases, "commissions": game.commissions(seat),
-            "observation": game.observe(seat), "text": game.observation_text(seat),
+            "observation": obs, "text": render_observation(obs, game.world, "",
+                                                           game.config.speech),
             "legal": legal,
             "admissible": [canonical(i, game.world, st.aliases, seat, room) for i in legal]}
 

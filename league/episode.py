@@ -96,7 +96,8 @@ class Settings:
     seat_memory: int = DEFAULT_MEMORY_MB  # address-space cap of a seat process, MB
 
 
-IN_PROCESS = ("factor", "magpie", "random", "ppo:", "llm:")  # ours: the engine's side
+IN_PROCESS = ("factor", "magpie", "random")   # ours: the engine's side
+IN_PROCESS_PREFIXES = ("ppo:", "llm:")
 TRUSTED = "trusted:"
 
 
@@ -110,9 +111,11 @@ def trusted(name: str, settings: Settings) -> bool:
     ``exec:`` programs) runs apart, in a seat process that sees only its seat.
     """
     low = name.strip().lower()
-    if low.startswith(TRUSTED) or low.startswith("exec:"):
-        return low.startswith(TRUSTED)
-    return settings.trust or low in IN_PROCESS or low.startswith(IN_PROCESS[3:])
+    if low.startswith(TRUSTED):
+        return True
+    if low.startswith("exec:"):  # a program, never in-process
+        return False
+    return settings.trust or low in IN_PROCESS or low.startswith(IN_PROCESS_PREFIXES)
 
 
 def check_policy(name: str, settings: Settings) -> None:
@@ -334,7 +337,7 @@ def _decide(game: Game, seats: list[_Seat], limit: float | None, deadline: float
     calls = {seat: seats[seat].call(seat, seats[seat].policy.act, (game, seat), game.turn, True)
              for seat in asking if getattr(seats[seat].policy, "concurrent", False)}
     answers: list[Any] = [None] * SEATS
-    errors: list[str | None] = [None] * SEATS
+    errors: list[tuple[str, str] | None] = [None] * SEATS  # (fault kind, note)
     for seat in [x for x in asking if x not in calls] + list(calls):
         s = seats[seat]
         call = calls.get(seat) or s.call(seat, s.policy.act, (game, seat), game.turn, threaded)
@@ -342,12 +345,12 @@ def _decide(game: Game, seats: list[_Seat], limit: float | None, deadline: float
             if _past(deadline):
                 return None
             s.broken, s.overrun = True, call
-            errors[seat] = "timeout"
-        elif isinstance(call.error, SeatFaultError):
-            errors[seat] = call.error.kind + ":" + str(call.error)
+            errors[seat] = ("timeout", f"took over {limit} s; plays factor from now on")
+        elif isinstance(call.error, SeatFaultError):  # a seat process: restarted, not broken
+            errors[seat] = (call.error.kind, str(call.error))
             s.broken = s.broken or call.error.fatal
         elif call.error is not None:
-            errors[seat] = f"raised {_check(call.error)}"
+            errors[seat] = ("raised", f"raised {_check(call.error)}")
         else:
             answers[seat] = call.value
     decisions: list[Decision] = []
@@ -355,13 +358,8 @@ def _decide(game: Game, seats: list[_Seat], limit: float | None, deadline: float
     for seat, s in enumerate(seats):
         decision: Decision | None = None
         error = errors[seat]
-        if error == "timeout":
-            fault(seat, "timeout", f"took over {limit} s; plays factor from now on")
-        elif error is not None and error.split(":", 1)[0] in FAULT_KINDS:
-            kind, note = error.split(":", 1)  # a seat process's fault: restarted, not broken
-            fault(seat, kind, note)
-        elif error is not None:
-            fault(seat, "raised", error)
+        if error is not None:
+            fault(seat, *error)
         elif s.broken:
             if s.still_overrunning():
                 fault(seat, "timeout", f"still busy with its call of turn {s.overrun.turn}")

@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 
-from agents.evaluation import DEFAULT_SEEDS, MAX_SEEDS, EvaluationError, PairedResult
+from agents.evaluation import DEFAULT_SEEDS, EvaluationError, PairedResult
 from agents.evaluation import paired_evaluation as evaluate
+from feasibility.cli import parse_seeds  # the one A..B parser of the command line
 
 from .atomic import write_atomic
-
-_RANGE = re.compile(r"\s*(\d+)\s*\.\.\s*(\d+)\s*")  # A..B, both inclusive, non-negative
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the policy: factor, magpie, random, module.path:Name, llm:..., ...")
     p.add_argument("--against", default="factor,magpie", metavar="P1,P2,...",
                    help="the other seats, cycling in seat order (factor,magpie)")
-    p.add_argument("--seeds", type=seed_range, metavar="A..B",
+    p.add_argument("--seeds", type=parse_seeds, metavar="A..B",
                    default=DEFAULT_SEEDS,
                    help=f"game seeds A to B inclusive ({DEFAULT_SEEDS[0]}.."
                    f"{DEFAULT_SEEDS[-1]})")
@@ -43,20 +41,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--turns", type=int, default=14, metavar="N", help="turns per game (14)")
     p.add_argument("--json", metavar="PATH", help="also write the figures to PATH as JSON")
     p.set_defaults(handler=run)
-
-
-def seed_range(text: str) -> range:
-    """``"A..B"`` (inclusive) as a range; argparse reports a bad one in one line."""
-    m = _RANGE.fullmatch(text)
-    if m is None:
-        raise argparse.ArgumentTypeError(f"expected A..B (two seeds, inclusive), got {text!r}")
-    first, last = int(m.group(1)), int(m.group(2))
-    if last < first:
-        raise argparse.ArgumentTypeError(f"the range {text!r} is empty: {last} < {first}")
-    if last - first + 1 > MAX_SEEDS:
-        raise argparse.ArgumentTypeError(f"the range {text!r} holds {last - first + 1:,} seeds; "
-                                         f"at most {MAX_SEEDS:,}")
-    return range(first, last + 1)
 
 
 def run(args: argparse.Namespace) -> int:
