@@ -22,6 +22,7 @@ from league.cli import main
 from sim import Game, GameConfig
 from sim.batched.engine import BatchedGuild
 from sim.rules.scoring import score
+from sim.rules.world import MAX_TURNS
 
 SEEDS = range(100_000, 100_020)
 
@@ -141,7 +142,7 @@ def test_student_t() -> None:
     ({"seeds": range(1_000_001)}, "seeds"),
     ({"seeds": [1, 2 ** 62]}, "seed"),
     ({"turns": 5}, "turns"),
-    ({"turns": 41}, "turns"),
+    ({"turns": MAX_TURNS + 1}, "turns"),
     ({"turns": True}, "turns"),
 ])
 def test_bad_arguments_name_the_field(kwargs: dict, field: str) -> None:

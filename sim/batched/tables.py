@@ -25,7 +25,7 @@ from ..rules.checks import check_structured
 from ..rules.intents import REASONS
 from ..rules.prices import STOCK_CAP, buy_walk
 from ..rules.turn import resolution_class, restock_good
-from ..rules.world import World, per_world
+from ..rules.world import MAX_TURNS, World, per_world
 
 
 class Kind(IntEnum):
@@ -168,7 +168,11 @@ class Tables:
         for kp in w.keepers:
             for good, s in zip(kp.trade, kp.opening):
                 self.opening_stock[kp.id, good] = s
-        period = lcm(*[len(kp.trade) for kp in w.keepers if kp.trade] or [1])
+        # Restock cycles with the lcm of the trade-list lengths, which for up to MAX_GOODS
+        # lengths can be astronomic; no turn exceeds MAX_TURNS, so a table of MAX_TURNS + 1
+        # turns indexed by ``turn % period`` is exact whenever the lcm is larger.
+        period = min(lcm(*[len(kp.trade) for kp in w.keepers if kp.trade] or [1]),
+                     MAX_TURNS + 1)
         self.restock = np.array([[restock_good(kp.trade, t) for t in range(period)]
                                  for kp in w.keepers], np.int64).reshape(k, period)
 

@@ -34,7 +34,7 @@ import numpy as np
 from ..rules.intents import REASONS
 from ..rules.observation import cheapest_keeper
 from ..rules.state import GameState
-from ..rules.world import SEATS, World, per_world
+from ..rules.world import MAX_TURNS, SEATS, World, per_world
 from .action_table import legal_mask, n_actions
 
 REL = 5
@@ -47,7 +47,7 @@ def layout(world: World) -> dict[str, tuple[tuple[int, ...], float]]:
     g, r, k = world.n_goods, world.n_rooms, world.n_keepers
     big = float(2 ** 31 - 1)
     return {
-        "time": ((2,), 40.0),
+        "time": ((2,), float(MAX_TURNS)),
         "purse": ((1,), big),
         "pack": ((g,), float(world.carry_limit)),
         "commissions": ((2 * (g + 2),), 2.0),

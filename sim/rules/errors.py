@@ -7,6 +7,18 @@ caller mistakes only, and each message names the field and the value that is wro
 from __future__ import annotations
 
 
+def shown(v: object, width: int = 40) -> str:
+    """``repr(v)`` cut to ``width`` characters for an error message; a huge int is described
+    by its size (its repr could be megabytes, or refused by Python's digit limit)."""
+    if isinstance(v, int) and not isinstance(v, bool) and v.bit_length() > 64:
+        return f"an integer of about {int(v.bit_length() * 0.30103) + 1} digits"
+    try:
+        text = repr(v)
+    except Exception:  # noqa: BLE001 - a hostile __repr__ must not hide the real error
+        text = f"<{type(v).__name__}>"
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
 class GuildError(ValueError):
     """Base class of every error this project raises on bad input."""
 

@@ -11,6 +11,7 @@ import functools
 from collections import deque
 from dataclasses import dataclass, field
 
+from .errors import ConfigError, shown
 from .prices import STOCK_CAP, ask_at, bid_at
 
 # Constants of RULES §1 that are not part of a variant town.
@@ -24,7 +25,10 @@ RETAINER_TURNS = 3
 ROB_COIN = 10
 FINE_COIN = 8
 MIN_TURNS = 6
-MAX_TURNS = 40
+# THE bound on an episode's turns, everywhere (GameConfig, world files, the CLIs): the original's
+# longest game is 40 turns; 1000 leaves room for long variants while every per-turn structure
+# (events, replays, the batched restock table) stays small and linear in it.
+MAX_TURNS = 1000
 DEFAULT_TURNS = 14
 QTY_ALL = 999
 MAX_SENTENCE_LEN = 240
@@ -34,6 +38,18 @@ MAX_ROOM_LOG = 12
 MAX_ROOM_LOG_LEN = 200
 MAX_PROMPT_LEN = 4000
 COMMISSION_COUNT = 2
+# The size of a town (checked by World itself, so no caller can build a bigger one).  64 rooms
+# x 32 goods keep the numeric observation, the action table and the batched engine's
+# [episode, room, goods] int64 arrays small (a few KB a row), and the all-pairs distance table
+# and the feasibility planner's per-room search proportional to a real town.  One keeper per
+# room at most (RULES §2.3), so at most MAX_ROOMS keepers.
+MAX_ROOMS = 64
+MAX_GOODS = 32
+MAX_KEEPERS = MAX_ROOMS
+MAX_EXITS = 16        # per room: far above any map drawn so far (the standard town has 4)
+MAX_VALUE = 1000      # a good's base value: far above anything playable
+MAX_COIN = 100_000    # start_coin and keeper_start_coin
+MAX_CARRY = 999       # carry_limit (QTY_ALL means "all", so a pack never reaches it)
 COG_NAMES = ("Sprocket", "Gizmo", "Ratchet", "Widget", "Bolt", "Piston",
              "Flywheel", "Rivet", "Tinker", "Gasket")
 
@@ -96,6 +112,7 @@ class World:
     bid_table: tuple[tuple[int, ...], ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        _check_size(self)
         n = len(self.rooms)
         object.__setattr__(self, "dist", _distances(self.rooms))
         object.__setattr__(self, "adjacent", tuple(
@@ -181,6 +198,36 @@ def per_world(build=None, *, maxsize: int = 64):
         return cached
 
     return decorate(build) if build is not None else decorate
+
+
+def _check_size(w: World) -> None:
+    """Refuse a town beyond the bounds above before any table is derived from it: the
+    derived tables are quadratic in rooms, and coin and values bound every score."""
+    for name, cap in (("rooms", MAX_ROOMS), ("goods", MAX_GOODS), ("keepers", MAX_KEEPERS)):
+        v = getattr(w, name)
+        if not isinstance(v, tuple):
+            raise ConfigError(f"World.{name} must be a tuple; got {type(v).__name__}")
+        if len(v) > cap:
+            raise ConfigError(f"World.{name}: at most {cap}; got {len(v)}")
+    for r in w.rooms:
+        if len(r.exits) > MAX_EXITS:
+            raise ConfigError(f"World.rooms[{r.id}].exits: at most {MAX_EXITS}; "
+                              f"got {len(r.exits)}")
+        if any(isinstance(e, bool) or not isinstance(e, int) or not 0 <= e < len(w.rooms)
+               for e in r.exits):
+            raise ConfigError(f"World.rooms[{r.id}].exits must be room ids; got "
+                              f"{shown(r.exits, 80)}")
+    for g in w.goods:
+        _bounded(g.value, f"World.goods[{g.id}].value", 1, MAX_VALUE)
+    for name, lo, cap in (("start_coin", 0, MAX_COIN), ("keeper_start_coin", 0, MAX_COIN),
+                          ("carry_limit", 1, MAX_CARRY)):
+        _bounded(getattr(w, name), f"World.{name}", lo, cap)
+
+
+def _bounded(v: object, name: str, lo: int, hi: int) -> None:
+    """``v`` is an int in ``lo..hi``, or a ``ConfigError`` naming ``name``."""
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise ConfigError(f"{name} must be an int from {lo} to {hi}; got {shown(v)}")
 
 
 def _distances(rooms: tuple[Room, ...]) -> tuple[tuple[int, ...], ...]:

@@ -10,7 +10,7 @@ The format (every key optional; unknown keys are errors, so a typo never passes 
 
     {
       "name": "Flooded docks",            # free text, ignored ("description" too)
-      "turns": 12,                        # horizon, >= 6 (RULES §6.7)
+      "turns": 12,                        # horizon, 6..1000 (RULES §6.7, MAX_TURNS)
       "start_coin": 35,                   # each seat's purse at setup (RULES §4)
       "keeper_start_coin": 120, "carry_limit": 8,
       "quest_items": ["hide", "nails", "rope", "salt"],   # goods a commission may name
@@ -32,9 +32,20 @@ The format (every key optional; unknown keys are errors, so a typo never passes 
 Inside entries, rooms, goods and keepers are referred to by id, name (any case) or a keyword
 unique among them, always in the *resulting* tables.  Exits are stored ascending (RULES §2.1).
 
-Checks (each failure raises :class:`WorldFileError` naming the file and the entry): unreadable
-or malformed file; unknown keys; wrong types; negative or out-of-range numbers (base value >= 1,
-opening stock 0..12, x/y 0..100, turns >= 6, coin >= 0, carry limit >= 1); unknown rooms, goods
+Bounds (``sim.rules.world`` holds them and ``World`` itself enforces the sizes, so no caller can
+build a bigger town; they keep the batched engine's ``[episode, room, goods]`` int64 arrays,
+the action table and the feasibility planner proportional to a real town):
+
+* the file: at most ``MAX_FILE_BYTES`` (1 MiB), nested at most ``MAX_DEPTH`` (8) containers
+  deep, no integer literal longer than ``MAX_INT_DIGITS`` (30) digits;
+* tables: at most ``MAX_ROOMS`` (64) rooms, ``MAX_GOODS`` (32) goods, ``MAX_KEEPERS`` (64,
+  one per room) keepers, ``MAX_EXITS`` (16) exits per room;
+* numbers: turns ``MIN_TURNS..MAX_TURNS`` (6..1000, the bound of every episode), base values
+  ``1..MAX_VALUE`` (1000), coin ``0..MAX_COIN`` (100,000), carry limit ``1..MAX_CARRY`` (999).
+
+Checks (each failure raises :class:`WorldFileError` naming the file and the entry): unreadable,
+oversized, too deeply nested or malformed file; unknown keys; wrong types; negative or
+out-of-range numbers (the bounds above, opening stock 0..12, x/y 0..100); unknown rooms, goods
 or keepers in a reference; self, duplicate or one-way (asymmetric) exits; duplicate names; two
 keepers in one room (RULES §2.3); a trade list and its opening stock of different lengths; fewer
 than 2 commission goods, or a commission good that no keeper trades; and the shape that setup
@@ -50,10 +61,11 @@ This module reads the file and detects its format; the table building is in
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .world import STANDARD_TOWN, World
+from .world import MAX_TURNS, STANDARD_TOWN, World
 from .worldfile_build import (
     GOOD_KEYS,
     KEEPER_KEYS,
@@ -73,8 +85,13 @@ try:  # Python >= 3.11
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     _toml = None
 
-__all__ = ["GOOD_KEYS", "KEEPER_KEYS", "MAX_COIN", "MAX_VALUE", "ROOM_KEYS", "TOP_KEYS",
-           "WorldFileError", "load_world", "world_from_dict", "world_to_dict"]
+__all__ = ["GOOD_KEYS", "KEEPER_KEYS", "MAX_COIN", "MAX_DEPTH", "MAX_FILE_BYTES",
+           "MAX_INT_DIGITS", "MAX_TURNS", "MAX_VALUE", "ROOM_KEYS", "TOP_KEYS", "WorldFileError",
+           "load_world", "world_from_dict", "world_to_dict"]
+
+MAX_FILE_BYTES = 1 << 20  # 1 MiB: a 64-room town with long descriptions is under 100 KB
+MAX_DEPTH = 8             # containers inside containers; a town needs 4
+MAX_INT_DIGITS = 30       # far past every bound below; longer literals are refused unread
 
 
 def load_world(path: str | Path, base: World = STANDARD_TOWN) -> tuple[World, int | None]:
@@ -82,11 +99,18 @@ def load_world(path: str | Path, base: World = STANDARD_TOWN) -> tuple[World, in
 
     ``.toml`` files are read as TOML (Python >= 3.11), anything else as JSON.
     """
+    if not isinstance(path, (str, Path)):
+        raise WorldFileError(f"load_world: path must be a str or a Path; got "
+                             f"{type(path).__name__}")
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        with p.open("rb") as fh:  # read one byte past the bound: never a huge file in memory
+            raw = fh.read(MAX_FILE_BYTES + 1)
     except OSError as e:
         raise WorldFileError(f"{p}: cannot read the world file ({e.strerror or e})") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise WorldFileError(f"{p}: a world file is at most {MAX_FILE_BYTES} bytes; this one "
+                             "is larger")
     data = _parse_toml(p, raw) if p.suffix.lower() == ".toml" else _parse_json(p, raw)
     return world_from_dict(data, source=str(p), base=base)
 
@@ -101,22 +125,70 @@ def _parse_toml(p: Path, raw: bytes) -> Any:
         raise WorldFileError(f"{p}: not UTF-8 text") from None
     except _toml.TOMLDecodeError as e:
         raise WorldFileError(f"{p}: malformed TOML: {e}") from None
+    except RecursionError:
+        raise _too_deep(str(p)) from None
+    except ValueError:  # Python's int digit limit, raised by tomllib's int()
+        raise _too_long(str(p)) from None
 
 
 def _parse_json(p: Path, raw: bytes) -> Any:
     """The parsed JSON of file ``p``; a syntax error names the line and column."""
     try:
-        return json.loads(raw.decode("utf-8"))
+        return json.loads(raw.decode("utf-8"), parse_int=_json_int)
     except UnicodeDecodeError:
         raise WorldFileError(f"{p}: not UTF-8 text") from None
     except json.JSONDecodeError as e:
         raise WorldFileError(f"{p}: malformed JSON at line {e.lineno} column {e.colno}: "
                              f"{e.msg}") from None
+    except RecursionError:
+        raise _too_deep(str(p)) from None
+    except _LongInt:
+        raise _too_long(str(p)) from None
+
+
+class _LongInt(Exception):  # noqa: N818 - internal signal, never escapes this module
+    """An integer literal longer than :data:`MAX_INT_DIGITS`."""
+
+
+def _json_int(text: str) -> int:
+    """``int(text)``, refusing a literal no world-file field could hold before converting it."""
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise _LongInt
+    return int(text)
+
+
+def _too_deep(source: str) -> WorldFileError:
+    return WorldFileError(f"{source}: nested more than {MAX_DEPTH} levels deep (a world file "
+                          "needs 4: file, table, entry, list)")
+
+
+def _too_long(source: str) -> WorldFileError:
+    return WorldFileError(f"{source}: an integer has more than {MAX_INT_DIGITS} digits (no "
+                          "world-file number is that large)")
+
+
+def _check_depth(data: Any, source: str) -> None:
+    """Refuse data nested deeper than :data:`MAX_DEPTH` (iteratively: no recursion to blow)."""
+    stack = [(data, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, Mapping):
+            children = list(v.values())
+        elif isinstance(v, (list, tuple)):
+            children = list(v)
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            raise _too_deep(source)
+        stack.extend((c, depth + 1) for c in children)
 
 
 def world_from_dict(data: Any, source: str = "<world>",
                     base: World = STANDARD_TOWN) -> tuple[World, int | None]:
     """Apply a parsed world file (a dict) over ``base``; see the module docstring."""
+    if not isinstance(base, World):
+        raise WorldFileError(f"{source}: base must be a World; got {type(base).__name__}")
+    _check_depth(data, source)
     return build_world(data, source, base)
 
 

@@ -12,9 +12,25 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .errors import shown
 from .prices import STOCK_CAP
 from .setup import GROUND_ROOMS, RELIC
-from .world import MIN_TURNS, SEATS, Good, Keeper, Room, World
+from .world import (
+    MAX_CARRY,
+    MAX_COIN,
+    MAX_EXITS,
+    MAX_GOODS,
+    MAX_KEEPERS,
+    MAX_ROOMS,
+    MAX_TURNS,
+    MAX_VALUE,
+    MIN_TURNS,
+    SEATS,
+    Good,
+    Keeper,
+    Room,
+    World,
+)
 from .worldfile_checks import Fields, Names, counted, suggest
 
 TOP_KEYS = ("name", "description", "turns", "start_coin", "keeper_start_coin", "carry_limit",
@@ -22,8 +38,9 @@ TOP_KEYS = ("name", "description", "turns", "start_coin", "keeper_start_coin", "
 ROOM_KEYS = ("id", "name", "keywords", "x", "y", "dark", "exits", "desc")
 GOOD_KEYS = ("id", "name", "plural", "keywords", "value")
 KEEPER_KEYS = ("id", "name", "keywords", "room", "trade", "opening")
-MAX_VALUE = 1000  # a sanity bound on base values and coin, far above anything playable
-MAX_COIN = 100_000
+# The size bounds live in sim.rules.world (World itself enforces them); checked here first so
+# that a file gets a message naming its entry.
+TABLE_CAPS = {"rooms": MAX_ROOMS, "goods": MAX_GOODS, "keepers": MAX_KEEPERS}
 
 
 # --- rows: the file form of one entry (also what world_to_dict writes) ---------------------
@@ -71,13 +88,13 @@ def build_world(data: Any, source: str, base: World) -> tuple[World, int | None]
     keepers = build_keepers(f, data, base.keepers, room_names(rooms), good_names(goods))
     quest = _quest_items(f, data, base.quest_items, goods, keepers)
     guild = _guild(f, data, base.guild, keepers)
-    turns = f.integer(data["turns"], "turns", MIN_TURNS, 10_000) if "turns" in data else None
+    turns = f.integer(data["turns"], "turns", MIN_TURNS, MAX_TURNS) if "turns" in data else None
     world = World(rooms=tuple(rooms), goods=tuple(goods), keepers=tuple(keepers),
                   quest_items=quest, guild=guild,
                   start_coin=_setting(f, data, "start_coin", base.start_coin, 0, MAX_COIN),
                   keeper_start_coin=_setting(f, data, "keeper_start_coin",
                                              base.keeper_start_coin, 0, MAX_COIN),
-                  carry_limit=_setting(f, data, "carry_limit", base.carry_limit, 1, 999))
+                  carry_limit=_setting(f, data, "carry_limit", base.carry_limit, 1, MAX_CARRY))
     return world, turns
 
 
@@ -89,7 +106,7 @@ def _check_top(f: Fields, data: Any) -> None:
     f.keys(data, TOP_KEYS, "top level")
     for k in ("name", "description"):
         if k in data and not isinstance(data[k], str):
-            raise f.fail(k, f"must be a string; got {data[k]!r}")
+            raise f.fail(k, f"must be a string; got {shown(data[k], 80)}")
 
 
 def _setting(f: Fields, data: Mapping, key: str, default: int, lo: int, hi: int) -> int:
@@ -153,14 +170,16 @@ def _patched(f: Fields, spec: Mapping, key: str, base_rows: list[dict], base_nam
         w = f"{key}[{json.dumps(ref)}]"
         i = base_names.lookup(ref)
         if i is None:
-            raise f.fail(w, f"unknown {base_names.kind} {ref!r} to change"
-                            f"{suggest(str(ref), base_names.known())} (to add "
+            hint = suggest(ref, base_names.known()) if isinstance(ref, str) else ""
+            raise f.fail(w, f"unknown {base_names.kind} {shown(ref, 80)} to change"
+                            f"{hint} (to add "
                             f"entries give '{key}' as a full list)")
         if not isinstance(patch, Mapping):
-            raise f.fail(w, f"must be an object of fields to change; got {patch!r}")
+            raise f.fail(w, f"must be an object of fields to change; got "
+                            f"{shown(patch, 80)}")
         f.keys(patch, allowed, w)
         if "id" in patch and patch["id"] != i:
-            raise f.fail(f"{w}.id", f"ids cannot change; {ref!r} is {i}")
+            raise f.fail(f"{w}.id", f"ids cannot change; {shown(ref, 80)} is {i}")
         rows[i].update(patch)
         where[i] = w
     return rows, where
@@ -172,15 +191,17 @@ def _listed(f: Fields, spec: Any, key: str,
     rows = f.sequence(spec, key)
     if not rows:
         raise f.fail(key, "must not be empty")
+    if len(rows) > TABLE_CAPS[key]:
+        raise f.fail(key, f"at most {TABLE_CAPS[key]} entries; got {len(rows)}")
     out = []
     for i, row in enumerate(rows):
         w = f"{key}[{i}]"
         if not isinstance(row, Mapping):
-            raise f.fail(w, f"must be an object; got {row!r}")
+            raise f.fail(w, f"must be an object; got {shown(row, 80)}")
         f.keys(row, allowed, w)
         if "id" in row and row["id"] != i:
             raise f.fail(f"{w}.id", f"must be {i} (entries are listed in id order); "
-                                    f"got {row['id']!r}")
+                                    f"got {shown(row['id'], 80)}")
         out.append(dict(row))
     return out, [f"{key}[{i}]" for i in range(len(out))]
 
@@ -261,14 +282,17 @@ def _room(f: Fields, i: int, row: Mapping, w: str, names: Sequence[str],
     dark = f.boolean(row.get("dark", False), f"{w}.dark")
     desc = row.get("desc", "")
     if not isinstance(desc, str):
-        raise f.fail(f"{w}.desc", f"must be a string; got {desc!r}")
+        raise f.fail(f"{w}.desc", f"must be a string; got {shown(desc, 80)}")
     return Room(i, names[i], kws[i], x, y, dark, tuple(sorted(exits)), desc)
 
 
 def _exits(f: Fields, i: int, spec: Any, w: str, names: Sequence[str], refs: Names) -> list[int]:
     """Room ``i``'s exits: known rooms, never itself, none twice."""
     exits: list[int] = []
-    for j, e in enumerate(f.sequence(spec, f"{w}.exits")):
+    listed = f.sequence(spec, f"{w}.exits")
+    if len(listed) > MAX_EXITS:
+        raise f.fail(f"{w}.exits", f"at most {MAX_EXITS} exits; got {len(listed)}")
+    for j, e in enumerate(listed):
         r = f.ref(e, refs, f"{w}.exits[{j}]")
         if r == i:
             raise f.fail(f"{w}.exits[{j}]", f"{names[i]} cannot lead to itself")
@@ -326,7 +350,7 @@ def _trade(f: Fields, spec: Any, w: str, goods: Names) -> list[int]:
     for j, g in enumerate(f.sequence(spec, f"{w}.trade")):
         gi = f.ref(g, goods, f"{w}.trade[{j}]")
         if gi in trade:
-            raise f.fail(f"{w}.trade[{j}]", f"good {g!r} is listed twice")
+            raise f.fail(f"{w}.trade[{j}]", f"good {shown(g, 80)} is listed twice")
         trade.append(gi)
     return trade
 

@@ -12,7 +12,7 @@ import difflib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .errors import ConfigError
+from .errors import ConfigError, shown
 
 
 class WorldFileError(ConfigError):
@@ -46,8 +46,8 @@ class Names:
             return ref if 0 <= ref < self.count else None
         if isinstance(ref, str):
             s = ref.strip()
-            if s.isdigit():
-                return self.lookup(int(s))
+            if s.isdigit():  # a digit string is an id; 19+ digits are no id (and no int())
+                return self.lookup(int(s)) if len(s) < 19 else None
             key = s.lower()
             return self.names.get(key, self.keywords.get(key))
         return None
@@ -75,30 +75,30 @@ class Fields:
     def integer(self, v: Any, where: str, lo: int, hi: int) -> int:
         """``v`` as an int in ``lo..hi`` (booleans are not integers here)."""
         if isinstance(v, bool) or not isinstance(v, int):
-            raise self.fail(where, f"must be an integer; got {v!r}")
+            raise self.fail(where, f"must be an integer; got {shown(v, 80)}")
         if v < lo:
             what = "negative values are not allowed" if v < 0 else f"must be at least {lo}"
-            raise self.fail(where, f"{what}; got {v}")
+            raise self.fail(where, f"{what}; got {shown(v)}")
         if v > hi:
-            raise self.fail(where, f"must be at most {hi}; got {v}")
+            raise self.fail(where, f"must be at most {hi}; got {shown(v)}")
         return v
 
     def string(self, v: Any, where: str) -> str:
         """``v`` as a non-blank string, stripped."""
         if not isinstance(v, str) or not v.strip():
-            raise self.fail(where, f"must be a non-empty string; got {v!r}")
+            raise self.fail(where, f"must be a non-empty string; got {shown(v, 80)}")
         return v.strip()
 
     def boolean(self, v: Any, where: str) -> bool:
         """``v`` as true or false (no truthy numbers or strings)."""
         if not isinstance(v, bool):
-            raise self.fail(where, f"must be true or false; got {v!r}")
+            raise self.fail(where, f"must be true or false; got {shown(v, 80)}")
         return v
 
     def sequence(self, v: Any, where: str) -> list:
         """``v`` as a list (a string is not a list of letters)."""
         if isinstance(v, (str, bytes)) or not isinstance(v, Sequence):
-            raise self.fail(where, f"must be a list; got {v!r}")
+            raise self.fail(where, f"must be a list; got {shown(v, 80)}")
         return list(v)
 
     def strings(self, v: Any, where: str) -> tuple[str, ...]:
@@ -110,16 +110,16 @@ class Fields:
         """The id that reference ``v`` names among ``names``."""
         i = names.lookup(v)
         if i is None:
-            hint = suggest(str(v), names.known())
-            raise self.fail(where, f"unknown {names.kind} {v!r}{hint}")
+            hint = suggest(v, names.known()) if isinstance(v, str) else ""
+            raise self.fail(where, f"unknown {names.kind} {shown(v, 80)}{hint}")
         return i
 
     def keys(self, d: Mapping, allowed: Sequence[str], where: str) -> None:
         """Reject any key of ``d`` not in ``allowed``, so a typo never passes silently."""
         for k in d:
             if k not in allowed:
-                hint = suggest(str(k), allowed)
-                raise self.fail(where, f"unknown key {k!r}{hint} (allowed: "
+                hint = suggest(k, allowed) if isinstance(k, str) else ""
+                raise self.fail(where, f"unknown key {shown(k, 80)}{hint} (allowed: "
                                        f"{', '.join(allowed)})")
 
     def unique(self, names: Sequence[str | None], where: Sequence[str], kind: str) -> None:
@@ -128,8 +128,8 @@ class Fields:
         for i, n in enumerate(names):
             key = (n or "").lower()
             if key in seen:
-                raise self.fail(f"{where[i]}.name", f"{kind} name {n!r} is already used by "
-                                                    f"{where[seen[key]]}")
+                raise self.fail(f"{where[i]}.name", f"{kind} name {shown(n, 80)} is already "
+                                                    f"used by {where[seen[key]]}")
             seen[key] = i
 
 
