@@ -10,7 +10,7 @@ The wings, lowest first (each imports only from those below it, checked by impor
 engine), ``sim.envs`` (Gymnasium, PettingZoo and vector faces).
 """
 
-from .game import Game, GameConfig, load_config
+from .game import Game, GameConfig, check_seat, load_config
 from .replay import replay
 from .rules.errors import (
     ConfigError,
@@ -50,8 +50,12 @@ def parse_sentence(text: str, game: Game, seat: int) -> Intent:
     """Parse ``text`` as ``seat``'s sentence against the game's current (start-of-turn) state.
 
     Pure and total: never raises on any string.  The game's 240-rune cut and one-lining are
-    applied first, exactly as ``play_turn`` does.
+    applied first, exactly as ``play_turn`` does.  A ``game`` that is not a ``Game`` or a seat
+    that is not an int 0..5 raises ``TurnError`` (a bool or -1 is never read as a seat).
     """
+    if not isinstance(game, Game):
+        raise TurnError(f"parse_sentence: game must be a Game; got {type(game).__name__}")
+    check_seat(seat)
     return game.intent_for(text if isinstance(text, str) else str(text), seat)[0]
 
 

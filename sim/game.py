@@ -9,7 +9,7 @@ from .language.parser import parse
 from .language.phrasing import canonical_sentence, outcome_text
 from .language.textview import render_observation
 from .rules.checks import check_structured, validate_ids
-from .rules.errors import ConfigError, TurnError
+from .rules.errors import ConfigError, TurnError, shown
 from .rules.intents import Intent
 from .rules.observation import observe
 from .rules.scoring import results
@@ -23,6 +23,7 @@ from .rules.world import (
     MAX_PROMPT_LEN,
     MAX_SAY_LEN,
     MAX_SENTENCE_LEN,
+    MAX_TURNS,
     MIN_TURNS,
     SEATS,
     STANDARD_TOWN,
@@ -38,7 +39,7 @@ class GameConfig:
 
     Args:
         seed: any int whose ``seed * 7919 + 17`` fits in int64 (the original's arithmetic).
-        turns: the horizon, at least 6.
+        turns: the horizon, from 6 to ``MAX_TURNS`` (1000, the one bound on turns everywhere).
         thievery: False plays the "honest-town" variant (every robbery is forbidden).
         speech: False blanks every spoken line.
         players: six policy names for ``results()["names"]``; default ``P1``..``P6``.
@@ -54,28 +55,29 @@ class GameConfig:
 
     def __post_init__(self) -> None:
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise ConfigError(f"GameConfig.seed must be an int; got {self.seed!r}")
+            raise ConfigError(f"GameConfig.seed must be an int; got {shown(self.seed)}")
         if not seed_in_range(self.seed):
-            raise ConfigError(f"GameConfig.seed {self.seed} is out of range: seed * 7919 + 17 "
-                              "must fit in a signed 64-bit integer")
+            raise ConfigError(f"GameConfig.seed {shown(self.seed)} is out of range: seed * 7919 "
+                              "+ 17 must fit in a signed 64-bit integer")
         if isinstance(self.turns, bool) or not isinstance(self.turns, int):
-            raise ConfigError(f"GameConfig.turns must be an int; got {self.turns!r}")
-        if self.turns < MIN_TURNS:
-            raise ConfigError(f"GameConfig.turns must be at least {MIN_TURNS}; got {self.turns}")
+            raise ConfigError(f"GameConfig.turns must be an int; got {shown(self.turns)}")
+        if not MIN_TURNS <= self.turns <= MAX_TURNS:
+            raise ConfigError(f"GameConfig.turns must be from {MIN_TURNS} to {MAX_TURNS}; got "
+                              f"{shown(self.turns)}")
         for name in ("thievery", "speech"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"GameConfig.{name} must be a bool; got "
-                                  f"{getattr(self, name)!r}")
+                                  f"{shown(getattr(self, name))}")
         if self.players is not None:
             players = self.players
             if isinstance(players, str) or not isinstance(players, Sequence):
                 raise ConfigError(f"GameConfig.players must be a list of {SEATS} names; "
-                                  f"got {players!r}")
+                                  f"got {shown(players)}")
             if len(players) != SEATS:
                 raise ConfigError(f"GameConfig.players must name exactly {SEATS} players; "
                                   f"got {len(players)}")
             if not all(isinstance(p, str) for p in players):
-                raise ConfigError(f"GameConfig.players must be strings; got {players!r}")
+                raise ConfigError(f"GameConfig.players must be strings; got {shown(players)}")
             object.__setattr__(self, "players", tuple(players))
         if not isinstance(self.world, World):
             raise ConfigError(f"GameConfig.world must be a World; got {type(self.world).__name__}")
@@ -97,7 +99,9 @@ class GameConfig:
         kw = {k: d[k] for k in ("seed", "turns", "thievery", "speech") if k in d}
         players = d.get("players")
         if players is not None:
-            kw["players"] = tuple(p["name"] if isinstance(p, dict) else p for p in players)
+            if isinstance(players, (str, bytes)) or not isinstance(players, Sequence):
+                raise ConfigError(f"config.players must be a list; got {shown(players)}")
+            kw["players"] = tuple(_player_name(p, i) for i, p in enumerate(players))
         return cls(**kw, world=world or STANDARD_TOWN)
 
 
@@ -110,6 +114,9 @@ class Game:
     """
 
     def __init__(self, config: GameConfig | None = None) -> None:
+        if config is not None and not isinstance(config, GameConfig):
+            raise ConfigError(f"Game(config): config must be a GameConfig; got "
+                              f"{type(config).__name__} (GameConfig.from_dict reads a dict)")
         self.config = config if config is not None else GameConfig()
         c = self.config
         self.world = c.world
@@ -136,7 +143,7 @@ class Game:
 
     def commissions(self, seat: int) -> list[dict]:
         st = self.state
-        _check_seat(seat)
+        check_seat(seat)
         return [{"item": st.quest_item[seat][q], "count": st.quest_count[seat][q],
                  "delivered": st.delivered[seat][q]} for q in range(len(st.quest_item[seat]))]
 
@@ -144,13 +151,17 @@ class Game:
         return results(self.state, self.config.names)
 
     def observe(self, seat: int) -> dict:
-        _check_seat(seat)
+        check_seat(seat)
         return observe(self.state, seat, outcome_text)
 
-    def observation_text(self, seat: int, prompt: str = "") -> str:
+    def observation_text(self, seat: int, prompt: str | None = "") -> str:
         """The text view a language-model player reads (SENTENCES §17); ``prompt`` is the
-        operator guidance block (cut to 4000 runes)."""
-        _check_seat(seat)
+        operator guidance block (cut to 4000 runes; ``None`` is no prompt)."""
+        check_seat(seat)
+        if prompt is None:
+            prompt = ""
+        if not isinstance(prompt, str):
+            raise TurnError(f"prompt must be a str; got {type(prompt).__name__}")
         return render_observation(self.observe(seat), self.world,
                                   cut(prompt, MAX_PROMPT_LEN), self.config.speech)
 
@@ -162,6 +173,7 @@ class Game:
         ``stored=True`` takes a sentence exactly as an earlier game stored it (a replay): the
         240-rune cut may have left a trailing space that one-lining would now remove.
         """
+        check_seat(seat)
         st = self.state
         if isinstance(action, str):
             sentence = action if stored else cut(one_line(action), MAX_SENTENCE_LEN)
@@ -275,9 +287,20 @@ def _parse_cached(world: World, aliases: list[str], aliases_low: tuple[str, ...]
     return it
 
 
-def _check_seat(seat: int) -> None:
+def _player_name(p: object, i: int) -> object:
+    """A ``players`` entry of a JSON config: a name, or an object with a ``name``."""
+    if isinstance(p, dict):
+        if "name" not in p:
+            raise ConfigError(f"config.players[{i}] must have a 'name'; got {shown(p)}")
+        return p["name"]
+    return p
+
+
+def check_seat(seat: int) -> None:
+    """Refuse anything but an int seat 0..5 (a bool, -1 or 6 is a caller mistake, never
+    wrapped around or looked up)."""
     if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < SEATS:
-        raise TurnError(f"seat must be an int from 0 to {SEATS - 1}; got {seat!r}")
+        raise TurnError(f"seat must be an int from 0 to {SEATS - 1}; got {shown(seat)}")
 
 
 def _check_six(xs, name: str) -> None:
@@ -300,12 +323,13 @@ def _six_strings(xs, name: str) -> list[str]:
     return out
 
 
-
-
-
 def load_config(path, **settings) -> GameConfig:
     """A ``GameConfig`` that plays a world file (``sim.rules.worldfile``): its town, and its turn
     count unless ``turns`` is given; other settings (``seed``, ``thievery``...) pass through."""
+    unknown = sorted(set(settings) - {"seed", "turns", "thievery", "speech", "players"})
+    if unknown:
+        raise ConfigError(f"load_config: unknown setting {unknown[0]!r} (settings: seed, turns, "
+                          "thievery, speech, players)")
     world, turns = load_world(path)
     if turns is not None:
         settings.setdefault("turns", turns)

@@ -26,6 +26,9 @@ def replay(config: dict | GameConfig, events: Sequence[dict], world: World | Non
         world: the town, when it is not the standard one.
     """
     cfg = config if isinstance(config, GameConfig) else GameConfig.from_dict(config, world)
+    if isinstance(events, (str, bytes)) or not isinstance(events, Sequence):
+        raise ReplayMismatch(f"events must be a list of event objects; got "
+                             f"{type(events).__name__}", 0)
     events = list(events)
     if not events or not isinstance(events[0], dict) or events[0].get("kind") != "start":
         raise ReplayMismatch("event 0 must be the 'start' event", 0)

@@ -8,9 +8,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .errors import StateError
+from .errors import StateError, shown
 from .offers import Offer
-from .world import RETAINER_TURNS, SEATS, World
+from .prices import STOCK_CAP
+from .world import MAX_KEEPERS, MAX_TURNS, RETAINER_TURNS, SEATS, World
+
+# Magnitude bounds of a restored state (Game.restore).  Coin only ever moves between purses and
+# shops (RULES §9), so the 6 purses and at most MAX_KEEPERS shops hold at most 70 x 2**24 < 2**31
+# coin for the rest of the game: no purse or wealth leaves the int32 range the numeric
+# observation declares, the batched engine's int64 arrays never come close to overflow, and
+# every score (points / 40) is exact in a float64.  A real game never comes near: 6 purses of
+# the largest start coin plus 64 shops of it is 7,000,000.
+MAX_STATE_COIN = 1 << 24
+# Loose goods per room and good: goods enter play only by restock (one unit per keeper per
+# turn, at most 64 x 1000) and opening stock, so no reachable floor holds 100,000.
+MAX_STATE_UNITS = 1_000_000
+# Theft counters: one theft per seat per turn, so robberies <= turns and robbed <= 5 x turns.
+MAX_ROBBERIES = MAX_TURNS
+MAX_ROBBED = (SEATS - 1) * MAX_TURNS
+assert (SEATS + MAX_KEEPERS) * MAX_STATE_COIN < 2 ** 31
+STATE_KEYS = ("turn", "rooms", "npcs", "cogs")
+NPC_KEYS = ("stock", "coin")
+COG_KEYS = ("room", "prevRoom", "coin", "items", "delivered", "retainerOf", "retainerTurns",
+            "robberies", "robbed")
 
 
 @dataclass
@@ -79,6 +99,16 @@ def snapshot(st: GameState) -> dict:
 def restore(st: GameState, state: dict) -> None:
     """Replace floors, shops and seats with ``state`` (snapshot form), after validating all of it.
 
+    Open to any state a scenario or curriculum may stage, but never one that breaks a rule's
+    invariant or a bound: keys are the snapshot's (a ``kind: "turn"`` event is accepted too;
+    cog keys other than room, coin and items default as RULES §15.2 reads them); ``turn`` in
+    0..turns-1; every count >= 0; a room's floor at most ``MAX_STATE_UNITS`` of each good; a
+    shop's stock at most ``STOCK_CAP`` (12) of each good; a pack at most the carry limit in
+    all; ``prevRoom`` -1 or an exit of ``room`` (seats only ever walk along exits);
+    ``delivered`` at most the commission's count; a retainer bound to another seat for 1..3
+    turns, or free; purses and shop coin at most ``MAX_STATE_COIN`` (2**24) each; robberies at
+    most ``MAX_ROBBERIES`` (1000) and robbed at most ``MAX_ROBBED`` (5000).
+
     Raises ``StateError`` naming the first impossible field; ``st`` is untouched in that case.
     """
     w = st.world
@@ -111,11 +141,15 @@ def _validate(w: World, st: GameState, state: dict):
     for key in ("rooms", "npcs", "cogs"):
         if key not in state:
             raise StateError(f"state is missing the key {key!r}")
+    if state.get("kind", "turn") != "turn":
+        raise StateError(f"state.kind must be 'turn' (a turn event) when given; got "
+                         f"{shown(state['kind'])}")
+    _known(state, (*STATE_KEYS, "kind"), "state")
     turn = state.get("turn")
     if turn is not None:
         _int(turn, "state.turn", 0, st.turns - 1)
     rooms = _list(state["rooms"], "state.rooms", w.n_rooms)
-    floor = [[_int(v, f"state.rooms[{r}][{g}]", 0)
+    floor = [[_int(v, f"state.rooms[{r}][{g}]", 0, MAX_STATE_UNITS)
               for g, v in enumerate(_list(row, f"state.rooms[{r}]", w.n_goods))]
              for r, row in enumerate(rooms)]
     npcs = _list(state["npcs"], "state.npcs", w.n_keepers)
@@ -123,10 +157,11 @@ def _validate(w: World, st: GameState, state: dict):
     for n, npc in enumerate(npcs):
         if not isinstance(npc, dict) or "stock" not in npc or "coin" not in npc:
             raise StateError(f"state.npcs[{n}] must be a dict with 'stock' and 'coin'")
-        stock.append([_int(v, f"state.npcs[{n}].stock[{g}]", 0, 12)
+        _known(npc, NPC_KEYS, f"state.npcs[{n}]")
+        stock.append([_int(v, f"state.npcs[{n}].stock[{g}]", 0, STOCK_CAP)
                       for g, v in enumerate(_list(npc["stock"], f"state.npcs[{n}].stock",
                                                   w.n_goods))])
-        shop_coin.append(_int(npc["coin"], f"state.npcs[{n}].coin", 0))
+        shop_coin.append(_int(npc["coin"], f"state.npcs[{n}].coin", 0, MAX_STATE_COIN))
     cogs = _list(state["cogs"], "state.cogs", SEATS)
     out = []
     for s, cog in enumerate(cogs):
@@ -136,11 +171,12 @@ def _validate(w: World, st: GameState, state: dict):
         for key in ("room", "coin", "items"):
             if key not in cog:
                 raise StateError(f"{p} is missing the key {key!r}")
+        _known(cog, COG_KEYS, p)
         c = {
             "room": _int(cog["room"], f"{p}.room", 0, w.n_rooms - 1),
             "prevRoom": _int(cog.get("prevRoom", -1), f"{p}.prevRoom", -1, w.n_rooms - 1),
-            "coin": _int(cog["coin"], f"{p}.coin", 0),
-            "items": [_int(v, f"{p}.items[{g}]", 0)
+            "coin": _int(cog["coin"], f"{p}.coin", 0, MAX_STATE_COIN),
+            "items": [_int(v, f"{p}.items[{g}]", 0, MAX_STATE_UNITS)
                       for g, v in enumerate(_list(cog["items"], f"{p}.items", w.n_goods))],
             "delivered": [_int(v, f"{p}.delivered[{q}]", 0, st.quest_count[s][q])
                           for q, v in enumerate(_list(cog.get("delivered", [0, 0]),
@@ -148,9 +184,12 @@ def _validate(w: World, st: GameState, state: dict):
             "retainerOf": _int(cog.get("retainerOf", -1), f"{p}.retainerOf", -1, SEATS - 1),
             "retainerTurns": _int(cog.get("retainerTurns", 0), f"{p}.retainerTurns", 0,
                                   RETAINER_TURNS),
-            "robberies": _int(cog.get("robberies", 0), f"{p}.robberies", 0),
-            "robbed": _int(cog.get("robbed", 0), f"{p}.robbed", 0),
+            "robberies": _int(cog.get("robberies", 0), f"{p}.robberies", 0, MAX_ROBBERIES),
+            "robbed": _int(cog.get("robbed", 0), f"{p}.robbed", 0, MAX_ROBBED),
         }
+        if c["prevRoom"] >= 0 and c["prevRoom"] not in w.rooms[c["room"]].exits:
+            raise StateError(f"{p}.prevRoom {c['prevRoom']} is not an exit of room "
+                             f"{c['room']} (a seat only walks along exits; -1 for none)")
         if sum(c["items"]) > w.carry_limit:
             raise StateError(f"{p}.items holds {sum(c['items'])} goods, over the carry limit "
                              f"of {w.carry_limit}")
@@ -163,16 +202,24 @@ def _validate(w: World, st: GameState, state: dict):
     return floor, stock, shop_coin, out, turn
 
 
+def _known(d: dict, allowed: tuple[str, ...], path: str) -> None:
+    """Refuse a key the snapshot form does not have: a typo must not pass as a default."""
+    for k in d:
+        if k not in allowed:
+            raise StateError(f"{path} has an unknown key {shown(k)} (allowed: "
+                             f"{', '.join(allowed)})")
+
+
 def _list(v, path: str, n: int) -> list:
-    if not isinstance(v, (list, tuple)) or len(v) != n:
-        raise StateError(f"{path} must be a list of {n}; got {v!r:.80}")
-    return list(v)
+    if not isinstance(v, list) or len(v) != n:
+        got = f"a list of {len(v)}" if isinstance(v, list) else type(v).__name__
+        raise StateError(f"{path} must be a list of {n}; got {got}")
+    return v
 
 
-def _int(v, path: str, lo: int, hi: int | None = None) -> int:
+def _int(v, path: str, lo: int, hi: int) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
-        raise StateError(f"{path} must be an int; got {v!r:.40}")
-    if v < lo or (hi is not None and v > hi):
-        rng = f">= {lo}" if hi is None else f"between {lo} and {hi}"
-        raise StateError(f"{path} must be {rng}; got {v}")
+        raise StateError(f"{path} must be an int; got {shown(v)}")
+    if not lo <= v <= hi:
+        raise StateError(f"{path} must be between {lo} and {hi}; got {shown(v)}")
     return v
