@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import html
 import json
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from sim import GameConfig, ReplayMismatch, replay
 from sim.game import Game
 from sim.language.phrasing import outcome_text
 from sim.rules.errors import ConfigError
-from sim.rules.world import SEATS, STANDARD_TOWN, World
+from sim.rules.world import MAX_TURNS, SEATS, STANDARD_TOWN, World
 
 from .errors import LeagueError
 
@@ -55,7 +56,11 @@ def run(args: argparse.Namespace) -> int:
     src = Path(args.replay)
     out = Path(args.out) if args.out else src.with_suffix(".html")
     world = _load_world(args.world) if args.world else None
-    page = render_page(load_replay(src), world)
+    payload = load_replay(src)
+    try:
+        page = render_page(payload, world)
+    except RecursionError:  # a value nested deeper than any replay's, met after loading
+        raise LeagueError(f"{src}: a value is nested too deeply for a replay") from None
     try:
         out.write_text(page, encoding="utf-8")
     except OSError as e:
@@ -78,6 +83,10 @@ def load_replay(path: Path) -> dict:
     except json.JSONDecodeError as e:
         raise LeagueError(f"{path} is not JSON (line {e.lineno} column {e.colno}: {e.msg})"
                           ) from None
+    except ValueError as e:  # e.g. an integer of more digits than Python converts
+        raise LeagueError(f"{path} is not a replay ({_short(e, 120)})") from None
+    except RecursionError:
+        raise LeagueError(f"{path} is nested too deeply to be a replay") from None
     if not isinstance(payload, dict) or payload.get("protocol") != PROTOCOL:
         raise LeagueError(f"{path} is not a {PROTOCOL} replay")
     if not isinstance(payload.get("config"), dict) or not isinstance(payload.get("events"),
@@ -92,7 +101,9 @@ def _load_world(path: str) -> World:
     try:
         return load_world(path)[0]
     except ValueError as e:
-        raise LeagueError(str(e)) from None
+        raise LeagueError(_short(e)) from None
+    except RecursionError:
+        raise LeagueError(f"{path} is nested too deeply to be a world file") from None
 
 
 def render_page(payload: dict, world: World | None = None) -> str:
@@ -110,9 +121,11 @@ def view_model(payload: dict, world: World | None = None) -> dict:
     """Everything the page shows, frame by frame, re-derived from the replay's events.
 
     Frame 0 is the town before turn 1; frame k is the town after turn k, with the acts of turn
-    k.  Each frame's state comes from replaying the events up to that turn's snapshot, so the
-    rules (not the page) compute the scores.  ``LeagueError`` if the replay does not re-derive
-    or its results differ from what its events give.
+    k.  The replay is re-derived once (``sim.replay`` checks every recorded snapshot against
+    the rules); each frame is then that turn's snapshot restored into one scratch game, so the
+    rules (not the page) compute the scores, and time and memory grow linearly with the
+    replay.  ``LeagueError`` if the replay is too long, does not re-derive or its results
+    differ from what its events give.
     """
     config, events = payload["config"], payload["events"]
     world = world if world is not None else STANDARD_TOWN
@@ -123,32 +136,32 @@ def view_model(payload: dict, world: World | None = None) -> dict:
     if not (isinstance(policies, list) and len(policies) == SEATS
             and all(isinstance(p, str) for p in policies)):
         policies = [f"P{i + 1}" for i in range(SEATS)]
+    _check_length(config, events)
     try:
         cfg = GameConfig.from_dict({**config, "players": policies}, world)
     except (ConfigError, TypeError) as e:
         raise LeagueError(f"the replay's config is invalid: {e}") from None
-    snaps = [i for i, e in enumerate(events) if isinstance(e, dict) and e.get("kind") == "turn"]
+    n_frames = sum(1 for e in events if isinstance(e, dict) and e.get("kind") == "turn")
     try:
         final = replay(cfg, events)
-        games = [replay(cfg, events[:i + 1]) for i in snaps[:-1]] + [final]
+        frames_of = _frame_games(cfg, final, n_frames)
+        results = final.results()
+        acts_by_turn: dict[int, list[dict]] = {}
+        for e in events:
+            if isinstance(e, dict) and e.get("kind") == "act":
+                acts_by_turn.setdefault(e.get("turn", -1), []).append(e)
+        aliases = final.aliases
+        frames = [_frame(game, k, [_act_view(e, world, aliases)
+                                   for e in acts_by_turn.get(k - 1, [])])
+                  for k, game in frames_of]
     except ReplayMismatch as e:
         hint = "" if world is not STANDARD_TOWN else " (a variant town? pass --world FILE)"
-        raise LeagueError(f"the replay does not re-derive{hint}: {e}") from None
+        raise LeagueError(f"the replay does not re-derive{hint}: {_short(e)}") from None
     except (ValueError, TypeError, KeyError, AttributeError, IndexError) as e:
-        raise LeagueError(f"the replay's events are malformed ({type(e).__name__}: {e})"
-                          ) from None
-    results = final.results()
+        raise LeagueError(f"the replay's events are malformed ({type(e).__name__}: "
+                          f"{_short(e)})") from None
     if "results" in payload and payload["results"] != results:
         raise LeagueError("the replay's results differ from what its events give")
-    acts_by_turn: dict[int, list[dict]] = {}
-    for e in events:
-        if isinstance(e, dict) and e.get("kind") == "act":
-            acts_by_turn.setdefault(e.get("turn", -1), []).append(e)
-    aliases = final.aliases
-    frames = []
-    for k, game in enumerate(games):
-        acts = [_act_view(e, world, aliases) for e in acts_by_turn.get(k - 1, [])]
-        frames.append(_frame(game, k, acts))
     return {
         "seed": cfg.seed, "turns": cfg.turns, "speech": cfg.speech, "thievery": cfg.thievery,
         "names": aliases, "policies": policies,
@@ -162,6 +175,39 @@ def view_model(payload: dict, world: World | None = None) -> dict:
         "highlights": highlights(frames),
         "results": results,
     }
+
+
+def _check_length(config: dict, events: list) -> None:
+    """Refuse, before any work, a replay longer than any game may be (``MAX_TURNS``)."""
+    turns = config.get("turns")
+    if isinstance(turns, int) and not isinstance(turns, bool) and turns > MAX_TURNS:
+        raise LeagueError(f"the replay has {turns} turns; a game has at most {MAX_TURNS}")
+    # A start event, a snapshot per turn and its six acts, an end: anything longer is not a game.
+    most = 2 + (MAX_TURNS + 1) * (SEATS + 1)
+    if len(events) > most:
+        raise LeagueError(f"the replay has {len(events)} events; a game of at most "
+                          f"{MAX_TURNS} turns has at most {most}")
+
+
+def _frame_games(cfg: GameConfig, final: Game, n_frames: int) -> Iterator[tuple[int, Game]]:
+    """``(k, game standing after k turns)`` for each of the first ``n_frames`` snapshots.
+
+    The snapshots are the final game's own (the replay matched the recorded ones to them);
+    each is restored into one scratch game, so only one extra game exists at a time.  The
+    last frame is the final game itself, which knows how the episode ended.
+    """
+    snaps = [e for e in final.events if e.get("kind") == "turn"][:n_frames]
+    scratch = Game(cfg)
+    for k, snap in enumerate(snaps[:-1]):
+        scratch.restore({key: v for key, v in snap.items() if key != "kind"})
+        yield k, scratch
+    yield max(len(snaps) - 1, 0), final
+
+
+def _short(e: BaseException, limit: int = 300) -> str:
+    """An exception's message on one line, cut: a hostile file must not flood the terminal."""
+    text = " ".join(str(e).split())
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _frame(game: Game, k: int, acts: list[dict]) -> dict:
