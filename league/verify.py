@@ -15,6 +15,7 @@ Every disagreement is one line naming the file or episode; a directory that is n
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,22 +66,50 @@ def verify_dir(root: str | Path) -> Report:
     if not (root / RESULTS).is_file():
         raise LeagueError(f"{root} has no {RESULTS}; is it a league's --out directory?")
     manifest = _manifest(root / MANIFEST)
-    rows, torn = load_results(root / RESULTS)
-    problems = claims.schedule_problems(rows, manifest["episodes"])
+    try:
+        rows, torn = load_results(root / RESULTS)
+    except RecursionError:
+        raise LeagueError(f"{root / RESULTS} has a line nested too deeply to be a results "
+                          "line") from None
+    problems = _guarded(lambda: claims.schedule_problems(rows, manifest["episodes"]),
+                        f"{RESULTS}'s episode ids")
     bad: dict[int, str] = {}
     marks: dict[int, claims.Marks] = {}
     for n, row in enumerate(rows):
-        problem, seat_marks = check_episode(root, n, row, manifest)
+        try:
+            problem, seat_marks = check_episode(root, n, row, manifest)
+        except RecursionError:  # a line or a replay nested deeper than any real one
+            problem, seat_marks = f"{NESTED} in the line or its replay", None
         if problem is not None:
             bad[n] = problem
         elif seat_marks is not None:
             marks[n] = seat_marks
     bad.update(claims.fallback_problems(rows, marks))
     for n in sorted(bad):
-        problems.append(f"{rows[n].get('id', '?')} ({RESULTS} line {n + 1}): {bad[n]}")
+        problems.append(f"{_shown(rows[n].get('id', '?'))} ({RESULTS} line {n + 1}): {bad[n]}")
     if all(not any(k not in r for k in ROW_KEYS) for r in rows):
-        problems += claims.ladder_problems(root, rows, manifest)
+        problems += _guarded(lambda: claims.ladder_problems(root, rows, manifest),
+                             claims.LADDER)
     return Report(len(rows), len(bad), problems, torn)
+
+
+NESTED = "a value is nested too deeply"
+
+
+def _guarded(check: Callable[[], list[str]], what: str) -> list[str]:
+    """``check()``'s problems; a value nested deeper than Python can walk is one problem."""
+    try:
+        return check()
+    except RecursionError:
+        return [f"{what}: {NESTED}"]
+
+
+def _shown(value: object, limit: int = 80) -> str:
+    """An id as a problem line shows it: a hostile one is cut, and never recursed into."""
+    if isinstance(value, (int, float, type(None))):
+        return repr(value)
+    text = value if isinstance(value, str) else type(value).__name__
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def check_episode(root: Path, n: int, row: dict,
@@ -113,6 +142,8 @@ def _check_replay(root: Path, row: dict) -> tuple[str | None, claims.Marks | Non
         payload = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return f"replay {shown} is missing", None
+    except RecursionError:
+        return f"replay {shown} is not a replay: {NESTED}", None
     except (OSError, ValueError) as e:
         return f"replay {shown} cannot be read as JSON ({e})", None
     if not isinstance(payload, dict) or payload.get("protocol") != PROTOCOL:
@@ -133,6 +164,8 @@ def _check_replay(root: Path, row: dict) -> tuple[str | None, claims.Marks | Non
         return f"replay {shown} does not re-derive: {e}", None
     except ValueError as e:
         return f"replay {shown} has an invalid config: {e}", None
+    except (TypeError, KeyError, AttributeError, IndexError) as e:
+        return f"replay {shown} has malformed events ({type(e).__name__})", None
     if not game.done:
         return f"replay {shown} stops before the episode ends", None
     derived = game.results()
@@ -156,8 +189,8 @@ def _manifest(path: Path) -> dict:
     except FileNotFoundError:
         raise LeagueError(f"{path.parent} has no {MANIFEST}; it says which episodes the "
                           "league holds, so there is nothing to check against") from None
-    except (OSError, ValueError):
-        raise LeagueError(f"{path} is not valid JSON") from None
+    except (OSError, ValueError, RecursionError):
+        raise LeagueError(f"{path} is not valid JSON (or is nested too deeply)") from None
     ok = (isinstance(data, dict) and isinstance(data.get("policies"), list)
           and data["policies"] and all(isinstance(p, str) for p in data["policies"])
           and isinstance(data.get("seed"), int)

@@ -165,6 +165,8 @@ def ladder_problems(root: Path, rows: Sequence[dict], manifest: dict) -> list[st
         claimed = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return [f"{LADDER} is missing; the league writes it after every run"]
+    except RecursionError:
+        return [f"{LADDER} cannot be read as JSON (nested too deeply)"]
     except (OSError, ValueError) as e:
         return [f"{LADDER} cannot be read as JSON ({e})"]
     try:
@@ -200,7 +202,13 @@ def _diff(claimed: Any, derived: Any, where: str, out: list[str]) -> None:
     elif _close(claimed, derived):
         return
     else:
-        out.append(f"{where} is {json.dumps(claimed)} but {RESULTS} gives {json.dumps(derived)}")
+        out.append(f"{where} is {_cut(json.dumps(claimed))} but {RESULTS} gives "
+                   f"{_cut(json.dumps(derived))}")
+
+
+def _cut(text: str, limit: int = 100) -> str:
+    """A claimed value as a problem line shows it: an edited ladder may hold anything."""
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _close(a: Any, b: Any) -> bool:
