@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from sim.rules.setup import seed_in_range
-from sim.rules.world import DEFAULT_TURNS, MIN_TURNS, STANDARD_TOWN
+from sim.rules.world import DEFAULT_TURNS, MAX_TURNS, MIN_TURNS, STANDARD_TOWN
 from sim.rules.worldfile import WorldFileError, load_world
 
 from .gate import DEFAULT_SEEDS, run_gate
@@ -54,14 +54,34 @@ def parse_seeds(text: str) -> range:
 
 
 def parse_turns(text: str) -> int:
-    """A turn count, at least 6 (RULES §1 MinTurns)."""
+    """A turn count from 6 to ``MAX_TURNS`` (RULES §1 MinTurns; the one bound on a game)."""
+    digits = text.strip().lstrip("+-")
+    if len(digits) > len(str(MAX_TURNS)) + 2 and digits.isdigit():
+        raise argparse.ArgumentTypeError(f"must be {MIN_TURNS}..{MAX_TURNS}; got a number of "
+                                         f"{len(digits)} digits")
     try:
         n = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number; got {text!r}") from None
-    if n < MIN_TURNS:
-        raise argparse.ArgumentTypeError(f"must be at least {MIN_TURNS}; got {n}")
+        raise argparse.ArgumentTypeError(f"expected a whole number of turns, {MIN_TURNS}.."
+                                         f"{MAX_TURNS}; got {text[:40]!r}") from None
+    if not MIN_TURNS <= n <= MAX_TURNS:
+        raise argparse.ArgumentTypeError(f"must be {MIN_TURNS}..{MAX_TURNS}; got {n}")
     return n
+
+
+# argparse takes any word that starts with "-" and is not a plain negative number for an
+# option, so "--seeds -5..-1" would read as "--seeds" with no value.  A parser that also takes
+# a negative "A..B" for a value accepts both spellings.
+_SEEDS_OR_NUMBER = re.compile(r"^-\d+(\.\.-?\d+)?$|^-\d*\.\d+$")
+
+
+def accept_negative_seeds(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Let ``parser`` read ``--seeds -5..-1`` as it reads ``--seeds=-5..-1`` (returned as is).
+
+    Safe while the parser has no option spelled like a negative number (none does).
+    """
+    parser._negative_number_matcher = _SEEDS_OR_NUMBER  # type: ignore[attr-defined]
+    return parser
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -75,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--world", metavar="FILE", default=None,
                    help="a world file (.json, or .toml) overriding the standard town")
     p.add_argument("--json", action="store_true", help="print the full report as JSON")
-    return p
+    return accept_negative_seeds(p)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -89,14 +109,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.world is not None:
         try:
             world, file_turns = load_world(args.world)
-        except WorldFileError as e:
-            print(f"python -m feasibility: bad world file: {e}", file=sys.stderr)
+        except (WorldFileError, ValueError) as e:  # ValueError: a town World itself refuses
+            print(f"python -m feasibility: bad world file: {_one_line(e)}", file=sys.stderr)
+            return EXIT_USAGE
+        except RecursionError:
+            print(f"python -m feasibility: bad world file: {args.world} is nested too deeply",
+                  file=sys.stderr)
             return EXIT_USAGE
         name = f"world {args.world}"
     turns = args.turns if args.turns is not None else (file_turns or DEFAULT_TURNS)
+    if not MIN_TURNS <= turns <= MAX_TURNS:  # a world file's own turns, checked here too
+        print(f"python -m feasibility: error: turns must be {MIN_TURNS}..{MAX_TURNS}; got "
+              f"{turns}", file=sys.stderr)
+        return EXIT_USAGE
     report = run_gate(world, turns, args.seeds, world_name=name)
     if args.json:
         print(json.dumps(report.to_json(), indent=1, ensure_ascii=False))
     else:
         print(format_text(report))
     return EXIT_PASS if report.ok else EXIT_FAIL
+
+
+def _one_line(e: BaseException, limit: int = 300) -> str:
+    text = " ".join(str(e).split())
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -14,7 +14,10 @@ from pathlib import Path
 
 from agents.evaluation import DEFAULT_SEEDS, EvaluationError, PairedResult
 from agents.evaluation import paired_evaluation as evaluate
-from feasibility.cli import parse_seeds  # the one A..B parser of the command line
+from feasibility.cli import (  # the one A..B parser of the command line
+    accept_negative_seeds,
+    parse_seeds,
+)
 
 from .atomic import write_atomic
 
@@ -28,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "print both mean scores and the paired difference with its 95% interval (Student t "
         "over the per-seed means). Batched engine when every policy has a batched form, "
         "else the scalar one.")
+    accept_negative_seeds(p)  # --seeds -5..-1 as well as --seeds=-5..-1
     p.add_argument("spec", metavar="SPEC",
                    help="the policy: factor, magpie, random, module.path:Name, llm:..., ...")
     p.add_argument("--against", default="factor,magpie", metavar="P1,P2,...",
