@@ -1,0 +1,272 @@
+"""The library's refusals (issue 17): every hostile input is one ``ValueError`` naming the field.
+
+Fixtures are the issue's hostile inputs: turn counts past the bound, world files of absurd size,
+depth or digits, restored states with astronomic coin or a teleporting ``prevRoom``, and seats
+that are -1, 6 or a bool.  Each must be refused (a ``GuildError``, so a ``ValueError``) with a
+one-line message that names what is wrong; nothing may be changed by a refused call.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+import sim
+from sim import (
+    ConfigError,
+    Game,
+    GameConfig,
+    GuildError,
+    ReplayMismatch,
+    StateError,
+    TurnError,
+    WorldFileError,
+    load_config,
+    load_world,
+    parse_sentence,
+    replay,
+)
+from sim.batched.tables import tables_for
+from sim.rules.turn import restock_good
+from sim.rules.world import (
+    MAX_EXITS,
+    MAX_GOODS,
+    MAX_KEEPERS,
+    MAX_ROOMS,
+    MAX_TURNS,
+    STANDARD_TOWN,
+    World,
+)
+from sim.rules.worldfile import MAX_FILE_BYTES, world_from_dict, world_to_dict
+
+HUGE = pytest.param(10 ** 5000, id="5000-digits")  # more digits than Python will print
+
+
+def one_line(err: BaseException) -> str:
+    """The message, which must be a single line."""
+    msg = str(err)
+    assert "\n" not in msg, msg
+    return msg
+
+
+# --- 1. the turn bound ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("turns", [MAX_TURNS + 1, 10 ** 26, HUGE])
+def test_game_config_refuses_turns_past_the_bound(turns: int) -> None:
+    with pytest.raises(ConfigError, match=r"GameConfig\.turns") as err:
+        GameConfig(turns=turns)
+    assert str(MAX_TURNS) in one_line(err.value)
+
+
+def test_the_bound_itself_plays() -> None:
+    game = Game(GameConfig(seed=3, turns=MAX_TURNS))
+    assert game.results()["maxTurns"] == MAX_TURNS
+    obs_high = dict(sim.codec.encode.layout(STANDARD_TOWN))["time"][1]
+    assert obs_high >= MAX_TURNS  # the observation space holds every turn count
+
+
+def write(tmp_path: Path, name: str, text: str | bytes) -> Path:
+    p = tmp_path / name
+    p.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return p
+
+
+def line_of_rooms(n: int) -> dict:
+    """A town of ``n`` rooms in a line, the rest of the standard town unchanged."""
+    rooms = [{"name": f"Room {i}", "exits": [j for j in (i - 1, i + 1) if 0 <= j < n]}
+             for i in range(n)]
+    return {"rooms": rooms}
+
+
+@pytest.mark.parametrize(("name", "text", "field"), [
+    ("turns.json", json.dumps({"turns": MAX_TURNS + 1}), "turns"),
+    ("digits.json", '{"turns": ' + "9" * 5000 + "}", "digits"),
+    ("digits.toml", "turns = " + "9" * 5000 + "\n", "digits"),
+    ("value.json", '{"start_coin": ' + "9" * 25 + "}", "start_coin"),
+    ("value.toml", "start_coin = " + "9" * 4000 + "\n", "start_coin"),
+    ("deep.json", "[" * 5000 + "]" * 5000, "nested"),
+    ("deep_obj.json", '{"a":' * 5000 + "1" + "}" * 5000, "nested"),
+    ("deep.toml", "a = " + "[" * 5000 + "]" * 5000 + "\n", "nested"),
+    ("deep_table.toml", "a = " + "{b = " * 5000 + "1" + "}" * 5000 + "\n", "nested"),
+    ("dotted.toml", "a" + ".a" * 5000 + " = 1\n", "nested"),
+    ("rooms.json", json.dumps(line_of_rooms(10_000)), "rooms"),
+    ("big.json", '{"name": "' + "x" * (MAX_FILE_BYTES + 1) + '"}', "bytes"),
+])
+def test_hostile_world_files_are_one_line(tmp_path: Path, name: str, text: str,
+                                          field: str) -> None:
+    with pytest.raises(WorldFileError) as err:
+        load_world(write(tmp_path, name, text))
+    msg = one_line(err.value)
+    assert name in msg and field in msg
+    assert len(msg) < 400
+
+
+def test_world_tables_are_bounded() -> None:
+    full = world_to_dict(STANDARD_TOWN)
+    too_many_goods = copy.deepcopy(full)
+    too_many_goods["goods"] += [{"name": f"g{i}", "value": 1}
+                                for i in range(MAX_GOODS + 1 - len(full["goods"]))]
+    with pytest.raises(WorldFileError, match=f"goods: at most {MAX_GOODS}"):
+        world_from_dict(too_many_goods)
+    with pytest.raises(WorldFileError, match=f"rooms: at most {MAX_ROOMS}"):
+        world_from_dict(line_of_rooms(MAX_ROOMS + 1))
+    with pytest.raises(WorldFileError, match=f"keepers: at most {MAX_KEEPERS}"):
+        world_from_dict({"keepers": [{"name": f"k{i}", "room": 0, "trade": [],
+                                      "opening": []} for i in range(MAX_KEEPERS + 1)]})
+    hub = line_of_rooms(MAX_ROOMS)
+    hub["rooms"][0]["exits"] = list(range(1, MAX_EXITS + 2))
+    for r in range(2, MAX_EXITS + 2):
+        hub["rooms"][r]["exits"].append(0)
+    with pytest.raises(WorldFileError, match=rf"rooms\[0\]\.exits: at most {MAX_EXITS}"):
+        world_from_dict(hub)
+    # and World itself: no caller builds a bigger town around the file checks
+    rooms = tuple(STANDARD_TOWN.rooms[0].__class__(i, f"r{i}", (), 0, 0, False, ())
+                  for i in range(MAX_ROOMS + 1))
+    with pytest.raises(ConfigError, match="World.rooms"):
+        World(rooms=rooms, goods=STANDARD_TOWN.goods, keepers=STANDARD_TOWN.keepers)
+    with pytest.raises(ConfigError, match="World.start_coin"):
+        World(rooms=STANDARD_TOWN.rooms, goods=STANDARD_TOWN.goods,
+              keepers=STANDARD_TOWN.keepers, start_coin=10 ** 30)
+
+
+def test_largest_town_is_small_for_the_batched_engine() -> None:
+    """32 goods and keepers whose trade lists have coprime lengths: the restock cycle is the
+    lcm (about 10**14 turns), yet the batched table stays within MAX_TURNS + 1 and exact."""
+    n_goods = MAX_GOODS
+    goods = [{"name": f"good{i}", "value": 1 + i} for i in range(n_goods)]
+    lengths = (32, 31, 29, 27, 25, 23, 19, 17, 13, 11, 7)
+    rooms = line_of_rooms(len(lengths) + 8)["rooms"]
+    keepers = [{"name": f"k{i}", "room": i, "trade": list(range(n)), "opening": [1] * n}
+               for i, n in enumerate(lengths)]
+    world, _ = world_from_dict({"goods": goods, "rooms": rooms, "keepers": keepers,
+                                "quest_items": [0, 1], "guild": 0})
+    tb = tables_for(world)
+    assert tb.restock.shape[1] <= MAX_TURNS + 1
+    for k, kp in enumerate(world.keepers):
+        for t in (1, 2, 30, 31, 500, MAX_TURNS - 1):
+            assert tb.restock[k, t % tb.restock.shape[1]] == restock_good(kp.trade, t)
+
+
+# --- 2. restore -----------------------------------------------------------------------------
+
+def _set(snap: dict, path: tuple, value) -> dict:
+    target = snap
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return snap
+
+
+@pytest.mark.parametrize(("path", "value", "field"), [
+    (("cogs", 0, "coin"), 10 ** 30, r"cogs\[0\]\.coin"),
+    pytest.param(("cogs", 0, "coin"), 10 ** 5000, r"cogs\[0\]\.coin", id="coin-5000-digits"),
+    (("npcs", 1, "coin"), 10 ** 30, r"npcs\[1\]\.coin"),
+    (("rooms", 4, 5), 10 ** 9, r"rooms\[4\]\[5\]"),
+    (("cogs", 2, "items", 5), 10 ** 9, r"cogs\[2\]\.items"),
+    (("cogs", 3, "robberies"), 10 ** 30, r"cogs\[3\]\.robberies"),
+    (("cogs", 3, "robbed"), 2 ** 63, r"cogs\[3\]\.robbed"),
+    (("cogs", 1, "rom"), 3, r"cogs\[1\] has an unknown key 'rom'"),
+    (("npcs", 0, "stock", 2), 13, r"npcs\[0\]\.stock\[2\]"),
+    (("turn",), MAX_TURNS, r"state\.turn"),
+])
+def test_restore_refuses_magnitudes_and_typos(path: tuple, value, field: str) -> None:
+    game = Game(GameConfig(seed=4))
+    before = game.snapshot()
+    with pytest.raises(StateError, match=field) as err:
+        game.restore(_set(game.snapshot(), path, value))
+    assert len(one_line(err.value)) < 300
+    assert game.snapshot() == before
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_restore_refuses_a_prev_room_that_is_not_an_exit(seed: int) -> None:
+    game = Game(GameConfig(seed=seed))
+    w = game.world
+    for s in range(6):
+        room = game.state.room[s]
+        far = next(r for r in range(w.n_rooms) if r != room and r not in w.rooms[room].exits)
+        with pytest.raises(StateError, match=rf"cogs\[{s}\]\.prevRoom"):
+            game.restore(_set(game.snapshot(), ("cogs", s, "prevRoom"), far))
+        with pytest.raises(StateError, match=rf"cogs\[{s}\]\.prevRoom"):
+            game.restore(_set(game.snapshot(), ("cogs", s, "prevRoom"), room))
+        near = w.rooms[room].exits[0]
+        game.restore(_set(game.snapshot(), ("cogs", s, "prevRoom"), near))
+        assert game.snapshot()["cogs"][s]["prevRoom"] == near
+
+
+def test_restore_keeps_scenarios_open() -> None:
+    """Anything the rules allow still restores: rich purses within the bound, full packs."""
+    game = Game(GameConfig(seed=1))
+    snap = game.snapshot()
+    snap["cogs"][0]["coin"] = 2 ** 24
+    snap["npcs"][0]["coin"] = 2 ** 24
+    snap["cogs"][1]["items"] = [0, 0, 0, 0, 0, game.world.carry_limit]
+    snap["rooms"][2] = [100_000] * game.world.n_goods
+    game.restore(snap)
+    assert game.snapshot() == snap
+    assert game.results()["scores"][0] == (2 ** 24 - game.world.start_coin) / 40
+
+
+# --- 3. public entry points -----------------------------------------------------------------
+
+@pytest.mark.parametrize("seat", [-1, 6, True, False, "0", None, 2.0, 10 ** 30,
+                                  pytest.param(10 ** 5000, id="5000-digits")])
+def test_bad_seats_are_refused_everywhere(seat) -> None:
+    game = Game(GameConfig(seed=2))
+    calls = [lambda: parse_sentence("I go to the market.", game, seat),
+             lambda: game.intent_for("I wait.", seat), lambda: game.observe(seat),
+             lambda: game.observation_text(seat), lambda: game.commissions(seat)]
+    for call in calls:
+        with pytest.raises(TurnError, match="seat") as err:
+            call()
+        one_line(err.value)
+
+
+def test_parse_sentence_needs_a_game() -> None:
+    with pytest.raises(TurnError, match="game"):
+        parse_sentence("I wait.", "not a game", 0)
+
+
+def test_observation_text_prompt() -> None:
+    game = Game(GameConfig(seed=2))
+    assert game.observation_text(0, prompt=None) == game.observation_text(0)
+    with pytest.raises(TurnError, match="prompt"):
+        game.observation_text(0, prompt=5)
+
+
+@pytest.mark.parametrize(("config", "field"), [
+    ({"players": [{}] * 6}, r"players\[0\]"),
+    ({"players": 5}, "players"),
+    ({"players": [{"name": 5}] * 6}, "players"),
+    ({"turns": "14"}, "turns"),
+    pytest.param({"seed": 10 ** 5000}, "seed", id="seed-5000-digits"),
+    ("x", "config"),
+])
+def test_config_from_dict_refuses(config, field: str) -> None:
+    with pytest.raises(ConfigError, match=field) as err:
+        GameConfig.from_dict(config)
+    assert len(one_line(err.value)) < 300
+
+
+@pytest.mark.parametrize("config", ["x", {"seed": 1}, 7, [GameConfig()]])
+def test_game_needs_a_game_config(config) -> None:
+    with pytest.raises(ConfigError, match="config"):
+        Game(config)
+
+
+def test_other_entry_points(tmp_path: Path) -> None:
+    with pytest.raises(ReplayMismatch, match="events"):
+        replay({"seed": 0}, 5)
+    with pytest.raises(WorldFileError, match="path"):
+        load_world(None)
+    world = write(tmp_path, "w.json", json.dumps({"turns": 9}))
+    with pytest.raises(ConfigError, match="colour"):
+        load_config(world, colour="red")
+    assert load_config(world, seed=3).turns == 9
+    with pytest.raises(WorldFileError, match="base"):
+        world_from_dict({}, base="standard")
+    for err in (ConfigError, StateError, TurnError, WorldFileError, ReplayMismatch):
+        assert issubclass(err, GuildError) and issubclass(err, ValueError)
