@@ -24,156 +24,56 @@ from __future__ import annotations
 
 import atexit
 import json
+import math
 import multiprocessing.util
 import os
-import resource
-import select
 import shlex
-import signal
-import subprocess
 import sys
 import threading
 import time
-from collections import deque
 from typing import Any
 
 from sim import Game
 
 from .policy import Decision
+from .seat_process import SeatFaultError, SeatProcess
 from .seat_protocol import (
-    MAX_LINE,
+    MAX_NEEDS,
+    VIEW_FIELDS,
     AnswerError,
     ProtocolError,
     SeatError,
     act_request,
-    encode_line,
     parse_answer,
+    read_line,
     reset_request,
+    view,
+    view_fields,
 )
+from .seat_zygote import close_zygotes
 
 DEFAULT_MEMORY_MB = 4096
 DEFAULT_CPU_S = 3600
 START_TIMEOUT = 60.0        # seconds for a reset (the program starts and imports)
-TAIL_BYTES = 2048
 
 
-class SeatFaultError(RuntimeError):
-    """A seat process failed one decision; ``kind`` is the league's fault kind."""
-
-    def __init__(self, kind: str, note: str, fatal: bool = False) -> None:
-        super().__init__(note)
-        self.kind = kind
-        self.fatal = fatal  # the policy cannot play this episode (its reset failed)
-
-
-class _Tail:
-    """Drains a pipe in a daemon thread, keeping its last ``TAIL_BYTES`` bytes."""
-
-    def __init__(self, pipe: Any) -> None:
-        self._chunks: deque[bytes] = deque()
-        self._size = 0
-        self._lock = threading.Lock()
-        threading.Thread(target=self._drain, args=(pipe,), daemon=True).start()
-
-    def _drain(self, pipe: Any) -> None:
-        for chunk in iter(lambda: os.read(pipe.fileno(), 4096), b""):
-            with self._lock:
-                self._chunks.append(chunk)
-                self._size += len(chunk)
-                while self._size - len(self._chunks[0]) >= TAIL_BYTES:
-                    self._size -= len(self._chunks.popleft())
-
-    def text(self) -> str:
-        with self._lock:
-            data = b"".join(self._chunks)[-TAIL_BYTES:]
-        return data.decode("utf-8", "replace").strip().replace("\n", " | ")[-300:]
-
-
-class SeatProcess:
-    """One running seat program and its pipes."""
-
-    def __init__(self, argv: list[str], memory_mb: int, cpu_s: int,
-                 env: dict[str, str] | None = None) -> None:
-        def limits() -> None:  # in the child, before exec: it cannot undo them afterwards
-            mem = memory_mb * 1024 * 1024
-            resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-            resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s))
-
-        try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, start_new_session=True,
-                                         preexec_fn=limits, bufsize=0, env=env)
-        except OSError as e:
-            raise SeatFaultError("crashed", f"cannot start {shlex.join(argv)!r}: {e.strerror}") \
-                from None
-        self.tail = _Tail(self.proc.stderr)
-        self._buffer = b""
-
-    def ask(self, message: dict, timeout: float | None) -> bytes:
-        """Send one request; return the answer line (without its newline)."""
-        try:
-            self.proc.stdin.write(encode_line(message))
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            raise self._ended("exited before the request") from None
-        until = None if timeout is None else time.monotonic() + timeout
-        out = self.proc.stdout
-        while b"\n" not in self._buffer:
-            if len(self._buffer) > MAX_LINE:
-                raise SeatFaultError("garbage", f"wrote more than {MAX_LINE} bytes without a "
-                                f"newline{self._note()}")
-            wait = None if until is None else until - time.monotonic()
-            if wait is not None and wait <= 0:
-                raise SeatFaultError("timeout", f"took over {timeout:g} s{self._note()}")
-            ready, _, _ = select.select([out], [], [], wait)
-            if not ready:
-                continue
-            chunk = os.read(out.fileno(), 65536)
-            if not chunk:
-                raise self._ended("exited")
-            self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        if len(line) > MAX_LINE:
-            raise SeatFaultError("garbage", f"answered {len(line)} bytes in one line (at most "
-                            f"{MAX_LINE}){self._note()}")
-        return line
-
-    def _ended(self, what: str) -> SeatFaultError:
-        code = self.proc.wait(timeout=5) if self.proc.poll() is None else self.proc.returncode
-        how = f"killed by signal {-code}" if code is not None and code < 0 else f"status {code}"
-        return SeatFaultError("crashed", f"{what} ({how}){self._note()}")
-
-    def _note(self) -> str:
-        tail = self.tail.text()
-        return f"; stderr: {tail}" if tail else ""
-
-    def kill(self) -> None:
-        """End the program and everything it started (its process group)."""
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        for pipe in (self.proc.stdin, self.proc.stdout):
-            try:
-                pipe.close()
-            except OSError:
-                pass
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
-
-
-def _reply_error(reply: bytes) -> str | None:
-    """What a reply to ``build`` or ``reset`` says went wrong (None: nothing; any other
-    answer is accepted, as the protocol says)."""
+def _reset_reply(reply: bytes) -> tuple[str | None, tuple[str, ...]]:
+    """What a reply to ``build`` or ``reset`` says went wrong (None: nothing; any other answer
+    is accepted, as the protocol says), and the view fields it asks for (default: all)."""
     try:
         data = json.loads(reply)
     except (ValueError, RecursionError):
-        return None
-    if isinstance(data, dict) and "error" in data:
-        return str(data["error"])[:300]
-    return None
+        return None, VIEW_FIELDS
+    if not isinstance(data, dict):
+        return None, VIEW_FIELDS
+    if "error" in data:
+        return str(data["error"])[:300], VIEW_FIELDS
+    if "fields" not in data:
+        return None, VIEW_FIELDS
+    try:
+        return None, view_fields(data["fields"], "the reset answer's fields")
+    except ProtocolError as e:
+        return str(e), VIEW_FIELDS
 
 
 _IDLE: dict[tuple, list[SeatProcess]] = {}
@@ -186,7 +86,7 @@ def _take(key: tuple) -> SeatProcess | None:
         idle = _IDLE.get(key, [])
         while idle:
             proc = idle.pop()
-            if proc.proc.poll() is None:
+            if proc.alive():
                 return proc
             proc.kill()
     return None
@@ -204,6 +104,7 @@ def close_all() -> None:
         _IDLE.clear()
     for proc in procs:
         proc.kill()
+    close_zygotes()
 
 
 atexit.register(close_all)
@@ -226,10 +127,11 @@ class IsolatedPolicy:
 
     def __init__(self, argv: list[str], name: str = "", timeout: float | None = None,
                  memory_mb: int = DEFAULT_MEMORY_MB, cpu_s: int = DEFAULT_CPU_S,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, hosted: str | None = None) -> None:
         if not argv:
             raise ValueError("an isolated policy needs a command")
         self.argv = list(argv)
+        self.hosted = hosted  # a Python spec forked from the zygote instead of run as argv
         self.name = name or shlex.join(argv)
         self.timeout = timeout
         self.memory_mb = memory_mb
@@ -239,6 +141,9 @@ class IsolatedPolicy:
         self._reset: dict | None = None   # this episode's reset message, built at its first act
         self._seed = 0
         self._fresh = True                # the process has not had this episode's reset yet
+        self._fields = VIEW_FIELDS        # what the program asked to receive with each act
+        self._until: float | None = None  # an act request is out: its answer is due by then
+        self._posted: SeatFaultError | None = None  # what went wrong posting this turn's act
 
     def __repr__(self) -> str:
         return f"IsolatedPolicy({self.name!r})"
@@ -248,22 +153,22 @@ class IsolatedPolicy:
         self._seed = 0 if seed is None else int(seed)
         self._reset = None
 
-    def act(self, game: Game, seat: int) -> Decision:
-        if self._reset is None:
-            self._reset = reset_request(game, seat, self._seed)
-            self._fresh = True
-        request = act_request(game, seat)
+    def post(self, game: Game, seat: int) -> None:
+        """Send this turn's request now, so the program thinks while the league asks the other
+        seats; :meth:`act` then waits for the answer (the time limit runs from here)."""
         try:
-            proc = self._process()
-            if self._fresh:
-                self._fresh = False
-                reply = proc.ask(self._reset, max(self.timeout or 0.0, START_TIMEOUT))
-                error = _reply_error(reply)
-                if error is not None:
-                    raise SeatFaultError("raised", f"reset failed: {error}; plays factor",
-                                         fatal=True)
-            line = proc.ask(request, self.timeout)
-            return parse_answer(line, game, seat, request["legal"])
+            self._ask(game, seat)
+        except SeatFaultError as e:
+            self._posted = e
+
+    def act(self, game: Game, seat: int) -> Decision:
+        posted, self._posted = self._posted, None
+        if posted is not None:
+            raise posted
+        if self._until is None:
+            self._ask(game, seat)
+        try:
+            return self._answer(game, seat)
         except SeatFaultError:
             self._restart()
             raise
@@ -274,6 +179,43 @@ class IsolatedPolicy:
             raise SeatFaultError("garbage", str(e)) from None
         except SeatError as e:
             raise SeatFaultError("raised", f"its policy failed: {e}") from None
+
+    def _ask(self, game: Game, seat: int) -> None:
+        """Send the act request (the episode's reset first, when due)."""
+        if self._until is not None:  # an answer never read: the program is out of step
+            self._restart()
+        if self._reset is None:
+            self._reset = reset_request(game, seat, self._seed)
+            self._fresh = True
+        try:
+            proc = self._process()
+            if self._fresh:
+                self._fresh = False
+                reply = proc.ask(self._reset, max(self.timeout or 0.0, START_TIMEOUT))
+                error, self._fields = _reset_reply(reply)
+                if error is not None:
+                    raise SeatFaultError("raised", f"reset failed: {error}; plays factor",
+                                         fatal=True)
+            until = None if self.timeout is None else time.monotonic() + self.timeout
+            proc.send(act_request(game, seat, self._fields), until, self.timeout)
+        except SeatFaultError:
+            self._restart()
+            raise
+        self._until = math.inf if until is None else until
+
+    def _answer(self, game: Game, seat: int) -> Decision:
+        """Read the answer, serving the program's requests for more of its view meanwhile."""
+        assert self._proc is not None
+        until = None if self._until == math.inf else self._until
+        for _ in range(MAX_NEEDS + 1):
+            data = read_line(self._proc.receive(until, self.timeout))
+            if "need" not in data:
+                self._until = None
+                return parse_answer(data, game, seat)
+            self._proc.send({"type": "view", **view(game, seat, view_fields(data["need"],
+                                                                            "need"))},
+                            until, self.timeout)
+        raise ProtocolError(f"asked for more of its view over {MAX_NEEDS} times in one act")
 
     @property
     def _key(self) -> tuple:
@@ -288,19 +230,23 @@ class IsolatedPolicy:
         except SeatFaultError as e:
             self._restart()
             raise ValueError(f"policy {self.name!r} cannot start: {e}") from None
-        error = _reply_error(reply)
+        error, _ = _reset_reply(reply)
         self.close()
         if error:
             raise ValueError(f"policy {self.name!r} cannot be built: {error}")
 
     def _process(self) -> SeatProcess:
-        if self._proc is None or self._proc.proc.poll() is not None:
+        if self._proc is None or not self._proc.alive():
             if self._proc is not None:
                 self._proc.kill()
-            self._proc = _take(self._key) or SeatProcess(self.argv, self.memory_mb, self.cpu_s,
-                                                              self.env)
+            self._proc = _take(self._key) or self._start()
             self._fresh = True
         return self._proc
+
+    def _start(self) -> SeatProcess:
+        if self.hosted is not None:
+            return SeatProcess.forked(self.hosted, self.memory_mb, self.cpu_s, self.env)
+        return SeatProcess.command(self.argv, self.memory_mb, self.cpu_s, self.env)
 
     def _restart(self) -> None:
         """Kill the process; the next decision starts it afresh (and resets it)."""
@@ -308,10 +254,14 @@ class IsolatedPolicy:
             self._proc.kill()
             self._proc = None
         self._fresh = True
+        self._until = None
 
     def close(self) -> None:
         """Hand the process to the next episode's policy of the same program (a reset message
-        starts every episode, and a fresh policy object in ``agents.seat_host``)."""
+        starts every episode, and a fresh policy object in ``agents.seat_host``); one with an
+        answer still due is out of step, so it is ended instead."""
+        if self._until is not None:
+            self._restart()
         if self._proc is not None:
             _give_back(self._key, self._proc)
             self._proc = None
@@ -339,4 +289,4 @@ def hosted(spec: str, **params: Any) -> IsolatedPolicy:
     with this interpreter and its import path, so what the league can import the seat can."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p or os.getcwd() for p in sys.path)}
     return IsolatedPolicy([sys.executable, "-m", "agents.seat_host", spec], name=spec, env=env,
-                          **params)
+                          hosted=spec, **params)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from sim import Intent
@@ -22,27 +23,55 @@ from sim.language.textview import render_observation
 from sim.rules.world import STANDARD_TOWN
 
 from .policy import Decision, make_policy
+from .seat_protocol import VIEW_FIELDS
 
 
 class SeatGame:
-    """What a policy running apart receives as ``game``: its own seat's view, nothing more."""
+    """What a policy running apart receives as ``game``: its own seat's view, nothing more.
 
-    __slots__ = ("world", "aliases", "turn", "turns", "done", "admissible", "legal",
-                 "_seat", "_obs", "_text", "_commissions", "_speech")
+    The view fields (observation, text view, legal actions and their sentences) come with the
+    request when the league was asked for them at reset; any other is fetched on first use
+    through ``fetch`` (a ``need`` request, ``agents.seat_protocol``), and ``used`` learns which
+    this policy reads, so the next reset asks for exactly those.
+    """
 
-    def __init__(self, request: dict, speech: bool) -> None:
+    __slots__ = ("world", "aliases", "turn", "turns", "done", "_seat", "_view", "_commissions",
+                 "_speech", "_fetch", "_used", "_lent")
+
+    def __init__(self, request: dict, speech: bool,
+                 fetch: Callable[[list[str]], dict] | None = None,
+                 used: set[str] | None = None) -> None:
         self.world = STANDARD_TOWN
         self.aliases: list[str] = list(request["aliases"])
         self.turn: int = request["turn"]
         self.turns: int = request["turns"]
         self.done = False
-        self.admissible: list[str] = list(request["admissible"])
-        self.legal: list[int] = list(request["legal"])
         self._seat: int = request["seat"]
-        self._obs: dict = request["observation"]
-        self._text: str = request["text"]
+        self._view = {k: request[k] for k in VIEW_FIELDS if k in request}
         self._commissions: list[dict] = request["commissions"]
         self._speech = speech
+        self._fetch = fetch
+        self._used = set() if used is None else used
+        self._lent = False  # the observation dict was handed out once (then copies)
+
+    def _field(self, name: str) -> Any:
+        self._used.add(name)
+        if name not in self._view:
+            if self._fetch is None:
+                raise ValueError(f"this seat's view has no {name!r}")
+            missing = [k for k in VIEW_FIELDS if k in self._used and k not in self._view]
+            self._view.update(self._fetch(missing))
+        return self._view[name]
+
+    @property
+    def legal(self) -> list[int]:
+        """Indices of the seat's legal actions in the action table."""
+        return list(self._field("legal"))
+
+    @property
+    def admissible(self) -> list[str]:
+        """The legal actions' canonical sentences, in the order of :attr:`legal`."""
+        return list(self._field("admissible"))
 
     def _own(self, seat: int) -> None:
         if seat != self._seat:
@@ -50,13 +79,18 @@ class SeatGame:
 
     def observe(self, seat: int) -> dict:
         self._own(seat)
-        return json.loads(json.dumps(self._obs))  # a copy: the policy may keep or change it
+        obs = self._field("observation")
+        if self._lent:  # the policy may keep or change what it got: later calls get copies
+            return json.loads(json.dumps(obs))
+        self._lent = True
+        return obs
 
     def observation_text(self, seat: int, prompt: str = "") -> str:
         self._own(seat)
         if not prompt:
-            return self._text
-        return render_observation(self._obs, self.world, prompt[:4000], self._speech)
+            return self._field("text")
+        return render_observation(self._field("observation"), self.world, prompt[:4000],
+                                  self._speech)
 
     def commissions(self, seat: int) -> list[dict]:
         self._own(seat)
@@ -84,7 +118,21 @@ def serve(spec: str, requests: Any, replies: Any) -> None:
     """Answer requests until standard input closes."""
     policy: Any = None
     speech = True
+    used: set[str] = set()  # the view fields the policy has read, in any episode
+    requests = iter(requests)
     reply: dict
+
+    def write(message: dict) -> None:
+        replies.write((json.dumps(message, separators=(",", ":")) + "\n").encode())
+        replies.flush()
+
+    def fetch(names: list[str]) -> dict:
+        write({"need": names})
+        got = json.loads(next(requests))
+        if not isinstance(got, dict) or got.get("type") != "view":
+            raise RuntimeError("the league answered a need with no view")
+        return {k: got[k] for k in names}
+
     for line in requests:
         try:
             request = json.loads(line)
@@ -97,15 +145,14 @@ def serve(spec: str, requests: Any, replies: Any) -> None:
                 reset = getattr(policy, "reset", None)
                 if callable(reset):
                     reset(request.get("seed"))
-                reply = {"ok": True}
+                reply = {"ok": True, "fields": [k for k in VIEW_FIELDS if k in used]}
             elif policy is None:
                 reply = {"error": "act before reset"}
             else:
-                reply = answer(policy, SeatGame(request, speech), request["seat"])
+                reply = answer(policy, SeatGame(request, speech, fetch, used), request["seat"])
         except Exception as e:  # the policy's own failure: a fault of this seat
             reply = {"error": f"{type(e).__name__}: {e}"[:300]}
-        replies.write((json.dumps(reply, separators=(",", ":")) + "\n").encode())
-        replies.flush()
+        write(reply)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,6 +21,14 @@ Answers, one line each: ``{}`` (or anything) to a reset; to an act, ``{"action":
 of a legal action, or ``{"error": "..."}`` when the policy failed (a fault of the seat;
 ``agents.seat_host`` says ``{"garbage": "..."}`` when its policy returned something that is no
 decision).
+
+Paying only for what a seat reads.  The four view fields (:data:`VIEW_FIELDS`: observation,
+text, legal, admissible) cost the league most of a decision to build and send, so a program
+may say which it wants: a reset answer ``{"fields": [...]}`` makes every act of that episode
+carry just those (no ``fields``: all four), and during an act the program may write
+``{"need": [...]}`` and read back ``{"type": "view", ...}`` holding the named fields before it
+answers (at most :data:`MAX_NEEDS` times per act).  ``agents.seat_host`` asks for nothing at
+first, fetches what its policy reads, and names those fields at the next reset.
 """
 
 from __future__ import annotations
@@ -39,6 +47,8 @@ MAX_LINE = 1 << 16          # bytes of one answer line; more is a flood
 MAX_ACTION = 240            # characters of a sentence (SENTENCES §20)
 MAX_SAY = 160
 MAX_NOTES = 600
+VIEW_FIELDS = ("observation", "text", "legal", "admissible")
+MAX_NEEDS = 4               # need requests per act; more is garbage
 
 
 class ProtocolError(ValueError):
@@ -57,29 +67,62 @@ def reset_request(game: Game, seat: int, seed: int) -> dict:
             "speech": c.speech, "thievery": c.thievery}
 
 
-def act_request(game: Game, seat: int) -> dict:
-    """What ``seat`` may see this turn, as one JSON-ready object (module docstring)."""
-    st = game.state
-    mask = legal_mask(st, seat)
-    legal = [i for i, ok in enumerate(mask) if ok]
-    room = st.room[seat]
-    obs = game.observe(seat)  # once: the text view is rendered from it, as Game's own is
+def act_request(game: Game, seat: int, fields: tuple[str, ...] = VIEW_FIELDS) -> dict:
+    """What ``seat`` may see this turn, as one JSON-ready object (module docstring), with just
+    the view ``fields`` named."""
     return {"type": "act", "turn": game.turn, "seat": seat, "turns": game.config.turns,
             "aliases": game.aliases, "commissions": game.commissions(seat),
-            "observation": obs, "text": render_observation(obs, game.world, "",
-                                                           game.config.speech),
-            "legal": legal,
-            "admissible": [canonical(i, game.world, st.aliases, seat, room) for i in legal]}
+            **view(game, seat, fields)}
 
 
-def parse_answer(line: bytes, game: Game, seat: int, legal: list[int]) -> Decision:
-    """The decision in one answer line; :class:`ProtocolError` when it is not a valid one."""
+def view(game: Game, seat: int, fields: tuple[str, ...] | list[str]) -> dict:
+    """The named view fields of ``seat`` (each built only when named)."""
+    st = game.state
+    out: dict[str, Any] = {}
+    obs: dict | None = None
+    legal: list[int] | None = None
+    for name in VIEW_FIELDS:
+        if name not in fields:
+            continue
+        if name in ("observation", "text") and obs is None:
+            obs = game.observe(seat)  # once: the text view is rendered from it, as Game's is
+        if name in ("legal", "admissible") and legal is None:
+            legal = [i for i, ok in enumerate(legal_mask(st, seat)) if ok]
+        if name == "observation":
+            out[name] = obs
+        elif name == "text":
+            out[name] = render_observation(obs, game.world, "", game.config.speech)
+        elif name == "legal":
+            out[name] = legal
+        else:
+            room = st.room[seat]
+            out[name] = [canonical(i, game.world, st.aliases, seat, room) for i in legal]
+    return out
+
+
+def view_fields(names: Any, what: str) -> tuple[str, ...]:
+    """``names`` checked as a list of view fields; :class:`ProtocolError` naming ``what``."""
+    if not isinstance(names, list) or len(names) > len(VIEW_FIELDS) or not all(
+            isinstance(n, str) and n in VIEW_FIELDS for n in names):
+        raise ProtocolError(f"{what} must be a list of view fields {list(VIEW_FIELDS)}; got "
+                            f"{_show(json.dumps(names).encode())}")
+    return tuple(names)
+
+
+def read_line(line: bytes) -> dict:
+    """One answer line as a JSON object; :class:`ProtocolError` when it is not one."""
     try:
         data = json.loads(line)
     except (ValueError, RecursionError):
         raise ProtocolError(f"answered {_show(line)}, not a JSON object") from None
     if not isinstance(data, dict):
         raise ProtocolError(f"answered {_show(line)}, not a JSON object")
+    return data
+
+
+def parse_answer(data: dict, game: Game, seat: int) -> Decision:
+    """The decision in one answer (see :func:`read_line`); :class:`ProtocolError` when it is
+    not a valid one."""
     if "error" in data:
         raise SeatError(str(data["error"])[:300])
     if "garbage" in data:  # the host's verdict on what its policy returned
@@ -92,7 +135,7 @@ def parse_answer(line: bytes, game: Game, seat: int, legal: list[int]) -> Decisi
         raise ProtocolError(f"answered action {_show(json.dumps(action).encode())}, neither "
                             f"a sentence nor an action index")
     if isinstance(action, int):
-        if action not in legal:
+        if not (0 <= action < n_actions(game.world) and legal_mask(game.state, seat)[action]):
             raise ProtocolError(f"answered action index {action}, not one of the seat's legal "
                                 f"actions (0..{n_actions(game.world) - 1})")
         act: str | Intent = to_intent(action, game.world, seat, game.state.room[seat])

@@ -334,6 +334,9 @@ def _decide(game: Game, seats: list[_Seat], limit: float | None, deadline: float
     another meanwhile. None when the episode deadline passed: the turn is abandoned.
     """
     asking = [seat for seat, s in enumerate(seats) if not s.broken]
+    for seat in asking:  # seat processes start thinking while the others are asked
+        if getattr(seats[seat].policy, "bounded", False):
+            seats[seat].policy.post(game, seat)
     calls = {seat: seats[seat].call(seat, seats[seat].policy.act, (game, seat), game.turn, True)
              for seat in asking if getattr(seats[seat].policy, "concurrent", False)}
     answers: list[Any] = [None] * SEATS

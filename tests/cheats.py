@@ -116,3 +116,10 @@ class Waits:
 
     def act(self, game, seat):
         return WAIT
+
+
+class Observes:
+    """Honest: reads its own observation each turn (what a seat process learns to send)."""
+
+    def act(self, game, seat):
+        return WAIT if game.observe(seat)["turn"] >= 0 else "I rest."
