@@ -80,6 +80,20 @@ class Checker:
         greedy, optimal, problems = self._cache[key]
         return Outcome(case, greedy, optimal, problems)
 
+    def check_all(self, cases: list[Case]) -> list[Outcome]:
+        """``check`` of every case, one commission pair at a time: each pair's search (its
+        memo) is dropped when the pair is done, so memory holds one search, not one per pair
+        (a town of many commission goods has hundreds of pairs)."""
+        todo = sorted({(c.start, c.goods) for c in cases} - set(self._cache),
+                      key=lambda k: (sorted(k[1]), k))
+        for key in todo:
+            self._cache[key] = self._check(*key)
+            if len(self._searches) > 1:  # a new pair began: forget the finished ones
+                pair = tuple(sorted(key[1]))
+                self._searches = {pair: self._searches[pair]}
+        self._searches = {}
+        return [self.check(c) for c in cases]
+
     def _check(self, start: int, goods: tuple[int, int]
                ) -> tuple[Plan | None, Plan | None, tuple[str, ...]]:
         w = self.world
@@ -254,8 +268,10 @@ def run_gate(world: World = STANDARD_TOWN, turns: int = DEFAULT_TURNS,
              world_name: str = "standard town") -> GateReport:
     """Run the gate of RULES §18 (seeded cases, and the exhaustive ones unless disabled)."""
     checker = Checker(world, turns)
-    seeded = [checker.check(c) for c in checker.seeded_cases(seeds or ())]
-    every = [checker.check(c) for c in checker.exhaustive_cases()] if exhaustive else []
+    seeded_cases = checker.seeded_cases(seeds or ())
+    every_cases = checker.exhaustive_cases() if exhaustive else []
+    outcomes = checker.check_all(seeded_cases + every_cases)
+    seeded, every = outcomes[:len(seeded_cases)], outcomes[len(seeded_cases):]
     sources = {g: cheapest_source(world, g) for g in world.quest_items}
     span = (seeds.start, seeds.stop - 1) if seeds else None
     return GateReport(world, world_name, turns, span, sources, seeded, every)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from sim.rules.world import World
 
-from .plan import UNITS, Plan, Step, buy_cost, walk
+from .plan import UNITS, Plan, Step, buy_cost
 
 
 @dataclass(frozen=True)
@@ -79,10 +79,7 @@ def greedy_plan(world: World, start: int, goods: tuple[int, int],
         return (f"a source or {world.rooms[guild].name} is unreachable from "
                 f"{world.rooms[start].name}")
     turns, first, second = best
-    steps = walk(world, start, first.room)
-    steps.append(Step("buy", first.room, first.keeper, first.good, units, first.cost))
-    steps += walk(world, first.room, second.room)
-    steps.append(Step("buy", second.room, second.keeper, second.good, units, second.cost))
-    steps += walk(world, second.room, guild)
-    steps += [Step("give", guild, world.guild, g, units) for g in goods]
-    return Plan(turns, sa.cost + sb.cost, tuple(steps))
+    stops = (Step("buy", first.room, first.keeper, first.good, units, first.cost),
+             Step("buy", second.room, second.keeper, second.good, units, second.cost),
+             *(Step("give", guild, world.guild, g, units) for g in goods))
+    return Plan(turns, sa.cost + sb.cost, start, stops, world)

@@ -12,13 +12,15 @@ lowers asks and never empties a shelf: any plan priced on opening stock is at le
 as short when restock happens.  Ignoring it keeps the check conservative (a pass stays a pass in
 the real game, other seats aside) and comparable with the greedy figures.
 
-The search is a dynamic programme over decision states ``(room, units bought per keeper and
-good, units delivered per commission)``.  Each action strictly adds a bought or delivered unit,
-so the states form a DAG; the coin spent is a function of the units bought per keeper (no
-restock), so the value of a state is the lexicographic least ``(turns to go, final coin)``,
-with any purchase beyond the purse pruned.  A transition walks the shortest route to the keeper
-or the guild (``Dist``) and spends one turn acting there, so the result equals a turn-by-turn
-search over ``(room, units bought, coin)``.  One memo serves every starting room.
+The search is a dynamic programme over decision states ``(room, units got per commission,
+units bought per shelf of the commissions still short, units delivered per commission, coin
+spent)``.  Each action strictly adds a bought or delivered unit, so the states form a DAG; the
+value of a state is the lexicographic least ``(turns to go, final coin)``, with any purchase
+beyond the purse pruned.  Once a commission has its units, which shelves sold them no longer
+matters (the coin spent is kept), so the states grow with the shelves of the town, not with a
+power of its keepers.  A transition walks the shortest route to the keeper or the guild
+(``Dist``) and spends one turn acting there, so the result equals a turn-by-turn search over
+``(room, units bought, coin)``.  One memo serves every starting room.
 """
 
 from __future__ import annotations
@@ -27,9 +29,9 @@ from dataclasses import dataclass
 
 from sim.rules.world import World
 
-from .plan import UNITS, Plan, Step, buy_cost, walk
+from .plan import UNITS, Plan, Step, buy_cost
 
-_Key = tuple[int, tuple[int, ...], tuple[int, ...]]
+_Key = tuple[int, tuple[int, ...], tuple[tuple[int, int], ...], tuple[int, ...], int]
 _Value = tuple[int, int, tuple]  # (turns to go, final coin, action)
 
 
@@ -64,38 +66,61 @@ class OptimalSearch:
                         cost = tuple(buy_cost(world, g, s, q) for q in range(min(s, units) + 1))
                         slots.append(_Slot(i, g, k.id, k.room, s, cost))
         self.slots = tuple(slots)
+        self._by_index = tuple(tuple(si for si, s in enumerate(self.slots) if s.index == i)
+                               for i in range(len(self.goods)))
         self.memo: dict[_Key, _Value | None] = {}
 
-    def coin(self, bought: tuple[int, ...]) -> int:
-        return sum(s.cost[b] for s, b in zip(self.slots, bought, strict=True))
+    def _open_slots(self, got: tuple[int, ...]) -> list[int]:
+        """The slots of the commissions still short of units (the others cannot sell)."""
+        return [si for i, g in enumerate(got) if g < self.units for si in self._by_index[i]]
 
-    def value(self, room: int, bought: tuple[int, ...],
-              delivered: tuple[int, ...]) -> _Value | None:
+    def _buy(self, si: int, q: int, got: tuple[int, ...], bought: tuple[tuple[int, int], ...],
+             spent: int) -> tuple[tuple[int, ...], tuple[tuple[int, int], ...], int, int]:
+        """The state after buying ``q`` units off slot ``si``: got, bought, spent, coin paid.
+
+        ``bought`` lists ``(slot, units)`` only for the shelves of commissions still short of
+        units: once a commission has all its units, which shelves they came from no longer
+        matters (only the coin, kept in ``spent``), so those states are one.  The state stays
+        a few integers, and the number of states grows with the shelves, not with the product
+        of every way of buying each good (a power of the number of keepers).
+        """
+        s = self.slots[si]
+        had = dict(bought)
+        before = had.get(si, 0)
+        paid = s.cost[before + q] - s.cost[before]
+        i = s.index
+        ng = got[:i] + (got[i] + q,) + got[i + 1:]
+        had[si] = before + q
+        if ng[i] >= self.units:
+            had = {t: b for t, b in had.items() if self.slots[t].index != i}
+        return ng, tuple(sorted(had.items())), spent + paid, paid
+
+    def value(self, room: int, got: tuple[int, ...], bought: tuple[tuple[int, int], ...],
+              delivered: tuple[int, ...], spent: int) -> _Value | None:
         """Least ``(turns to go, final coin)`` from this state, with the first action."""
-        key = (room, bought, delivered)
+        key = (room, got, bought, delivered, spent)
         if key in self.memo:
             return self.memo[key]
         units, dist = self.units, self.world.dist[room]
         if all(d >= units for d in delivered):
-            best: _Value | None = (0, self.coin(bought), ())
+            best: _Value | None = (0, spent, ())
             self.memo[key] = best
             return best
-        got = [0] * len(self.goods)
-        for s, b in zip(self.slots, bought, strict=True):
-            got[s.index] += b
         held = [got[i] - delivered[i] for i in range(len(self.goods))]
         free = self.world.carry_limit - sum(held)
         best = None
-        for si, s in enumerate(self.slots):
+        had = dict(bought)
+        for si in self._open_slots(got):
+            s = self.slots[si]
             d = dist[s.room]
-            qmax = min(units - got[s.index], s.stock - bought[si], free)
+            qmax = min(units - got[s.index], s.stock - had.get(si, 0), free)
             if d < 0 or qmax <= 0:
                 continue
             for q in range(1, qmax + 1):
-                nb = bought[:si] + (bought[si] + q,) + bought[si + 1:]
-                if self.coin(nb) > self.budget:
+                ng, nb, ns, _ = self._buy(si, q, got, bought, spent)
+                if ns > self.budget:
                     break
-                sub = self.value(s.room, nb, delivered)
+                sub = self.value(s.room, ng, nb, delivered, ns)
                 if sub is not None:
                     cand = (d + 1 + sub[0], sub[1], ("buy", si, q))
                     if best is None or cand[:2] < best[:2]:
@@ -105,7 +130,7 @@ class OptimalSearch:
             for i, h in enumerate(held):
                 if h > 0:  # hand over everything held of this good: never worse than part
                     nd = delivered[:i] + (delivered[i] + h,) + delivered[i + 1:]
-                    sub = self.value(self.guild_room, bought, nd)
+                    sub = self.value(self.guild_room, got, bought, nd, spent)
                     if sub is not None:
                         cand = (d + 1 + sub[0], sub[1], ("give", i, h))
                         if best is None or cand[:2] < best[:2]:
@@ -115,15 +140,17 @@ class OptimalSearch:
 
     def plan(self, start: int) -> Plan | None:
         """The optimal plan from ``start``, or ``None`` when no plan fits the purse at all."""
-        bought = (0,) * len(self.slots)
+        got = (0,) * len(self.goods)
+        bought: tuple[tuple[int, int], ...] = ()
         delivered = (0,) * len(self.goods)
-        top = self.value(start, bought, delivered)
+        spent = 0
+        top = self.value(start, got, bought, delivered, spent)
         if top is None:
             return None
-        steps: list[Step] = []
+        stops: list[Step] = []
         room = start
         while True:
-            v = self.value(room, bought, delivered)
+            v = self.value(room, got, bought, delivered, spent)
             assert v is not None
             action = v[2]
             if not action:
@@ -131,19 +158,16 @@ class OptimalSearch:
             if action[0] == "buy":
                 _, si, q = action
                 s = self.slots[si]
-                steps += walk(self.world, room, s.room)
-                paid = s.cost[bought[si] + q] - s.cost[bought[si]]
-                steps.append(Step("buy", s.room, s.keeper, s.good, q, paid))
-                bought = bought[:si] + (bought[si] + q,) + bought[si + 1:]
+                got, bought, spent, paid = self._buy(si, q, got, bought, spent)
+                stops.append(Step("buy", s.room, s.keeper, s.good, q, paid))
                 room = s.room
             else:
                 _, i, h = action
-                steps += walk(self.world, room, self.guild_room)
-                steps.append(Step("give", self.guild_room, self.world.guild, self.goods[i], h))
+                stops.append(Step("give", self.guild_room, self.world.guild, self.goods[i], h))
                 delivered = delivered[:i] + (delivered[i] + h,) + delivered[i + 1:]
                 room = self.guild_room
-        assert len(steps) == top[0]
-        return Plan(top[0], top[1], tuple(steps))
+        assert spent == top[1]
+        return Plan(top[0], top[1], start, tuple(stops), self.world)
 
 
 def optimal_plan(world: World, start: int, goods: tuple[int, int],

@@ -9,7 +9,7 @@ from one keeper (``buy``, RULES §9.1), or one hand-over of one good to the guil
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sim.rules.prices import buy_walk
 from sim.rules.world import COMMISSION_COUNT, World
@@ -59,11 +59,29 @@ class Step:
 
 @dataclass(frozen=True)
 class Plan:
-    """A complete plan: ``turns`` steps costing ``coin`` in all."""
+    """A complete plan: ``turns`` steps costing ``coin`` in all.
+
+    Only the stops (buys and hand-overs) are kept; the walks between them are the rules'
+    shortest walks, expanded on demand by :attr:`steps`.  A gate holds a plan for every case
+    of a town (thousands), so each keeps a few stops, not a step per room walked through.
+    """
 
     turns: int
     coin: int
-    steps: tuple[Step, ...]
+    start: int
+    stops: tuple[Step, ...]
+    world: World = field(repr=False, compare=False)
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        """Every turn of the plan, in order: each stop preceded by the walk to its room."""
+        steps: list[Step] = []
+        here = self.start
+        for stop in self.stops:
+            steps += walk(self.world, here, stop.room)
+            steps.append(stop)
+            here = stop.room
+        return tuple(steps)
 
     def route(self, world: World) -> str:
         """The plan in one line, e.g. ``The Docks: buy 2 hides ... > Market Square > ...``."""
