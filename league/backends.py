@@ -27,6 +27,7 @@ from typing import Any
 
 from agents import make_policy
 
+from . import lifeline
 from .episode import Settings, play
 from .errors import LeagueError
 from .lineups import EpisodeSpec
@@ -59,11 +60,14 @@ def run_inline(specs: Sequence[EpisodeSpec], settings: Settings) -> Iterator[Ite
 _SETTINGS: Settings | None = None
 
 
-def _init_worker(settings: Settings) -> None:
+def _init_worker(settings: Settings, league: int) -> None:
     global _SETTINGS
     _SETTINGS = settings
     # Ctrl-C goes to the whole process group; only the parent handles it (and stops us).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # No orphans: die with the league (pid ``league``) and kill our seat processes then.
+    lifeline.stop_on_sigterm()
+    lifeline.die_with(league)
 
 
 def _worker_chunk(specs: Sequence[EpisodeSpec]) -> list[Item]:
@@ -96,7 +100,7 @@ def run_processes(specs: Sequence[EpisodeSpec], settings: Settings,
     size = chunk_size(len(specs), workers)
     chunks = (specs[i:i + size] for i in range(0, len(specs), size))
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=_context(),
-                               initializer=_init_worker, initargs=(settings,))
+                               initializer=_init_worker, initargs=(settings, os.getpid()))
     pending: deque[Future] = deque()
     clean = False
     try:

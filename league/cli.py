@@ -3,25 +3,29 @@
 
 Exit codes: 0 done; 1 ``verify`` found a claim that does not hold, or a worker died;
 2 a user mistake (bad option, unknown policy, unusable or foreign directory), reported in one
-line on stderr without a traceback; 130 interrupted (finished episodes are kept; run the same
-command again to resume).
+line on stderr without a traceback; 130 interrupted by Ctrl-C, 143 stopped by SIGTERM (finished
+episodes are kept; run the same command again to resume).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any, NoReturn
 
 from agents.isolated import DEFAULT_MEMORY_MB
+from sim.rules.world import MAX_TURNS, MIN_TURNS
 
 from .backends import WorkerDiedError
 from .errors import LeagueError
 from .ladder import table
 from .lineups import parse_policies
 from .progress import Progress
-from .tournament import LeagueOptions, default_workers, run_league
+from .tournament import MAX_SECONDS, LeagueOptions, default_workers, run_league
 from .verify import verify_dir
 
 EPILOG_LEAGUE = """\
@@ -45,8 +49,9 @@ def _positive_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    if not 0 < value <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, at most "
+                                         f"{MAX_SECONDS:g}; got {text!r}")
     return value
 
 
@@ -65,7 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     lg.add_argument("--workers", type=int, default=None, metavar="W",
                     help="worker processes or Ray tasks in flight (default: the CPUs here)")
     lg.add_argument("--out", required=True, metavar="DIR", help="output directory")
-    lg.add_argument("--turns", type=int, default=14, help="turns per episode (14, at least 6)")
+    lg.add_argument("--turns", type=int, default=14,
+                    help=f"turns per episode (14; {MIN_TURNS}..{MAX_TURNS})")
     lg.add_argument("--honest-town", action="store_true",
                     help="the honest-town variant: every robbery is forbidden")
     lg.add_argument("--no-speech", action="store_true", help="blank every spoken line")
@@ -108,9 +114,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as e:  # --help (0) or a usage mistake (2, already reported)
         return e.code if isinstance(e.code, int) else 2
+    stop = _Stop()
     try:
         if args.command == "league":
-            return _league(args)
+            with stop.on_sigterm():
+                return _league(args)
         if args.command == "verify":
             return _verify(args)
         handler = getattr(args, "handler", None)
@@ -122,13 +130,48 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"guild {args.command}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"guild {args.command}: interrupted; finished episodes are kept, run the same "
-              "command again to resume", file=sys.stderr)
-        return 130
+        return stop.report(args.command)
     except WorkerDiedError as e:
+        if stop.terminated:  # SIGTERM to the whole group: the workers went first
+            return stop.report(args.command)
         print(f"guild {args.command}: error: {e}; finished episodes are kept, run the same "
               "command again to resume", file=sys.stderr)
         return 1
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, a scheduler's stop) during a league: it stops as Ctrl-C does."""
+
+
+class _Stop:
+    """How a run was stopped: SIGTERM raises :class:`Terminated` once, and is remembered."""
+
+    def __init__(self) -> None:
+        self.terminated = False
+
+    @contextlib.contextmanager
+    def on_sigterm(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield  # signals reach only the main thread: nothing to catch here
+            return
+
+        def stop(signum: int, frame: Any) -> None:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the save
+            self.terminated = True
+            raise Terminated()
+
+        previous = signal.signal(signal.SIGTERM, stop)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+
+    def report(self, command: str) -> int:
+        """One line on stderr; the exit code (143 for SIGTERM, 130 for Ctrl-C)."""
+        how = "terminated (SIGTERM)" if self.terminated else "interrupted"
+        print(f"guild {command}: {how}; finished episodes are kept, run the same command "
+              "again to resume", file=sys.stderr)
+        return 128 + signal.SIGTERM if self.terminated else 130
 
 
 class _ProgressBar:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from agents.isolated import DEFAULT_MEMORY_MB, close_all
 from sim import GameConfig
+from sim.rules.world import MAX_TURNS, MIN_TURNS
 
 from . import backends, ladder
 from .atomic import write_atomic
@@ -82,20 +83,36 @@ class LeagueRun:
         return len(self.rows) - self.before
 
 
+# Bounds of the numeric options, checked before anything is written. Episode ids keep their six
+# digits and the results stay in memory (a row is about 1 KB); seeds stay exact in any JSON
+# reader that uses int64; a worker is a process (or a Ray task in flight) each.
+MAX_EPISODES = 1_000_000
+MAX_WORKERS = 1024
+SEED_RANGE = (-(2**63), 2**63 - 1)
+MAX_SECONDS = 1e6  # time limits: larger ones overflow select() and thread waits
+
+
+def _bounded(flag: str, value: int, low: int, high: int) -> None:
+    if not low <= value <= high:
+        shown = str(value) if len(str(value)) <= 24 else f"a {len(str(abs(value)))}-digit number"
+        raise LeagueError(f"{flag} must be {low}..{high}; got {shown}")
+
+
 def check_options(o: LeagueOptions) -> None:
     """Refuse bad options before anything is written (each a ``LeagueError``, one line)."""
-    if o.episodes < 1:
-        raise LeagueError(f"--episodes must be at least 1; got {o.episodes}")
-    if o.workers < 1:
-        raise LeagueError(f"--workers must be at least 1; got {o.workers}")
+    _bounded("--episodes", o.episodes, 1, MAX_EPISODES)
+    _bounded("--workers", o.workers, 1, MAX_WORKERS)
+    _bounded("--seed", o.seed, *SEED_RANGE)
+    _bounded("--turns", o.turns, MIN_TURNS, MAX_TURNS)
     try:
         GameConfig(seed=0, turns=o.turns)
-    except ValueError:
-        raise LeagueError(f"--turns must be at least 6; got {o.turns}") from None
+    except ValueError as e:
+        raise LeagueError(f"--turns: {e}") from None
     for flag, value in (("--decision-timeout", o.decision_timeout),
                         ("--episode-timeout", o.episode_timeout)):
-        if value is not None and not value > 0:
-            raise LeagueError(f"{flag} must be a positive number of seconds; got {value}")
+        if value is not None and not 0 < value <= MAX_SECONDS:
+            raise LeagueError(f"{flag} must be a positive number of seconds, at most "
+                              f"{MAX_SECONDS:g}; got {value}")
     if o.backend not in ("local", "ray"):
         raise LeagueError(f"--backend must be local or ray; got {o.backend!r}")
     if o.address and o.backend != "ray":
