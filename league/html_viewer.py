@@ -27,6 +27,7 @@ from sim.rules.errors import ConfigError
 from sim.rules.world import MAX_TURNS, SEATS, STANDARD_TOWN, World
 
 from .errors import LeagueError
+from .verify import MAX_REPLAY_BYTES
 
 PROTOCOL = "cogmud.replay.v1"
 HIGHLIGHTS = 8
@@ -72,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
 def load_replay(path: Path) -> dict:
     """The replay payload at ``path``; ``LeagueError`` (one line) when it is not one."""
     try:
+        if path.is_file() and path.stat().st_size > MAX_REPLAY_BYTES:
+            raise LeagueError(f"{path} is over {MAX_REPLAY_BYTES >> 20} MB, more than any "
+                              f"game of at most {MAX_TURNS} turns writes; not a replay")
         payload = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise LeagueError(f"{path}: no such file") from None

@@ -29,6 +29,9 @@ from .lineups import episode_spec
 from .store import MANIFEST, REPLAYS, RESULTS, load_results
 
 PROTOCOL = "cogmud.replay.v1"
+# A replay of MAX_TURNS turns is a few MB (every sentence, say and note at its longest, a
+# 64-room town's snapshots: under 32 MB); a bigger file is not a replay, and is not read.
+MAX_REPLAY_BYTES = 64 << 20
 ROW_KEYS = ("id", "index", "group", "rotation", "seed", "lineup", *RESULT_KEYS, "fallbacks",
             "faults", "faultNotes")
 
@@ -139,6 +142,9 @@ def _check_replay(root: Path, row: dict) -> tuple[str | None, claims.Marks | Non
     path = root / REPLAYS / f"{row['id']}.json"
     shown = f"{REPLAYS}/{path.name}"
     try:
+        if path.stat().st_size > MAX_REPLAY_BYTES:
+            return (f"replay {shown} is over {MAX_REPLAY_BYTES >> 20} MB, more than any game "
+                    "of at most MAX_TURNS turns writes"), None
         payload = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return f"replay {shown} is missing", None

@@ -16,6 +16,7 @@ from feasibility import OptimalSearch, run_gate
 from feasibility.cli import main as feasibility
 from league import html_viewer as viewer
 from league.cli import main as guild
+from league.verify import MAX_REPLAY_BYTES
 from sim import Game, GameConfig
 from sim.rules.world import MAX_TURNS, STANDARD_TOWN, Keeper, Room, World
 
@@ -68,6 +69,11 @@ def test_view_refuses_a_replay_longer_than_any_game(tmp_path: Path, capsys) -> N
         assert guild(["view", str(path), "-o", str(tmp_path / "x.html")]) == 2
         line = one_error_line(capsys.readouterr().err)
         assert line.startswith("guild view: error: ") and str(MAX_TURNS) in line, line
+    huge = tmp_path / "huge.json"
+    with huge.open("wb") as f:  # sparse: no disk used, and never read
+        f.truncate(MAX_REPLAY_BYTES + 1)
+    assert guild(["view", str(huge), "-o", str(tmp_path / "x.html")]) == 2
+    assert "MB" in one_error_line(capsys.readouterr().err)
 
 
 # --- 3. nesting and huge numbers: one line, exit 2; one failed episode in verify -------------
@@ -88,11 +94,14 @@ def test_verify_a_deeply_nested_replay_is_one_failed_episode(league12, tmp_path:
     out = copy_league(league12[0], tmp_path)
     replays = sorted((out / "replays").glob("*.json"))
     replays[3].write_text("[" * DEEP + "]" * DEEP, encoding="utf-8")
+    with replays[5].open("r+b") as f:  # sparse: no disk used, and never read
+        f.truncate(MAX_REPLAY_BYTES + 1)
     capsys.readouterr()
     assert guild(["verify", str(out)]) == 1
     said = capsys.readouterr().out.splitlines()
     assert any(replays[3].name in s and "nested too deeply" in s for s in said), said
-    assert said[-1].startswith(f"verify: 1 of {len(replays)} episodes do not verify"), said
+    assert any(replays[5].name in s and "MB" in s for s in said), said
+    assert said[-1].startswith(f"verify: 2 of {len(replays)} episodes do not verify"), said
 
 
 @pytest.mark.parametrize("text", [
