@@ -252,12 +252,14 @@ def main(argv: list[str] | None = None) -> int:
     rate = bench_league(120 if args.quick else 1000)
     if rate is not None:
         print(f"league_episodes_per_s: {rate:.1f} episodes/s")
-        fast = ("bench.policies:Waiter", "factor")  # a policy that answers at once, vs factor
-        n = 60 if args.quick else 300
-        apart, trusted = bench_league(n, fast), bench_league(n, fast, trust=True)
-        print(f"league_isolated_episodes_per_s: {apart:.1f} episodes/s")
-        print(f"league_trusted_episodes_per_s: {trusted:.1f} episodes/s")
-        print(f"league_isolated_vs_trusted: {apart / trusted:.2f} x")
+        n = 120 if args.quick else 1000
+        # a policy that answers at once, and one that reads its observation first, vs factor
+        for label, name in (("", "Waiter"), ("_observing", "Observer")):
+            fast = (f"bench.policies:{name}", "factor")
+            apart, trusted = bench_league(n, fast), bench_league(n, fast, trust=True)
+            print(f"league_isolated{label}_episodes_per_s: {apart:.1f} episodes/s")
+            print(f"league_trusted{label}_episodes_per_s: {trusted:.1f} episodes/s")
+            print(f"league_isolated{label}_vs_trusted: {apart / trusted:.2f} x")
     gate = bench_feasibility()
     if gate is not None:
         print(f"feasibility_gate_s: {gate:.2f} s")
