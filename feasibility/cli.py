@@ -2,7 +2,8 @@
 
 Exit status: 0 when every plan fits, 1 when any does not, 2 for bad arguments or a bad world
 file (one line on stderr, no traceback).  The turn count is ``--turns``, else the world file's
-``turns``, else 14.
+``turns``, else 14; it is 6..``MAX_TURNS`` (1000), the bound on every game.  ``--seeds -5..-1``
+and ``--seeds=-5..-1`` are the same.
 """
 
 from __future__ import annotations
@@ -89,7 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
                 description="Check that every seat can finish both commissions within the turn "
                             "horizon and its purse (RULES §18).  Exit 0 pass, 1 fail, 2 error.")
     p.add_argument("--turns", type=parse_turns, default=None,
-                   help="episode length (default: the world file's, else 14)")
+                   help=f"episode length, {MIN_TURNS}..{MAX_TURNS} (default: the world file's, "
+                        "else 14)")
     p.add_argument("--seeds", type=parse_seeds, default=DEFAULT_SEEDS, metavar="A..B",
                    help="seeds to draw seats from, inclusive (default 0..199)")
     p.add_argument("--world", metavar="FILE", default=None,
