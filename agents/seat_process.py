@@ -22,7 +22,7 @@ from collections import deque
 from typing import Any
 
 from .seat_protocol import MAX_LINE, encode_line
-from .seat_zygote import zygote
+from .seat_zygote import die_with_parent, zygote
 
 TAIL_BYTES = 2048
 
@@ -83,6 +83,7 @@ class SeatProcess:
                 env: dict[str, str] | None = None) -> SeatProcess:
         """Start ``argv`` as a program of its own."""
         def limits() -> None:  # in the child, before exec: it cannot undo them afterwards
+            die_with_parent()
             mem = memory_mb * 1024 * 1024
             resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
             resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s))

@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import signal
+import subprocess
 import sys
 import textwrap
 import time
@@ -206,3 +207,33 @@ def test_a_forked_seat_reports_how_it_ended() -> None:
         policy.act(_game(), 0)
     assert e.value.kind == "crashed" and "status 1" in str(e.value)
     close_all()
+
+
+def test_an_exec_program_dies_with_its_league_process(tmp_path: Path) -> None:
+    """A program that ignores the end of its input still ends when the process that runs the
+    league is killed (kill -9 leaves no time to clean up)."""
+    argv = _program(tmp_path, """
+        import os, time
+        for line in sys.stdin:
+            r = json.loads(line)
+            pid = str(os.getpid())
+            say({"fields": []} if r["type"] == "reset" else {"action": 0, "notes": pid})
+        time.sleep(600)  # input closed: a hostile program lingers
+    """)
+    league = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys, time
+        from agents.isolated import IsolatedPolicy
+        from sim import Game, GameConfig
+        p = IsolatedPolicy({argv!r}, timeout=20)
+        p.reset(1)
+        print(p.act(Game(GameConfig(seed=1)), 0).notes, flush=True)
+        time.sleep(600)
+    """)], stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parent.parent)
+    pid = int(league.stdout.readline())
+    assert _state(pid) != "Z"
+    league.kill()
+    league.wait()
+    until = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists() and _state(pid) != "Z" and time.monotonic() < until:
+        time.sleep(0.02)
+    assert not Path(f"/proc/{pid}").exists() or _state(pid) == "Z"
