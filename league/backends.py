@@ -10,6 +10,7 @@ refuses to start (``LeagueError``) rather than let a policy that does not load t
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
 import multiprocessing
@@ -198,16 +199,16 @@ def run_ray(specs: Sequence[EpisodeSpec], settings: Settings, workers: int,
         import ray
     except ImportError:
         raise LeagueError("--backend ray needs Ray: pip install 'guild-game[ray]'") from None
-    started = False
-    if not ray.is_initialized():
+    started = not ray.is_initialized()
+    if started:
         _init(ray, workers, address, policy_code(settings.policies))
-        started = True
+    ours = started or _OWN_SESSION  # Ray shipped the policies' code: no advice on runtime_env
     pending: deque[Any] = deque()
     try:
         try:
             _probe(ray, settings.policies)
         except LeagueError as e:
-            if started:
+            if ours:
                 raise
             raise LeagueError(f"{e} (Ray was started before the league: give ray.init "
                               "runtime_env={'py_modules': [...]} with the policies' code)"
@@ -231,6 +232,28 @@ def run_ray(specs: Sequence[EpisodeSpec], settings: Settings, workers: int,
             ray.cancel(ref, force=True)
         if started:
             ray.shutdown()
+
+
+_OWN_SESSION = False  # Ray was started by ray_session (the league), not by our caller
+
+
+@contextlib.contextmanager
+def ray_session(workers: int, address: str | None, policies: Sequence[str]) -> Iterator[None]:
+    """Ray started (or joined) for a whole league, before its directory is touched: a cluster
+    it cannot use is refused (``LeagueError``) with nothing written. Shut down at the end."""
+    global _OWN_SESSION
+    import ray  # check_options made sure it is there
+
+    if ray.is_initialized():  # the caller's own instance: theirs to shut down
+        yield
+        return
+    _init(ray, workers, address, policy_code(policies))
+    _OWN_SESSION = True
+    try:
+        yield
+    finally:
+        _OWN_SESSION = False
+        ray.shutdown()
 
 
 def _init(ray: Any, workers: int, address: str | None, code: list[str]) -> None:

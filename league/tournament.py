@@ -153,7 +153,9 @@ def run_league(o: LeagueOptions, *, on_note: Note | None = None,
 
     check_options(o)
     started = time.perf_counter()
-    with LeagueDir(o.out) as d:
+    ray = (backends.ray_session(o.workers, o.address, o.policies) if o.backend == "ray"
+           else contextlib.nullcontext())
+    with ray, LeagueDir(o.out) as d:
         rows, torn = d.resume(o.manifest(o.episodes))
         if torn:
             note(f"league: cut the unfinished last line of {d.results} (an interrupted run)")

@@ -162,3 +162,28 @@ def test_turns_are_bounded_by_the_rules_constant() -> None:
     with pytest.raises(LeagueError, match=f"--turns must be 6..{MAX_TURNS}"):
         check_options(LeagueOptions(policies=("factor",), episodes=1, out="-",
                                     turns=MAX_TURNS + 1))
+
+
+class _RunningCluster:
+    """What ``import ray`` gives while ``ray start --head`` runs here: ``ray.init(num_cpus=...)``
+    refuses, as Ray 2.x does (checked against a real cluster when this was written)."""
+
+    def is_initialized(self) -> bool:
+        return False
+
+    def init(self, **kw: object) -> None:
+        raise ValueError("When connecting to an existing cluster, num_cpus and num_gpus must "
+                         "not be provided.")
+
+    def shutdown(self) -> None:
+        raise AssertionError("nothing was started")
+
+
+def test_a_running_ray_cluster_without_address_is_refused_before_writing(
+        tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", _RunningCluster())
+    out = tmp_path / "league"
+    assert main(league_args(out, 6, "--backend", "ray")) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert "a Ray cluster already runs here" in line and "--address auto" in line
+    assert not out.exists()
