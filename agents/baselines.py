@@ -10,11 +10,126 @@ which is the seat's own view plus the two hidden reads the original's rules need
 from __future__ import annotations
 
 from sim import Game
+from sim.language.parser import parse
+from sim.language.vocab import REFLEXIVE_WORDS, tokenize
+from sim.rules.intents import Intent, ParsedSentence
 from sim.rules.prices import buy_walk
+from sim.rules.world import COG_NAMES, World, per_world
 
 from .seat_view import BaselineView
 
 WAIT = "I wait and watch the road."
+
+
+# The sentences the baselines write.  Those that name no seat are few in any town, so each is
+# parsed once per town (``phrasebook``) and handed to the engine with its intent.
+def _hand(w: World, npc: int, good: int, n: int) -> str:
+    return f"I hand {w.keepers[npc].name} {w.item_name(good, n)} for my commission."
+
+
+def _buy(w: World, npc: int, good: int, n: int) -> str:
+    return f"I buy {w.item_name(good, n)} from {w.keepers[npc].name}."
+
+
+def _sell(w: World, npc: int, good: int, n: int) -> str:
+    return f"I sell {w.item_name(good, n)} to {w.keepers[npc].name}."
+
+
+def _pick_up(w: World, good: int) -> str:
+    return f"I pick up the {w.goods[good].name}."
+
+
+def _walk(w: World, room: int) -> str:
+    return f"I walk to {w.rooms[room].name}."
+
+
+def _wander(w: World, room: int) -> str:
+    return f"I wander over to {w.rooms[room].name}."
+
+
+def _rob(alias: str) -> str:
+    return f"I jump {alias} here in the dark and take what he is carrying."
+
+
+def _hawk(w: World, alias: str, good: int) -> str:
+    g = w.goods[good]
+    return f"I offer {alias} 1 {g.name} for {g.value + 2} coins."
+
+
+def _vocabulary(w: World) -> list[str]:
+    """Every sentence without a seat's alias that a baseline can write in ``w`` (quantities up
+    to the carry limit; a rarer one is simply parsed by the engine)."""
+    units = range(1, w.carry_limit + 1)
+    out = [WAIT]
+    for good in range(w.n_goods):
+        out += [_hand(w, w.guild, good, n) for n in units]
+        for k in w.keepers:
+            if w.deals[k.id][good]:
+                out += [_buy(w, k.id, good, n) for n in units]
+                out += [_sell(w, k.id, good, n) for n in units]
+        out.append(_pick_up(w, good))
+    for room in range(w.n_rooms):
+        out += [_walk(w, room), _wander(w, room)]
+    return out
+
+
+def _named_vocabulary(w: World, alias: str) -> list[str]:
+    """Every sentence naming seat ``alias`` that a baseline can write in ``w``."""
+    return [_rob(alias)] + [_hawk(w, alias, good) for good in range(w.n_goods)]
+
+
+# Words that would make a parse depend on the game's aliases or on the speaker.
+_SEAT_WORDS = frozenset(t for name in COG_NAMES for t in tokenize(name)) | {"cog"} | \
+    REFLEXIVE_WORDS
+
+
+@per_world(maxsize=8)
+def phrasebook(w: World) -> dict[str, Intent]:
+    """The baselines' sentences in ``w`` with the intent each parses to, keeping only those
+    whose parse cannot depend on the game but through the one seat a sentence names:
+
+    * no word of another alias, nor a reflexive word: the aliases' order and the speaker enter
+      only as the named seat's id (stored as ``other`` 1 here, the named alias's seat in
+      play: see ``_said``);
+    * the same intent in a room with a keeper and one with another or none: no keeper is
+      filled in from the room;
+    * offers and the turn only matter to ``accept``, which the baselines never write.
+    """
+    keeper_rooms = {w.keeper_in_room[r]: r for r in range(w.n_rooms)}
+    if len(keeper_rooms) < 2:  # no two rooms with different keepers to compare: parse always
+        return {}
+    room_a, room_b = list(keeper_rooms.values())[:2]
+    book = {}
+
+    def learn(sentence: str, aliases: tuple[str, ...], named: str) -> None:
+        if not _SEAT_WORDS.isdisjoint(tokenize(sentence.replace(named, "", 1) if named
+                                               else sentence)):
+            return
+        it = parse(w, aliases, 0, room_a, [], 0, sentence)
+        if (it == parse(w, aliases, 0, room_b, [], 0, sentence) and it.kind != "accept"
+                and it.other == (1 if named else -1)):
+            book[sentence] = it
+
+    for sentence in _vocabulary(w):
+        learn(sentence, tuple(COG_NAMES[:6]), "")
+    for name in COG_NAMES:  # the named seat at 1, the speaker at 0, other aliases around
+        aliases = (next(n for n in COG_NAMES if n != name), name,
+                   *[n for n in COG_NAMES if n != name][1:5])
+        for sentence in _named_vocabulary(w, name):
+            learn(sentence, aliases, name)
+    return book
+
+
+def _said(w: World, sentence: str, other: int = -1) -> str:
+    """``sentence``, carrying its intent when the town's phrasebook has it; ``other`` is the
+    seat whose alias the sentence names (the book holds such intents with ``other`` 1)."""
+    it = phrasebook(w).get(sentence)
+    if it is None:
+        return sentence
+    if other >= 0:
+        it = Intent(it.kind, it.to_room, it.item, it.qty, it.npc, other, it.coin, it.reason,
+                    it.text)
+    return ParsedSentence(sentence, it)
 
 
 def _int(name: str, value: object) -> int:
@@ -65,8 +180,7 @@ class Factor:
             for good, out in open_quests:
                 units = min(out, items[good])
                 if units > 0:
-                    return (f"I hand {w.keepers[npc].name} {w.item_name(good, units)} "
-                            "for my commission.")
+                    return _said(w, _hand(w, npc, good, units))
         # Rule 2: a keeper here: buy for the commissions, then sell a spare good.
         if npc >= 0:
             deals = w.deals[npc]
@@ -79,21 +193,21 @@ class Factor:
                 # affordable: the rules' price walk from the current stock with the purse
                 n = buy_walk(w.ask_table[good], stock[good], units, v.coin)[0]
                 if n > 0:
-                    return f"I buy {w.item_name(good, n)} from {w.keepers[npc].name}."
+                    return _said(w, _buy(w, npc, good, n))
             for good in range(len(goods)):
                 held = items[good]
                 if held <= 0 or good in needed or not deals[good]:
                     continue
                 bid = w.bid_table[good][v.stock[good]]
                 if bid >= goods[good].value + self.sell_margin and v.shop_coin >= bid:
-                    return f"I sell {w.item_name(good, held)} to {w.keepers[npc].name}."
+                    return _said(w, _sell(w, npc, good, held))
         # Rule 3: pick up a good on the floor that is needed or valuable.
         if v.free > 0:
             floor = v.floor
             for good in range(len(goods)):
                 if floor[good] > 0 and (good in needed
                                         or goods[good].value >= self.pickup_value):
-                    return f"I pick up the {goods[good].name}."
+                    return _said(w, _pick_up(w, good))
         # Rule 4: walk toward a target room.
         target = -1
         any_open = False
@@ -112,9 +226,9 @@ class Factor:
             target = w.keepers[w.guild].room if any_open else 0
         step = w.step_toward(v.room, target)
         if step >= 0:
-            return f"I walk to {w.rooms[step].name}."
+            return _said(w, _walk(w, step))
         # Rule 5.
-        return WAIT
+        return _said(w, WAIT)
 
 
 class Magpie:
@@ -163,13 +277,11 @@ class Magpie:
         if v.dark and v.thievery:
             for other in v.cogs:
                 if other != v.employer and v.carries(other):  # HIDDEN STATE: other packs
-                    return (f"I jump {v.aliases[other]} here in the dark and take what he is "
-                            "carrying.")
+                    return _said(w, _rob(v.aliases[other]), other)
         # Rule 2: hawk the lowest-id held good to the first other seat here.
         if self.hawk_period > 0 and v.turn % self.hawk_period == 0 and carrying and v.cogs:
             good = next(g for g in range(len(goods)) if items[g] > 0)
-            return (f"I offer {v.aliases[v.cogs[0]]} 1 {goods[good].name} for "
-                    f"{goods[good].value + 2} coins.")
+            return _said(w, _hawk(w, v.aliases[v.cogs[0]], good), v.cogs[0])
         # Rule 3: trade with the keeper here.
         npc = v.keeper
         if npc >= 0:
@@ -178,12 +290,12 @@ class Magpie:
                 if items[good] > 0 and deals[good]:
                     bid = w.bid_table[good][stock[good]]
                     if bid >= goods[good].value + self.sell_margin and v.shop_coin >= bid:
-                        return f"I sell {w.item_name(good, items[good])} to {w.keepers[npc].name}."
+                        return _said(w, _sell(w, npc, good, items[good]))
             for good in range(len(goods)):
                 if deals[good] and stock[good] > 0 and v.free > 0:
                     ask = w.ask_table[good][stock[good]]
                     if ask <= goods[good].value + self.buy_margin and v.coin >= ask:
-                        return f"I buy 1 {goods[good].name} from {w.keepers[npc].name}."
+                        return _said(w, _buy(w, npc, good, 1))
         # Rule 4: ramble.
         exits = w.rooms[v.room].exits
         step = -1
@@ -191,4 +303,4 @@ class Magpie:
             step = next((e for e in exits if w.rooms[e].dark and e != v.prev_room), -1)
         if step < 0:
             step = next((e for e in exits if e != v.prev_room), exits[0])
-        return f"I wander over to {w.rooms[step].name}."
+        return _said(w, _wander(w, step))

@@ -94,6 +94,24 @@ class Intent:
                 "reason": self.reason, "spoken": self.text}
 
 
+class ParsedSentence(str):
+    """A sentence handed over together with the intent it parses to, so the engine need not
+    parse it again (the scripted baselines write thousands a second).
+
+    It is a ``str`` everywhere else: logged, shown and replayed as its text.  The writer
+    vouches that ``parse`` gives ``intent`` for this text in the state it is played in; the
+    baselines' tests check that in every golden state.  A sentence that one-lining or the
+    240-rune cut would change is parsed as usual.
+    """
+
+    intent: Intent
+
+    def __new__(cls, sentence: str, intent: Intent) -> ParsedSentence:
+        self = super().__new__(cls, sentence)
+        self.intent = intent
+        return self
+
+
 _KIND_SET = frozenset(KINDS)
 _REASON_SET = frozenset(REASONS)
 
