@@ -82,8 +82,12 @@ class SeatProcess:
     def command(cls, argv: list[str], memory_mb: int, cpu_s: int,
                 env: dict[str, str] | None = None) -> SeatProcess:
         """Start ``argv`` as a program of its own."""
+        parent = os.getpid()
+
         def limits() -> None:  # in the child, before exec: it cannot undo them afterwards
             die_with_parent()
+            if os.getppid() != parent:  # the league process died before the flag was set
+                os._exit(1)
             mem = memory_mb * 1024 * 1024
             resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
             resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s))

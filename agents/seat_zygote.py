@@ -41,13 +41,15 @@ def die_with_parent() -> None:
 
 # --- the zygote -------------------------------------------------------------------------------
 
-def _seat(request: dict, fds: list[int], sock: socket.socket) -> None:
+def _seat(request: dict, fds: list[int], sock: socket.socket, zygote: int) -> None:
     """In the forked child: leave the zygote, take the limits and the pipes, serve; never
     returns."""
     code = 1
     try:
         os.setsid()
         die_with_parent()
+        if os.getppid() != zygote:  # the zygote died before the flag was set
+            return
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         mem = int(request["memory_mb"]) * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
@@ -87,6 +89,7 @@ def serve(sock: socket.socket) -> None:
                 ended.pop(next(iter(ended)))
 
     signal.signal(signal.SIGCHLD, reap)
+    me = os.getpid()
     while True:
         message, fds, _, _ = socket.recv_fds(sock, 65536, 3)
         if not message:
@@ -96,7 +99,7 @@ def serve(sock: socket.socket) -> None:
             sys.stderr.flush()
             pid = os.fork()
             if pid == 0:
-                _seat(request, fds, sock)
+                _seat(request, fds, sock, me)
             reply: dict = {"pid": pid}
         else:
             reap()
