@@ -84,7 +84,7 @@ _SEAT_WORDS = frozenset(t for name in COG_NAMES for t in tokenize(name)) | {"cog
 
 
 @per_world(maxsize=8)
-def phrasebook(w: World) -> dict[str, Intent]:
+def phrasebook(w: World) -> dict[str, ParsedSentence]:
     """The baselines' sentences in ``w`` with the intent each parses to, keeping only those
     whose parse cannot depend on the game but through the one seat a sentence names:
 
@@ -108,7 +108,7 @@ def phrasebook(w: World) -> dict[str, Intent]:
         it = parse(w, aliases, 0, room_a, [], 0, sentence)
         if (it == parse(w, aliases, 0, room_b, [], 0, sentence) and it.kind != "accept"
                 and it.other == (1 if named else -1)):
-            book[sentence] = it
+            book[sentence] = ParsedSentence(sentence, it)
 
     for sentence in _vocabulary(w):
         learn(sentence, tuple(COG_NAMES[:6]), "")
@@ -123,13 +123,12 @@ def phrasebook(w: World) -> dict[str, Intent]:
 def _said(w: World, sentence: str, other: int = -1) -> str:
     """``sentence``, carrying its intent when the town's phrasebook has it; ``other`` is the
     seat whose alias the sentence names (the book holds such intents with ``other`` 1)."""
-    it = phrasebook(w).get(sentence)
-    if it is None:
-        return sentence
-    if other >= 0:
-        it = Intent(it.kind, it.to_room, it.item, it.qty, it.npc, other, it.coin, it.reason,
-                    it.text)
-    return ParsedSentence(sentence, it)
+    known = phrasebook(w).get(sentence)
+    if known is None or other < 0:
+        return known or sentence
+    it = known.intent
+    return ParsedSentence(sentence, Intent(it.kind, it.to_room, it.item, it.qty, it.npc, other,
+                                           it.coin, it.reason, it.text))
 
 
 def _int(name: str, value: object) -> int:

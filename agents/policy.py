@@ -127,10 +127,14 @@ def play_episode(config: GameConfig, policies: Sequence[Policy | str], *,
                 r(config.seed)
     scripted = [is_scripted(p) for p in seats]
     while not game.done:
-        turn = [as_decision(a) for a in decide_turn(game, seats)]
-        acts = game.play_turn([d.action for d in turn], says=[d.say for d in turn],
-                              notes=[d.notes for d in turn],
-                              scripted=[s or d.scripted for s, d in zip(scripted, turn)])
+        answers = decide_turn(game, seats)
+        if not any(isinstance(a, Decision) for a in answers):  # bare acts: nothing said
+            acts = game.play_turn(answers, scripted=scripted)
+        else:
+            turn = [as_decision(a) for a in answers]
+            acts = game.play_turn([d.action for d in turn], says=[d.say for d in turn],
+                                  notes=[d.notes for d in turn],
+                                  scripted=[s or d.scripted for s, d in zip(scripted, turn)])
         if on_turn is not None:
             on_turn(game, acts)
     return game

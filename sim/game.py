@@ -176,10 +176,10 @@ class Game:
         """
         check_seat(seat)
         st = self.state
+        if type(action) is ParsedSentence:  # parsed by its writer (a baseline), stored form
+            return action.intent, str(action)
         if isinstance(action, str):
             sentence = action if stored else cut(one_line(action), MAX_SENTENCE_LEN)
-            if type(action) is ParsedSentence and sentence == action:
-                return action.intent, str(action)  # parsed by its writer (a baseline)
             return _parse_cached(self.world, st.aliases, self._aliases_low, seat, st.room[seat],
                                  st.offers, st.turn, sentence), sentence
         if isinstance(action, Intent):

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import IntentError
+from .text import cut, one_line
+from .world import MAX_SENTENCE_LEN
 
 KINDS = ("move", "take", "drop", "buy", "sell", "give", "trade", "accept", "hire", "rob",
          "say", "quest", "wait", "none")
@@ -100,13 +102,21 @@ class ParsedSentence(str):
 
     It is a ``str`` everywhere else: logged, shown and replayed as its text.  The writer
     vouches that ``parse`` gives ``intent`` for this text in the state it is played in; the
-    baselines' tests check that in every golden state.  A sentence that one-lining or the
-    240-rune cut would change is parsed as usual.
+    baselines' tests check that in every golden state.  The text must already be as the game
+    stores a sentence (one line, no outer whitespace, at most 240 runes): ``ValueError``
+    otherwise, so that the engine can log it as it is.
     """
 
     intent: Intent
 
     def __new__(cls, sentence: str, intent: Intent) -> ParsedSentence:
+        if cut(one_line(sentence), MAX_SENTENCE_LEN) != sentence:
+            raise IntentError("a ParsedSentence must be one line of at most "
+                              f"{MAX_SENTENCE_LEN} runes without outer whitespace; got "
+                              f"{sentence[:80]!r}")
+        if not isinstance(intent, Intent):
+            raise IntentError(f"ParsedSentence.intent must be an Intent; got "
+                              f"{type(intent).__name__}")
         self = super().__new__(cls, sentence)
         self.intent = intent
         return self

@@ -114,17 +114,18 @@ def resolve_turn(st: GameState, intents: Sequence[Intent], sentences: Sequence[s
             a = Outcome(seat, k, rooms[seat], it)
             resolve_say(a)
             emit(seat, a)
-    for cls in range(SPEECH_CLASS + 1, LAST_CLASS + 1):
-        for k, seat in enumerate(order):
-            if classes[seat] != cls or acts[seat] is not None:
-                continue
-            it = intents[seat]
-            a = Outcome(seat, k, rooms[seat], it)
-            if it.kind == "give":
-                (resolve.give_to_keeper if cls == 2 else resolve.give_to_cog)(st, a, it)
-            else:
-                RESOLVERS[it.kind](st, a, it)
-            emit(seat, a)
+    # Classes 2..7, in initiative order within a class (a stable sort keeps it).
+    for k in sorted(range(SEATS), key=lambda k: classes[order[k]]):
+        seat = order[k]
+        if acts[seat] is not None:  # a say, already emitted
+            continue
+        it = intents[seat]
+        a = Outcome(seat, k, rooms[seat], it)
+        if it.kind == "give":
+            (resolve.give_to_keeper if classes[seat] == 2 else resolve.give_to_cog)(st, a, it)
+        else:
+            RESOLVERS[it.kind](st, a, it)
+        emit(seat, a)
     st.turns_played += 1
     st.turn += 1
     if st.turns_played < st.turns:
