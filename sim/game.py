@@ -175,6 +175,9 @@ class Game:
         240-rune cut may have left a trailing space that one-lining would now remove.
         """
         check_seat(seat)
+        return self._intent_for(action, seat, stored)
+
+    def _intent_for(self, action: str | Intent, seat: int, stored: bool) -> tuple[Intent, str]:
         st = self.state
         if type(action) is ParsedSentence:  # parsed by its writer (a baseline), stored form
             return action.intent, str(action)
@@ -217,7 +220,7 @@ class Game:
             if stored and isinstance(action, str) and len(action) > MAX_SENTENCE_LEN:
                 raise TurnError(f"actions[{seat}]: a stored sentence has at most "
                                 f"{MAX_SENTENCE_LEN} runes; got {len(action)}")
-            it, sentence = self.intent_for(action, seat, stored)
+            it, sentence = self._intent_for(action, seat, stored)
             intents.append(it)
             sentences.append(sentence)
         if stored:  # a replay: the recorded fields are already one-lined and cut

@@ -12,10 +12,6 @@ MASK64 = (1 << 64) - 1
 _JUMP = (0xBEAC0467EBA5FACB, 0xD86B048B86AA9922)
 
 
-def _rotl(x: int, k: int) -> int:
-    return ((x << k) | (x >> (64 - k))) & MASK64
-
-
 def jump(a0: int, a1: int) -> tuple[int, int]:
     """Nim's skipRandomNumbers on the state ``(a0, a1)``, step by step with ``next`` inlined:
     the reference definition (``NimRand`` uses the same map through ``_jump_images``)."""
@@ -63,10 +59,12 @@ class NimRand:
 
     def next(self) -> int:
         s0, s1 = self.a0, self.a1
-        result = (s0 + s1) & MASK64
+        m = MASK64
+        result = (s0 + s1) & m
         s1 ^= s0
-        self.a0 = _rotl(s0, 55) ^ s1 ^ ((s1 << 14) & MASK64)
-        self.a1 = _rotl(s1, 36)
+        # a0 = rotl(s0, 55) ^ s1 ^ (s1 << 14); a1 = rotl(s1, 36), rotations inlined (hot)
+        self.a0 = (((s0 << 55) | (s0 >> 9)) & m) ^ s1 ^ ((s1 << 14) & m)
+        self.a1 = ((s1 << 36) | (s1 >> 28)) & m
         return result
 
     def _jump(self) -> None:

@@ -12,7 +12,8 @@ from .world import MAX_ROOM_LOG, MAX_ROOM_LOG_LEN, MAX_SAY_LEN
 def log_room(st: GameState, room: int, line: str) -> None:
     """Append a public line to ``room``'s log for this turn, keeping the newest 12 (§12.1)."""
     log = st.room_log[room]
-    log.append(cut(one_line(line), MAX_ROOM_LOG_LEN))
+    line = one_line(line)
+    log.append(line if len(line) <= MAX_ROOM_LOG_LEN else cut(line, MAX_ROOM_LOG_LEN))
     if len(log) > MAX_ROOM_LOG:
         del log[0]
 

@@ -24,6 +24,8 @@ def strip_ws(text: str) -> str:
 
 def one_line(text: str) -> str:
     """``oneLine``: newlines, carriage returns and tabs become spaces; then strip both ends."""
+    if text.isprintable():  # no newline, return or tab to flatten (the common case)
+        return text.strip(UNICODE_WS)
     return text.translate(_FLATTEN).strip(UNICODE_WS)
 
 

@@ -94,8 +94,7 @@ def resolve_turn(st: GameState, intents: Sequence[Intent], sentences: Sequence[s
     """Resolve the six intents against the start-of-turn state; returns acts in seat order."""
     order = initiative(st.turn)
     rooms = list(st.room)  # start-of-turn rooms: where each act is logged
-    for s in range(SEATS):
-        st.hint[s] = False
+    st.hint[:] = [False] * SEATS
     acts: list[dict | None] = [None] * SEATS
     classes = [class_of(it) for it in intents]
 
