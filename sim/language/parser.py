@@ -58,7 +58,6 @@ _NOT_A_NUMBER = -1
 _NONE_MATCH = (-1, -1, False)
 
 _new = object.__new__
-_set = object.__setattr__
 
 
 def _intent(kind: str, to_room: int, item: int, qty: int, npc: int, other: int, coin: int,
@@ -66,15 +65,8 @@ def _intent(kind: str, to_room: int, item: int, qty: int, npc: int, other: int, 
     """Build an :class:`Intent` without its validating constructor (every value here already
     satisfies its constraints: ids >= -1, 0 <= qty, coin <= 2**63-1, known kind/reason)."""
     it = _new(Intent)
-    _set(it, "kind", kind)
-    _set(it, "to_room", to_room)
-    _set(it, "item", item)
-    _set(it, "qty", qty)
-    _set(it, "npc", npc)
-    _set(it, "other", other)
-    _set(it, "coin", coin)
-    _set(it, "reason", reason)
-    _set(it, "text", text)
+    it.__dict__.update(kind=kind, to_room=to_room, item=item, qty=qty, npc=npc, other=other,
+                       coin=coin, reason=reason, text=text)
     return it
 
 
@@ -157,9 +149,8 @@ def parse(world: World, aliases: Sequence[str], seat: int, room: int,
         else:
             return _intent("none", -1, -1, 1, -1, -1, 0, "no_verb", spoken)
     room_s, item_s, npc_s, cog_s = _slots(found, whole, verb_at + 1)
-    vals = [number_value(t) for t in toks]
-    qty = _quantity(vals, item_s)
-    coin = _coin(toks, vals)
+    qty = _quantity(toks, item_s)
+    coin = _coin(toks)
     # §12 per-intent checks and defaults, shared with hand-built intents.
     npc, other, coin, reason = check_slots(
         kind, room_s[0], item_s[0], npc_s[0], cog_s[0], coin, world, seat, room, offers, turn,
@@ -194,7 +185,7 @@ def _whole_sentence(found: tuple[list[tuple[int, int, int]], ...], toks: tuple[s
                     seat: int) -> list[Match]:
     """§6-§7 whole-sentence matches per list; a reflexive word names the speaker as the cog."""
     whole = [_best(m, 0) if m else _NONE_MATCH for m in found]
-    if whole[COGS][0] < 0:
+    if whole[COGS][0] < 0 and not REFLEXIVE_WORDS.isdisjoint(toks):
         for p, t in enumerate(toks):
             if t in REFLEXIVE_WORDS:
                 whole[COGS] = (seat, p, False)
@@ -264,25 +255,31 @@ def _slots(found: tuple[list[tuple[int, int, int]], ...], whole: list[Match],
     return out
 
 
-def _quantity(vals: list[int], item_s: Match) -> int:
+def _value(token: str) -> int:
+    """:func:`number_value`, with the word lookup first: most tokens are not digits."""
+    return number_value(token) if token.isdigit() else NUMBER_WORDS.get(token, _NOT_A_NUMBER)
+
+
+def _quantity(toks: tuple[str, ...], item_s: Match) -> int:
     """§10: the first number from token 0 up to (not including) the good; 1 if none."""
-    for v in (vals[:item_s[1]] if item_s[0] >= 0 else vals):
+    for t in (toks[:item_s[1]] if item_s[0] >= 0 else toks):
+        v = _value(t)
         if v >= 0:
             return v
     return 1
 
 
-def _coin(toks: tuple[str, ...], vals: list[int]) -> int:
+def _coin(toks: tuple[str, ...]) -> int:
     """§11: a number (not 999) beside a coin word, else one right after "for", else 0."""
     n = len(toks)
     for k in range(n):
-        v = vals[k]
-        if v >= 0 and v != QTY_ALL and (
-                (k + 1 < n and toks[k + 1] in COIN_WORDS) or (k > 0 and toks[k - 1] in COIN_WORDS)):
-            return v
+        if (k + 1 < n and toks[k + 1] in COIN_WORDS) or (k > 0 and toks[k - 1] in COIN_WORDS):
+            v = _value(toks[k])
+            if v >= 0 and v != QTY_ALL:
+                return v
     for k in range(n - 1):
         if toks[k] == "for":
-            v = vals[k + 1]
+            v = _value(toks[k + 1])
             if v >= 0 and v != QTY_ALL:
                 return v
     return 0

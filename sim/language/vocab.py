@@ -65,16 +65,17 @@ def normalise(text: str) -> str:
 def tokenize(text: str) -> tuple[str, ...]:
     """§5 tokenise: split the normalised text, drop a possessive ``'s``, strip ``'`` at both
     ends and keep non-empty words."""
+    norm = normalise(text)
+    if "'" not in norm:  # no apostrophe: the words as they are
+        return tuple(norm.split())
     out = []
-    for word in normalise(text).split():
-        if word.endswith("'s"):
-            word = word[:-2]
-        if "'" in word:
+    for word in norm.split():
+        if "'" in word:  # (a word without one neither ends in 's nor is empty)
+            if word.endswith("'s"):
+                word = word[:-2]
             word = word.strip("'")
             if not word:
                 continue
-        elif not word:
-            continue
         out.append(word)
     return tuple(out)
 
