@@ -213,11 +213,66 @@ def bench_feasibility() -> float | None:
     return time.perf_counter() - start
 
 
+# The scalar figures ``--only`` can run alone: name -> (bench function, figure printer).
+SCALAR_FIGURES: dict[str, Callable[[float], None]] = {}
+
+
+def _scalar_figure(name: str):
+    def register(fn: Callable[[float], None]) -> Callable[[float], None]:
+        SCALAR_FIGURES[name] = fn
+        return fn
+    return register
+
+
+@_scalar_figure("scalar_structured_episodes_per_s")
+def _print_structured(secs: float) -> None:
+    print(f"scalar_structured_episodes_per_s: {bench_structured(secs):.1f} episodes/s")
+
+
+@_scalar_figure("scalar_sentence_episodes_per_s")
+def _print_sentences(secs: float) -> None:
+    print(f"scalar_sentence_episodes_per_s: {bench_sentences(secs):.1f} episodes/s")
+
+
+@_scalar_figure("parse_sentences_per_s")
+def _print_parse(secs: float) -> None:
+    print(f"parse_sentences_per_s: {bench_parse(secs):.0f} sentences/s")
+
+
+@_scalar_figure("baseline_episodes_per_s")
+def _print_baselines(secs: float) -> None:
+    eps = bench_baselines(secs)
+    if eps is not None:
+        print(f"baseline_episodes_per_s: {eps:.1f} episodes/s")
+
+
+def _scalar_options(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--only", choices=sorted(SCALAR_FIGURES), action="append",
+                    help="run only this scalar figure (repeatable)")
+    ap.add_argument("--no-parse-memo", action="store_true",
+                    help="turn the engine's cross-episode parse memo off "
+                         "(sim.game.PARSE_MEMO; also GUILD_PARSE_MEMO=0)")
+
+
+def _scalar_only(args: argparse.Namespace, secs: float) -> bool:
+    """Apply ``--no-parse-memo``; run the ``--only`` figures and say whether that was all."""
+    if args.no_parse_memo:
+        import sim.game
+
+        sim.game.PARSE_MEMO = False
+    for name in args.only or ():
+        SCALAR_FIGURES[name](secs)
+    return bool(args.only)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     ap.add_argument("--quick", action="store_true", help="about 1 s per figure (< 60 s)")
+    _scalar_options(ap)
     args = ap.parse_args(argv)
     secs = 1.0 if args.quick else 5.0
+    if _scalar_only(args, secs):
+        return 0
     eps = bench_structured(secs)
     print(f"scalar_structured_episodes_per_s: {eps:.1f} episodes/s")
     print(f"scalar_structured_seat_steps_per_s: {eps * SEAT_STEPS:.0f} seat-steps/s")
