@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..rules.setup import EXTRA_RELIC_ROOM, GROUND_ROOMS, INT64_MAX, INT64_MIN, RELIC
+from ..rules.setup import EXTRA_RELIC_ROOM, GROUND_ROOMS, INT64_MAX, INT64_MIN, RELIC, draw_town
 from ..rules.world import SEATS, STANDARD_TOWN, World
 
 MASK64 = (1 << 64) - 1
 _JUMP = (0xBEAC0467EBA5FACB, 0xD86B048B86AA9922)
 _U = np.uint64
+# Below this many rows the scalar ``draw_town`` is quicker than the array generator, whose
+# 128-step jump costs a few dozen numpy calls whatever the row count (one-row faces reset often).
+SCALAR_ROWS = 8
 # Seeds whose main-stream seed ``seed * 7919 + 17`` fits in int64 (RULES §4).
 SEED_MIN = -((17 - INT64_MIN) // 7919)
 SEED_MAX = (INT64_MAX - 17) // 7919
@@ -115,6 +118,8 @@ def draw_towns(seeds: np.ndarray, world: World = STANDARD_TOWN
     """
     seeds = check_seeds(seeds)
     n = seeds.shape[0]
+    if n <= SCALAR_ROWS:
+        return _draw_towns_scalar(seeds, world)
     r = BatchedNimRand(seeds * 7919 + 17)
     rooms = np.tile(np.arange(world.n_rooms, dtype=np.int64), (n, 1))
     r.shuffle(rooms)
@@ -129,3 +134,14 @@ def draw_towns(seeds: np.ndarray, world: World = STANDARD_TOWN
         floor[rows, room, r.rand(5)] += 1
     floor[:, EXTRA_RELIC_ROOM, RELIC] += 1
     return rooms[:, :SEATS].copy(), quests, floor
+
+
+def _draw_towns_scalar(seeds: np.ndarray, world: World
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``draw_towns`` row by row with the rules' own ``draw_town`` (few rows)."""
+    towns = [draw_town(int(seed), world) for seed in seeds]
+    shape = (len(towns),)
+    return (np.array([t[0] for t in towns], np.int64).reshape(shape + (SEATS,)),
+            np.array([t[1] for t in towns], np.int64).reshape(shape + (SEATS, 2)),
+            np.array([t[2] for t in towns], np.int64).reshape(
+                shape + (world.n_rooms, world.n_goods)))

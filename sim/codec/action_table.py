@@ -102,12 +102,17 @@ def n_actions(world: World) -> int:
 
 
 
+def check_index(index: int, world: World) -> int:
+    """``index`` if it names a row of the table; otherwise the ``IntentError`` every face raises."""
+    size = len(action_table(world))
+    if not 0 <= index < size:
+        raise IntentError(f"action index must be between 0 and {size - 1}; got {index!r}")
+    return index
+
+
 def to_intent(index: int, world: World, seat: int, room: int) -> Intent:
     """The intent of action ``index`` for ``seat`` standing in ``room``."""
-    table = action_table(world)
-    if not 0 <= index < len(table):
-        raise IntentError(f"action index must be between 0 and {len(table) - 1}; got {index!r}")
-    a = table[index]
+    a = action_table(world)[check_index(index, world)]
     npc = world.keeper_in_room[room] if a.to_keeper else -1
     other = (seat + a.rel) % SEATS if a.rel else -1
     return Intent(a.kind, to_room=a.to_room, item=a.item, qty=a.qty, npc=npc, other=other,

@@ -9,7 +9,14 @@ from __future__ import annotations
 import numpy as np
 from gymnasium import spaces
 
-from ..codec.action_table import action_table, canonical, legal_mask, n_actions, to_intent
+from ..codec.action_table import (
+    action_table,
+    canonical,
+    check_index,
+    legal_mask,
+    n_actions,
+    to_intent,
+)
 from ..codec.encode import encode, encode_flat, layout, slices
 from ..game import Game
 from ..policies import POLICIES
@@ -71,6 +78,9 @@ class SeatFace:
         self.text_mode = text_mode
         self.flat = flat
         self.n_actions = n_actions(world)
+        self._slices = slices(world)
+        self._cuts = [(k, slice(a, b)) for k, (a, b) in self._slices.items()
+                      if k != "action_mask"]  # the mask is set apart, as int8
 
     def observe(self, game: Game, seat: int) -> tuple[dict | np.ndarray, dict]:
         """The seat's observation and the face's part of ``info`` (mask computed once)."""
@@ -94,17 +104,22 @@ class SeatFace:
         """
         if self.text_mode:
             return [self.observe(game, s) for s in range(SEATS)]
-        rows = self._encode_rows(game)
+        return self.split(self._encode_rows(game))
+
+    def split(self, rows: np.ndarray) -> list[tuple[dict | np.ndarray, dict]]:
+        """``observe``'s answers from encoded rows (``[seats, obs]``, mask last), in row order.
+
+        One copy for all rows: each seat's arrays are views of it, so they outlive ``rows``.
+        """
+        flat = rows.copy()
+        masks = flat[:, -self.n_actions:].astype(np.int8)
+        if self.flat:
+            return [(flat[i], {"action_mask": masks[i]}) for i in range(len(flat))]
         out = []
-        for s in range(SEATS):
-            flat = rows[s].copy()
-            mask = flat[-self.n_actions:].astype(np.int8)
-            if self.flat:
-                out.append((flat, {"action_mask": mask}))
-            else:
-                obs = {k: flat[a:b] for k, (a, b) in self._slices.items()}
-                obs["action_mask"] = mask
-                out.append((obs, {"action_mask": mask}))
+        for row, mask in zip(flat, masks):
+            obs = {k: row[cut] for k, cut in self._cuts}
+            obs["action_mask"] = mask
+            out.append((obs, {"action_mask": mask}))
         return out
 
     def _encode_rows(self, game: Game) -> np.ndarray:
@@ -120,7 +135,6 @@ class SeatFace:
             self._batch_key = key
             self._rows = all_seats(1)
             self._out = np.zeros((SEATS, self._batch.tables.obs_width), np.float32)
-            self._slices = slices(self.world)
         self._batch.load_games([game])
         batch_encode(self._batch, self._rows[0], self._rows[1], self._out)
         return self._out
@@ -131,11 +145,17 @@ class SeatFace:
             if not isinstance(action, str):
                 raise ValueError(f"text mode takes a sentence (str); got {action!r}")
             return action
+        return to_intent(self.index(action), self.world, seat, game.state.room[seat])
+
+    def index(self, action) -> int:
+        """A structured action as a checked table index (the errors of ``action``)."""
+        if type(action) is int and 0 <= action < self.n_actions:
+            return action  # the common case, answered before the general checks
         if isinstance(action, np.ndarray):
             action = action.item()
         if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
             raise ValueError(f"action must be an int index; got {action!r}")
-        return to_intent(int(action), self.world, seat, game.state.room[seat])
+        return check_index(int(action), self.world)
 
     def admissible(self, game: Game, seat: int) -> list[str]:
         mask = legal_mask(game.state, seat)

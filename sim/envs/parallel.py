@@ -10,11 +10,12 @@ from __future__ import annotations
 import numpy as np
 from pettingzoo import ParallelEnv
 
-from ..codec.action_table import legal_mask
+from ..codec.action_table import legal_mask, to_intent
 from ..game import Game, GameConfig
 from ..rules.scoring import score
 from ..rules.world import SEATS, STANDARD_TOWN, World
 from .face import SeatFace, seat_spaces
+from .row import RowEpisode
 
 
 def parallel_env(**kwargs) -> GuildParallelEnv:
@@ -44,7 +45,8 @@ class GuildParallelEnv(ParallelEnv):
         self._spaces = seat_spaces(self.world, text_mode, flatten)
         self.possible_agents = [f"seat_{s}" for s in range(SEATS)]
         self.agents: list[str] = []
-        self.game: Game | None = None
+        self._game: Game | None = None  # text mode: the scalar game itself
+        self._row: RowEpisode | None = None  # structured actions: the one-row batched engine
         self._scores = [0.0] * SEATS
         self._rng = np.random.default_rng(seed)
 
@@ -57,30 +59,44 @@ class GuildParallelEnv(ParallelEnv):
 
     def reset(self, seed: int | None = None, options: dict | None = None):
         if seed is None:
-            seed = self.default_seed if self.game is None else None
+            seed = self.default_seed if self._game is None and self._row is None else None
         if seed is not None:
             self._rng = np.random.default_rng(seed)
         game_seed = int(self._rng.integers(0, 2 ** 31 - 1))
-        self.game = Game(GameConfig(seed=game_seed, turns=self.turns, thievery=self.thievery,
-                                    speech=self.speech, world=self.world))
+        config = GameConfig(seed=game_seed, turns=self.turns, thievery=self.thievery,
+                            speech=self.speech, world=self.world)
+        if self.face.text_mode:
+            self._game = Game(config)
+        else:
+            self._row = self._row or RowEpisode(config)
+            self._row.reset(config, self._replay)
         self.agents = list(self.possible_agents)
         self._scores = [0.0] * SEATS
         return self._views()
 
+    @property
+    def game(self) -> Game | None:
+        """The scalar ``Game`` of the episode (with structured actions: replayed on demand)."""
+        return self._game if self._row is None else self._row.game
+
     def step(self, actions: dict):
-        game = self.game
-        if game is None or game.done or not self.agents:
+        if not self.agents:
             raise RuntimeError("step() called before reset() or after the episode ended")
         missing = [a for a in self.agents if a not in actions]
         if missing:
             raise ValueError(f"step needs an action for every agent; missing {missing}")
-        turn_actions = [self.face.action(game, s, actions[a])
-                        for s, a in enumerate(self.possible_agents)]
-        game.play_turn(turn_actions)
-        done = game.done
+        if self._row is None:
+            game = self._game
+            game.play_turn([self.face.action(game, s, actions[a])
+                            for s, a in enumerate(self.possible_agents)])
+            done, scores = game.done, [score(game.state, s) for s in range(SEATS)]
+        else:
+            done = self._row.step(np.array([self.face.index(actions[a])
+                                            for a in self.possible_agents], np.int64))
+            scores = self._row.scores
         rewards = {}
         for s, a in enumerate(self.possible_agents):
-            new = score(game.state, s)
+            new = scores[s]
             if self.reward_mode == "dense":
                 rewards[a] = float(new - self._scores[s])
             else:
@@ -90,7 +106,7 @@ class GuildParallelEnv(ParallelEnv):
         terms = {a: done for a in self.possible_agents}
         truncs = {a: False for a in self.possible_agents}
         if done:
-            results = game.results()
+            results = self._game.results() if self._row is None else self._row.results()
             for a in self.possible_agents:
                 infos[a]["results"] = results
             self.agents = []
@@ -100,7 +116,9 @@ class GuildParallelEnv(ParallelEnv):
 
     def action_masks(self, agent: str) -> np.ndarray:
         s = self.possible_agents.index(agent)
-        return np.array(legal_mask(self.game.state, s), bool)
+        if self._row is None:
+            return np.array(legal_mask(self._game.state, s), bool)
+        return self._row.observe()[s, -self.face.n_actions:] > 0
 
     def render(self):
         if self.game is None or self.render_mode is None:
@@ -114,9 +132,16 @@ class GuildParallelEnv(ParallelEnv):
     def close(self) -> None:
         pass
 
+    def _replay(self, game: Game, joint: np.ndarray) -> None:
+        """One recorded turn into the scalar game, as ``step`` played it before the row engine."""
+        game.play_turn([to_intent(int(i), self.world, s, game.state.room[s])
+                        for s, i in enumerate(joint)])
+
     def _views(self) -> tuple[dict, dict]:
         obs, infos = {}, {}
-        for s, (o, face_info) in enumerate(self.face.observe_all(self.game)):
+        views = (self.face.observe_all(self._game) if self._row is None
+                 else self.face.split(self._row.observe()))
+        for s, (o, face_info) in enumerate(views):
             a = self.possible_agents[s]
             obs[a] = o
             infos[a] = {"score": self._scores[s], **face_info}
