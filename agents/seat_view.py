@@ -21,7 +21,7 @@ are confined here and used by ``Factor`` and ``Magpie`` only:
 from __future__ import annotations
 
 from sim import Game
-from sim.rules.world import SEATS, World
+from sim.rules.world import World
 
 
 class SeatView:
@@ -49,15 +49,14 @@ class SeatView:
         self.free = w.carry_limit - sum(self.items)
         qi, qc, qd = st.quest_item[seat], st.quest_count[seat], st.delivered[seat]
         # own commissions: (good, units still to deliver), in order
-        self.quests = [(qi[q], qc[q] - qd[q]) for q in range(len(qi))]
+        self.quests = [(g, n - done) for g, n, done in zip(qi, qc, qd)]
         self.floor = st.floor[here]              # goods on the floor here, by good id
         self.dark = w.rooms[here].dark
         npc = w.keeper_in_room[here]
         self.keeper = npc                        # keeper standing here, -1 if none
         self.stock = st.stock[npc] if npc >= 0 else None   # its stock (shown in its table)
         self.shop_coin = st.shop_coin[npc] if npc >= 0 else 0
-        room = st.room
-        self.cogs = [s for s in range(SEATS) if s != seat and room[s] == here]
+        self.cogs = [s for s, r in enumerate(st.room) if r == here and s != seat]
         self.employer = st.retainer_of[seat] if st.retainer_turns[seat] > 0 else -1
         self.thievery = st.thievery
         self.aliases = st.aliases

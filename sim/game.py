@@ -314,6 +314,8 @@ def check_seat(seat: int) -> None:
 
 
 def _check_six(xs, name: str) -> None:
+    if type(xs) in (list, tuple) and len(xs) == SEATS:  # the common case, without the ABC
+        return
     if isinstance(xs, (str, bytes)) or not isinstance(xs, Sequence) or len(xs) != SEATS:
         got = len(xs) if isinstance(xs, Sequence) else type(xs).__name__
         raise TurnError(f"{name} must be a list of {SEATS} items (one per seat); got {got}")
@@ -323,6 +325,8 @@ def _six_strings(xs, name: str) -> list[str]:
     if xs is None:
         return [""] * SEATS
     _check_six(xs, name)
+    if all(type(x) is str for x in xs):
+        return list(xs)
     out = []
     for i, x in enumerate(xs):
         if x is None:

@@ -36,8 +36,9 @@ def acting_seat(turn: int, k: int) -> int:
 
 
 def initiative(turn: int) -> list[int]:
-    """Seats in acting order (§6.3)."""
-    return [acting_seat(turn, k) for k in range(SEATS)]
+    """Seats in acting order (§6.3): 0..5 rotated to start at ``acting_seat(turn, 0)``."""
+    first = acting_seat(turn, 0)
+    return [*range(first, SEATS), *range(first)]
 
 
 def resolution_class(kind: str, names_keeper: bool) -> int:
@@ -98,11 +99,14 @@ def resolve_turn(st: GameState, intents: Sequence[Intent], sentences: Sequence[s
     acts: list[dict | None] = [None] * SEATS
     classes = [class_of(it) for it in intents]
 
+    turn, notes = st.turn, st.notes
+
     def emit(seat: int, a: Outcome) -> None:
-        ev = act_event(st.turn, a, sentences[seat], says[seat], st.notes[seat], scripted[seat])
+        sentence = sentences[seat]
+        ev = act_event(turn, a, sentence, says[seat], notes[seat], scripted[seat])
         events.append(ev)
         acts[seat] = ev
-        st.last_sentence[seat] = sentences[seat]
+        st.last_sentence[seat] = sentence
         st.last_reason[seat] = a.reason
         st.last_room[seat] = a.room
 
