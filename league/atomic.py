@@ -45,12 +45,17 @@ def replacing(path: str | os.PathLike) -> Iterator[Path]:
         raise
 
 
-def write_atomic(path: str | os.PathLike, text: str) -> None:
+def write_atomic(path: str | os.PathLike, text: str, sync: bool = True) -> None:
     """Write ``text`` (UTF-8) to ``path``: afterwards it is the old file or the whole new one.
 
-    The text is fsynced before the rename, so it is on disk before the name points to it.
+    With ``sync`` the text is fsynced before the rename, so it is on disk before the name
+    points to it, even after a power loss. Without it a crash of the process (``kill -9``)
+    still leaves the old file or the whole new one, but a power loss may not: the caller
+    makes such files durable itself, many at once (``league.store.sync_files``), before
+    anything that names them is.
     """
     with replacing(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
+        if sync:
+            f.flush()
+            os.fsync(f.fileno())

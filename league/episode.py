@@ -50,21 +50,20 @@ from __future__ import annotations
 
 import json
 import logging
-import queue
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents import Decision, Factor, Magpie, RandomPolicy, is_scripted, make_policy
+from agents import Decision, Factor, is_scripted, make_policy
 from agents.isolated import DEFAULT_MEMORY_MB, SeatFaultError, hosted
 from agents.isolated import from_spec as exec_policy
 from sim import Game, GameConfig, Intent
 from sim.rules.world import SEATS
 
 from .atomic import write_atomic
+from .calls import Seat, past, until
 from .lineups import EpisodeSpec
 
 RESULT_KEYS = ("names", "scores", "coin", "wealth", "questPoints", "delivered", "robberies",
@@ -73,12 +72,11 @@ FAULT_KINDS = ("raised", "garbage", "timeout", "crashed")
 
 _log = logging.getLogger(__name__)
 _FALLBACK = Factor()
-# The built-in baselines are this project's own bounded code: with time limits they are still
-# called directly (a thread hand-off would double the cost of a baseline league), as API.md
-# keeps them beside the engine when other policies run apart from it.
-_BUILT_IN = (Factor, Magpie, RandomPolicy)
 
 Fault = Callable[[int, str, str], None]
+# ``json.dumps(payload, separators=(",", ":"))``, the same bytes, without building an encoder
+# per replay or checking a fresh event log for cycles.
+_JSON = json.JSONEncoder(separators=(",", ":"), check_circular=False)
 
 
 @dataclass(frozen=True)
@@ -142,111 +140,15 @@ def league_policy(name: str, settings: Settings) -> Any:
     return hosted(spec, **limits)
 
 
-# --- policy calls that the episode can stop waiting for ----------------------------------------
-
-class _Call:
-    """One policy call: run once (here or in a seat's thread); its answer or its exception."""
-
-    def __init__(self, fn: Callable[..., Any], args: tuple, turn: int) -> None:
-        self.fn, self.args, self.turn = fn, args, turn
-        self.started = time.perf_counter()
-        self.finished = threading.Event()
-        self.value: Any = None
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            self.value = self.fn(*self.args)
-        except BaseException as e:  # judged by the episode, in its own thread
-            self.error = e
-        finally:
-            self.finished.set()
-
-    def wait(self, until: float | None) -> bool:
-        """Whether the call finished by the ``perf_counter`` time ``until`` (None: no limit)."""
-        if until is None:
-            return self.finished.wait()
-        return self.finished.wait(max(0.0, until - time.perf_counter()))
-
-
-class _SeatThread:
-    """A daemon thread that runs one seat's policy calls, one at a time, in order.
-
-    Daemon, so that an abandoned call (one that overran) never keeps its process alive.
-    """
-
-    def __init__(self, seat: int) -> None:
-        self._jobs: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._loop, name=f"league-seat-{seat}",
-                                        daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        while (call := self._jobs.get()) is not None:
-            call.run()
-
-    def submit(self, call: _Call) -> None:
-        self._jobs.put(call)
-
-    def close(self) -> None:
-        """Let the thread end once its current call (if any) returns."""
-        self._jobs.put(None)
-
-
-@dataclass
-class _Seat:
-    """A seat's policy and what the episode knows about it."""
-
-    policy: Any
-    broken: bool = False           # factor plays the seat for the rest of the episode
-    overrun: _Call | None = None   # the call that overran, until it returns
-    thread: _SeatThread | None = field(default=None, repr=False)
-
-    def call(self, seat: int, fn: Callable[..., Any], args: tuple, turn: int,
-             threaded: bool) -> _Call:
-        """Start ``fn(*args)``: in the seat's thread when ``threaded``, else here and now."""
-        call = _Call(fn, args, turn)
-        if not threaded or type(self.policy) in _BUILT_IN or getattr(self.policy, "bounded",
-                                                                         False):
-            call.run()
-            return call
-        if self.thread is None:
-            self.thread = _SeatThread(seat)
-        self.thread.submit(call)
-        return call
-
-    def still_overrunning(self) -> bool:
-        """Whether the call that overran is still running (then this decision is late too)."""
-        if self.overrun is not None and self.overrun.finished.is_set():
-            self.overrun = None
-        return self.overrun is not None
-
-    def close(self) -> None:
-        if self.thread is not None:
-            self.thread.close()
-            self.thread = None
-        close = getattr(self.policy, "close", None)
-        if getattr(self.policy, "bounded", False) and callable(close):
-            close()  # a seat process goes back to the worker's pool
-
-
-def _until(started: float, limit: float | None, deadline: float | None) -> float | None:
-    """When to stop waiting for a call started at ``started`` (None: wait for it)."""
-    ends = [t for t in (None if limit is None else started + limit, deadline) if t is not None]
-    return min(ends) if ends else None
-
-
-def _past(deadline: float | None) -> bool:
-    return deadline is not None and time.perf_counter() >= deadline
-
-
 # --- one episode -------------------------------------------------------------------------------
 
 def play(spec: EpisodeSpec, settings: Settings) -> tuple[dict, str | None]:
     """Play one episode; return its ``results.jsonl`` row and, unless written, its replay JSON.
 
     With ``settings.replay_dir`` the replay is written there atomically before returning, so a
-    results line is only ever appended for an episode whose replay is already on disk.
+    results line is only ever appended for an episode whose replay is already written; it is
+    not fsynced here: the league makes a batch of replays durable at once before their lines
+    (``league.store``).
     """
     started = time.perf_counter()
     limit = settings.decision_timeout
@@ -270,28 +172,28 @@ def play(spec: EpisodeSpec, settings: Settings) -> tuple[dict, str | None]:
 
     # Fresh policies every episode, so no state leaks from one episode into another and the
     # results cannot depend on which worker played which episode.
-    seats: list[_Seat] = []
+    seats: list[Seat] = []
     for seat, name in enumerate(spec.lineup):
         try:
-            seats.append(_Seat(league_policy(name, settings)))
+            seats.append(Seat(league_policy(name, settings)))
         except Exception as e:
-            seats.append(_Seat(_FALLBACK, broken=True))
+            seats.append(Seat(_FALLBACK, broken=True))
             fault(seat, "raised", f"could not be built ({_describe(e)}); plays factor")
     try:
         for seat, s in enumerate(seats):
             reset = getattr(s.policy, "reset", None)
             if callable(reset) and not s.broken:
                 call = s.call(seat, reset, (spec.seed,), game.turn, threaded)
-                if not call.wait(_until(call.started, limit, deadline)):
+                if not call.wait(until(call.started, limit, deadline)):
                     s.broken, s.overrun = True, call
-                    if not _past(deadline):
+                    if not past(deadline):
                         fault(seat, "timeout", f"reset took over {limit} s; plays factor")
                 elif call.error is not None:
                     s.broken = True
                     fault(seat, "raised", f"reset raised {_check(call.error)}; plays factor")
         scripted_by_policy = [is_scripted(s.policy) for s in seats]
         while not game.done:
-            if _past(deadline):
+            if past(deadline):
                 game.end_early()
                 break
             turn = _decide(game, seats, limit, deadline, threaded, fault)
@@ -311,9 +213,9 @@ def play(spec: EpisodeSpec, settings: Settings) -> tuple[dict, str | None]:
     records = _take_records(seats, remark)
     if records:
         payload["llm"] = records
-    text = json.dumps(payload, separators=(",", ":"))
+    text = _JSON.encode(payload)
     if settings.replay_dir is not None:
-        write_atomic(Path(settings.replay_dir) / f"{spec.id}.json", text)
+        write_atomic(Path(settings.replay_dir) / f"{spec.id}.json", text, sync=False)
         text_out: str | None = None
     else:
         text_out = text
@@ -326,7 +228,7 @@ def play(spec: EpisodeSpec, settings: Settings) -> tuple[dict, str | None]:
     return row, text_out
 
 
-def _decide(game: Game, seats: list[_Seat], limit: float | None, deadline: float | None,
+def _decide(game: Game, seats: list[Seat], limit: float | None, deadline: float | None,
             threaded: bool, fault: Fault) -> tuple[list[Decision], list[bool]] | None:
     """Six decisions for this turn and which seats fell back to ``factor``.
 
@@ -335,17 +237,17 @@ def _decide(game: Game, seats: list[_Seat], limit: float | None, deadline: float
     """
     asking = [seat for seat, s in enumerate(seats) if not s.broken]
     for seat in asking:  # seat processes start thinking while the others are asked
-        if getattr(seats[seat].policy, "bounded", False):
+        if seats[seat].bounded:
             seats[seat].policy.post(game, seat)
     calls = {seat: seats[seat].call(seat, seats[seat].policy.act, (game, seat), game.turn, True)
-             for seat in asking if getattr(seats[seat].policy, "concurrent", False)}
+             for seat in asking if seats[seat].concurrent}
     answers: list[Any] = [None] * SEATS
     errors: list[tuple[str, str] | None] = [None] * SEATS  # (fault kind, note)
     for seat in [x for x in asking if x not in calls] + list(calls):
         s = seats[seat]
         call = calls.get(seat) or s.call(seat, s.policy.act, (game, seat), game.turn, threaded)
-        if not call.wait(_until(call.started, limit, deadline)):
-            if _past(deadline):
+        if not call.wait(until(call.started, limit, deadline)):
+            if past(deadline):
                 return None
             s.broken, s.overrun = True, call
             errors[seat] = ("timeout", f"took over {limit} s; plays factor from now on")
@@ -386,7 +288,7 @@ def _valid(answer: Any, seat: int, fault: Fault) -> Decision | None:
     return decision
 
 
-def _take_records(seats: list[_Seat], remark: Callable[[int, str], None]) -> list[dict]:
+def _take_records(seats: list[Seat], remark: Callable[[int, str], None]) -> list[dict]:
     """Every policy's ``take_records()`` (each policy object once), sorted by turn and seat.
 
     A policy whose bookkeeping fails must not lose the episode: its records are left out, and

@@ -9,21 +9,25 @@ Layout of ``DIR``::
     ladder.json          the ladder, rewritten after every run
     .lock                held while a league runs, so two runs cannot interleave
 
-Durability: a replay is written to a temp file, fsynced and renamed into place before its
-results line is appended (``league.atomic``); lines are appended whole, then flushed and
-fsynced. A crash (``kill -9``, power loss, Ctrl-C) can therefore leave at most a torn last
-line, which the next run cuts off, plus stray ``*.tmp`` files, which it deletes; every complete
-line names an episode whose replay is on disk. ``results.jsonl`` is the record of what is
-finished: a replay without a line is simply played again (identically, since episodes are
-deterministic).
+Durability: a replay is written to a temp file and renamed into place (``league.atomic``);
+the lines of a batch of finished episodes (a worker's chunk) are appended only after their
+replays have been made durable together (:func:`sync_files`: one ``syncfs`` on Linux, else an
+fsync per file and of the folder), and are then flushed and fsynced. A crash (``kill -9``,
+power loss, Ctrl-C) can therefore leave at most a torn last line, which the next run cuts off,
+plus stray ``*.tmp`` files, which it deletes; every complete line names an episode whose
+replay is on disk. ``results.jsonl`` is the record of what is finished: a replay without a
+line (e.g. the rest of a batch cut short by a crash) is simply played again (identically,
+since episodes are deterministic).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -181,16 +185,58 @@ class ResultsAppender:
         self._replays = replays
 
     def append(self, rows: Sequence[dict]) -> None:
-        """Append ``rows`` (replays already written), so they survive a crash from now on."""
+        """Append ``rows`` (replays already written, perhaps without fsync), so they survive a
+        crash from now on: their replays are made durable first, then the lines."""
         if not rows:
             return
-        _fsync_dir(self._replays)  # make the replays' renames durable before their lines
+        sync_files(self._replays, [f"{r['id']}.json" for r in rows])
         self._f.write("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows))
         self._f.flush()
         os.fsync(self._f.fileno())
 
     def close(self) -> None:
         self._f.close()
+
+
+def sync_files(folder: Path, names: Sequence[str]) -> None:
+    """Make the files ``names`` in ``folder`` and their names durable (written without fsync).
+
+    On Linux one ``syncfs`` of the folder's file system does it for a whole batch: a fsync
+    each costs a journal commit each (about 4 ms on this project's busy disk, 32 per chunk of
+    16 episodes), ``syncfs`` about one. It also flushes whatever else is dirty on that file
+    system, which only costs time. Elsewhere, or if it fails, each file is fsynced, then the
+    folder.
+    """
+    if not names:
+        return
+    syncfs = _syncfs()
+    if syncfs is not None:
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            if syncfs(fd) == 0:
+                return
+        finally:
+            os.close(fd)
+    for name in names:
+        fd = os.open(folder / name, os.O_RDWR | getattr(os, "O_BINARY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    _fsync_dir(folder)
+
+
+@functools.cache
+def _syncfs() -> Callable[[int], int] | None:
+    """libc's ``syncfs(fd)`` (Linux; Python has no binding), or None where there is none."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError):
+        return None
 
 
 def _fsync_dir(path: Path) -> None:

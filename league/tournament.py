@@ -27,7 +27,7 @@ from .atomic import write_atomic
 from .episode import FAULT_KINDS, Settings, check_policy
 from .errors import LeagueError
 from .lineups import SCHEME, EpisodeSpec, Schedule, episode_spec, schedule
-from .store import FORMAT, LADDER, LeagueDir
+from .store import FORMAT, LADDER, LeagueDir, sync_files
 
 
 @dataclass(frozen=True)
@@ -177,8 +177,10 @@ def run_league(o: LeagueOptions, *, on_note: Note | None = None,
     return LeagueRun(before, rows, result, time.perf_counter() - started, torn, notes)
 
 
-def _episodes(d: LeagueDir, o: LeagueOptions, specs: Sequence[EpisodeSpec]) -> Iterator:
-    """Play ``specs`` on the chosen backend: ``(row, replay text or None if written)``."""
+def _episodes(d: LeagueDir, o: LeagueOptions,
+              specs: Sequence[EpisodeSpec]) -> Iterator[backends.Batch]:
+    """Play ``specs`` on the chosen backend: batches of ``(row, replay text or None if
+    written)``, in order."""
     settings = Settings(policies=o.policies, turns=o.turns, thievery=not o.honest_town,
                         speech=not o.no_speech, decision_timeout=o.decision_timeout,
                         episode_timeout=o.episode_timeout,
@@ -203,12 +205,14 @@ def _replay_lost(d: LeagueDir, o: LeagueOptions, rows: list[dict], note: Note) -
     if not lost:
         return
     differ = []
-    with contextlib.closing(_episodes(d, o, lost)) as items:
-        for row, replay_text in items:
-            if replay_text is not None:
-                write_atomic(d.replays / f"{row['id']}.json", replay_text)
-            if _timeless(row) != _timeless(rows[row["index"]]):
-                differ.append(row["id"])
+    with contextlib.closing(_episodes(d, o, lost)) as batches:
+        for batch in batches:
+            for row, replay_text in batch:
+                if replay_text is not None:
+                    write_atomic(d.replays / f"{row['id']}.json", replay_text, sync=False)
+                if _timeless(row) != _timeless(rows[row["index"]]):
+                    differ.append(row["id"])
+    sync_files(d.replays, [f"{s.id}.json" for s in lost])
     note(f"league: played {len(lost)} episodes again whose replay was missing "
          f"({', '.join(s.id for s in lost[:5])}{', ...' * (len(lost) > 5)})")
     if differ:
@@ -222,18 +226,23 @@ def _timeless(row: dict) -> dict:
 
 def _play_into(d: LeagueDir, o: LeagueOptions, specs: Schedule, rows: list[dict],
                on_progress: ProgressReport | None) -> None:
-    items = _episodes(d, o, specs)
+    batches = _episodes(d, o, specs)
     report = on_progress if on_progress is not None else (lambda done, total: None)
     report(0, len(specs))
     appender = d.appender()
+    done = 0
     try:
-        with contextlib.closing(items):
-            for done, (row, replay_text) in enumerate(items, start=1):
-                if replay_text is not None:
-                    write_atomic(d.replays / f"{row['id']}.json", replay_text)
-                appender.append([row])
-                rows.append(row)
-                report(done, len(specs))
+        with contextlib.closing(batches):
+            for batch in batches:
+                for row, replay_text in batch:
+                    if replay_text is not None:
+                        write_atomic(d.replays / f"{row['id']}.json", replay_text, sync=False)
+                new = [row for row, _ in batch]
+                appender.append(new)  # their replays made durable first, then their lines
+                for row in new:
+                    rows.append(row)
+                    done += 1
+                    report(done, len(specs))
     finally:
         appender.close()
 
