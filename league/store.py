@@ -70,7 +70,7 @@ def load_results(path: Path, repair: bool = False) -> tuple[list[dict], bool]:
     for n, line in enumerate(data[:cut].splitlines(), start=1):
         try:
             row = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past any real row
             raise LeagueError(f"{path} line {n} is not valid JSON; the file was changed by "
                               "hand or by another program") from None
         if not isinstance(row, dict):

@@ -167,3 +167,16 @@ def test_negative_seed_ranges_read_both_ways(capsys) -> None:
     assert json.loads(capsys.readouterr().out) == joined and joined["seeds"] == [-3, -1]
     assert guild(["evaluate", "random", "--seeds", "-2..-1", "--turns", "6"]) == 0
     assert "seeds -2..-1" in capsys.readouterr().out
+
+
+def test_a_deeply_nested_results_line_stops_a_resume_in_one_line(tmp_path: Path,
+                                                                   capsys) -> None:
+    from leagues import league_args
+
+    out = tmp_path / "nested"
+    assert guild(league_args(out, 2, "--turns", "6", workers=1)) == 0
+    with open(out / "results.jsonl", "a", encoding="utf-8") as f:
+        f.write("[" * DEEP + "]" * DEEP + "\n")
+    capsys.readouterr()
+    assert guild(league_args(out, 4, "--turns", "6", workers=1)) == 2
+    assert "results.jsonl line 3 is not valid JSON" in one_error_line(capsys.readouterr().err)
