@@ -19,6 +19,13 @@ Failures, as the original host does them (§20.1, §21):
 - a valid reply whose sentence the grammar cannot read is *not* a failure: it is played, and its
   reason is shown to the seat next turn.
 
+Structured replies: with ``response_format="auto"`` (the default) the request asks for JSON
+matching :data:`REPLY_SCHEMA` (OpenAI's ``json_schema`` form); an endpoint that refuses that
+form (HTTP 400 or 422) is asked at once in llama-cpp-python's ``json_object`` + ``schema`` form,
+then with no format, and the first form that works is remembered for that endpoint and model
+in this process. A refused form is not an attempt. The tolerant reading of the reply stays, for
+endpoints that ignore the format. Each attempt records the ``format`` it used.
+
 Deviation: the original plays ``factor`` at once when the game has no credentials at all. Here a
 missing key variable sends no ``Authorization`` header instead, because local servers (vLLM,
 llama.cpp, Ollama) need none; a service that wants one answers 401 and is switched off.
@@ -40,6 +47,7 @@ from __future__ import annotations
 import os
 import threading
 import urllib.parse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,16 +60,19 @@ from .llm_prompt import (
     ASCII_SPACE,
     CORRECTIVE,
     ELLIPSIS,
+    REPLY_SCHEMA,
+    RESPONSE_FORMATS,
     Reply,
     clean,
     parse_reply,
+    response_format,
     system_prompt,
 )
 from .policy import Decision
 
 __all__ = ["ASCII_SPACE", "CORRECTIVE", "DEFAULT_KEY_ENV", "DEFAULT_MAX_TOKENS",
-           "DEFAULT_RETRY_FLOOR", "DEFAULT_TIMEOUT", "ELLIPSIS", "LLMPolicy", "Reply", "clean",
-           "from_spec", "parse_reply", "system_prompt"]
+           "DEFAULT_RETRY_FLOOR", "DEFAULT_TIMEOUT", "ELLIPSIS", "LLMPolicy", "REPLY_SCHEMA",
+           "Reply", "clean", "from_spec", "parse_reply", "system_prompt"]
 
 DEFAULT_TIMEOUT = 24.0      # RULES §6.7 llmTimeoutSeconds
 DEFAULT_MAX_TOKENS = 900    # RULES §6.7 maxOutputTokens
@@ -69,6 +80,8 @@ DEFAULT_RETRY_FLOOR = 8.0   # SENTENCES §20.1: the retry gets half the timeout,
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 
 _FACTOR = Factor()
+# (base_url, model) -> the response_format kind that endpoint accepted (``"auto"`` policies).
+_ACCEPTED_FORMAT: dict[tuple[str, str], str] = {}
 
 
 # --- the policy -----------------------------------------------------------------------------------
@@ -87,6 +100,8 @@ class LLMPolicy:
         max_tokens: the reply's token limit (``max_tokens`` in the request).
         temperature: sent when given; None leaves the server's default.
         prompt: the operator's guidance, cut to 4000 characters (SENTENCES §20.2).
+        response_format: ``"auto"`` (ask for the schema in the forms the endpoint accepts),
+            one of ``"json_schema"``, ``"json_object"`` (always that form), or ``"none"``.
     """
 
     scripted = False
@@ -95,7 +110,7 @@ class LLMPolicy:
     def __init__(self, model: str, base_url: str, *, api_key_env: str = DEFAULT_KEY_ENV,
                  timeout: float = DEFAULT_TIMEOUT, retry_floor: float = DEFAULT_RETRY_FLOOR,
                  max_tokens: int = DEFAULT_MAX_TOKENS, temperature: float | None = None,
-                 prompt: str = "") -> None:
+                 prompt: str = "", response_format: str = "auto") -> None:
         try:
             import httpx  # noqa: F401 - fail at construction, not at the first turn
         except ImportError:
@@ -119,6 +134,9 @@ class LLMPolicy:
             raise ValueError(f"llm policy: temperature must be a number; got {temperature!r}")
         if not isinstance(prompt, str):
             raise ValueError(f"llm policy: prompt must be a string; got {type(prompt).__name__}")
+        if response_format != "auto" and response_format not in RESPONSE_FORMATS:
+            raise ValueError(f"llm policy: response_format must be auto, "
+                             f"{', '.join(RESPONSE_FORMATS)}; got {response_format!r}")
         if not isinstance(api_key_env, str):
             raise ValueError(f"llm policy: api_key_env must be a string; got {api_key_env!r}")
         self.model = model.strip()
@@ -129,6 +147,7 @@ class LLMPolicy:
         self.max_tokens = max_tokens
         self.temperature = None if temperature is None else float(temperature)
         self.prompt = prompt[:MAX_PROMPT_LEN]
+        self.response_format = response_format
         self._chat = ChatClient(self.base_url)
         self._lock = threading.Lock()
         self.records: list[dict] = []
@@ -200,7 +219,7 @@ class LLMPolicy:
         key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        content, attempt = self._chat.complete(body, headers, limit)
+        content, attempt = self._send(body, headers, limit)
         if content is None:
             return None, attempt
         reply, why = parse_reply(content)
@@ -208,15 +227,48 @@ class LLMPolicy:
             attempt["error"] = why
         return reply, attempt
 
+    def _formats(self) -> Sequence[str]:
+        """The response_format kinds to try, in order."""
+        if self.response_format != "auto":
+            return (self.response_format,)
+        known = _ACCEPTED_FORMAT.get((self.base_url, self.model))
+        return RESPONSE_FORMATS if known is None else RESPONSE_FORMATS[
+            RESPONSE_FORMATS.index(known):]
+
+    def _send(self, body: dict, headers: dict[str, str],
+              limit: float) -> tuple[str | None, dict[str, Any]]:
+        """Send ``body`` with each format in turn while the endpoint refuses the format."""
+        kinds = self._formats()
+        refused: list[str] = []
+        for n, kind in enumerate(kinds):
+            fmt = response_format(kind)
+            if fmt is None:
+                body.pop("response_format", None)
+            else:
+                body["response_format"] = fmt
+            content, attempt = self._chat.complete(body, headers, limit)
+            if (content is None and attempt.get("status") in (400, 422)
+                    and n + 1 < len(kinds)):
+                refused.append(kind)  # perhaps the format: try the next form at once
+                continue
+            attempt["format"] = kind
+            if refused:
+                attempt["refused_formats"] = refused
+            if content is not None and self.response_format == "auto":
+                _ACCEPTED_FORMAT[(self.base_url, self.model)] = kind
+            return content, attempt
+        raise AssertionError("unreachable: the last format always returns")
+
 
 # --- building from a spec -----------------------------------------------------------------------
 
 # Options a spec may carry after "#": name -> (keyword, type).
-_OPTIONS: dict[str, tuple[str, type]] = {
+OPTIONS: dict[str, tuple[str, type]] = {
     "timeout": ("timeout", float), "retry_floor": ("retry_floor", float),
     "max_tokens": ("max_tokens", int), "temperature": ("temperature", float),
     "key_env": ("api_key_env", str), "api_key_env": ("api_key_env", str),
     "prompt": ("prompt", str), "prompt_file": ("prompt_file", str),
+    "format": ("response_format", str), "response_format": ("response_format", str),
 }
 
 
@@ -233,6 +285,10 @@ def from_spec(spec: str, **params: Any) -> LLMPolicy:
         raise ValueError(f"llm policy spec must be a string; got {spec!r}")
     head, _, fragment = spec.partition("#")
     model, sep, url = head.partition("@")
+    if model == "local" and not url.startswith(("http://", "https://")):
+        from .llm_local import from_spec as local_spec  # the local-llm extra's seat
+
+        return local_spec(spec, **params)
     while sep and not url.startswith(("http://", "https://")) and "@" in url:
         # a model name holding "@": split at the "@" that starts the URL
         more, sep, url = url.partition("@")
@@ -240,21 +296,31 @@ def from_spec(spec: str, **params: Any) -> LLMPolicy:
     if not sep or not model.strip() or not url:
         raise ValueError(f"llm policy spec {('llm:' + spec)!r} must look like "
                          "llm:MODEL@http(s)://HOST[:PORT]/PATH")
-    kwargs: dict[str, Any] = {}
-    if fragment:
-        for pair in fragment.split("&"):
-            key, eq, value = pair.partition("=")
-            if key not in _OPTIONS or not eq:
-                raise ValueError(f"llm policy spec: unknown option {pair!r} after '#'; known: "
-                                 f"{', '.join(sorted(_OPTIONS))} (as key=value)")
-            name, kind = _OPTIONS[key]
-            value = urllib.parse.unquote(value)
-            try:
-                kwargs[name] = kind(value)
-            except ValueError:
-                raise ValueError(f"llm policy spec: option {key} needs a {kind.__name__}; got "
-                                 f"{value!r}") from None
+    kwargs = parse_options(fragment, OPTIONS)
     kwargs.update(params)
+    return LLMPolicy(model, url, **read_prompt_file(kwargs))
+
+
+def parse_options(fragment: str, options: dict[str, tuple[str, type]]) -> dict[str, Any]:
+    """The ``key=value&...`` options after a spec's ``#``, typed by ``options``."""
+    kwargs: dict[str, Any] = {}
+    for pair in fragment.split("&") if fragment else ():
+        key, eq, value = pair.partition("=")
+        if key not in options or not eq:
+            raise ValueError(f"llm policy spec: unknown option {pair!r} after '#'; known: "
+                             f"{', '.join(sorted(options))} (as key=value)")
+        name, kind = options[key]
+        value = urllib.parse.unquote(value)
+        try:
+            kwargs[name] = kind(value)
+        except ValueError:
+            raise ValueError(f"llm policy spec: option {key} needs a {kind.__name__}; got "
+                             f"{value!r}") from None
+    return kwargs
+
+
+def read_prompt_file(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with a ``prompt_file`` read into ``prompt``."""
     prompt_file = kwargs.pop("prompt_file", None)
     if prompt_file is not None:
         if "prompt" in kwargs:
@@ -264,4 +330,4 @@ def from_spec(spec: str, **params: Any) -> LLMPolicy:
         except OSError as e:
             raise ValueError(f"llm policy: cannot read prompt_file {prompt_file!r} "
                              f"({e.strerror or e})") from None
-    return LLMPolicy(model, url, **kwargs)
+    return kwargs

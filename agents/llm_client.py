@@ -36,8 +36,9 @@ class ChatClient:
                  limit: float) -> tuple[str | None, dict[str, Any]]:
         """Send one request; the reply's text (None on failure) and the attempt's record.
 
-        The record holds ``error`` (why there is no text), ``usage`` (the token counts the
-        server reports), ``reply`` (the raw text) and ``seconds``. Raises
+        The record holds ``error`` (why there is no text), ``status`` (an HTTP status other
+        than 200), ``usage`` (the token counts the server reports), ``reply`` (the raw text)
+        and ``seconds``. Raises
         :class:`RejectedError` on HTTP 401 or 403, the one failure that is not retried.
         """
         import httpx
@@ -54,6 +55,7 @@ class ChatClient:
         if r.status_code in (401, 403):
             raise RejectedError(f"HTTP {r.status_code}: the service refused the credentials")
         if r.status_code != 200:
+            attempt["status"] = r.status_code  # 400/422: the policy may drop response_format
             return None, done(attempt, t0, error=f"HTTP {r.status_code}: {r.text[:200]}")
         try:
             data = r.json()

@@ -25,6 +25,19 @@ from sim.rules.world import (
 
 ELLIPSIS = "\u2026"
 ASCII_SPACE = " \t\n\r\x0b\x0c"
+# The reply as a JSON schema, for endpoints that constrain their output to one (llama.cpp turns
+# it into a grammar): the three keys, in the order the system message names them.
+REPLY_SCHEMA: dict = {
+    "type": "object",
+    "properties": {"action": {"type": "string", "minLength": 1, "maxLength": MAX_SENTENCE_LEN},
+                   "say": {"type": "string", "maxLength": MAX_SAY_LEN},
+                   "notes": {"type": "string", "maxLength": MAX_NOTES_LEN}},
+    "required": ["action", "say", "notes"],
+    "additionalProperties": False,
+}
+# The ways of asking for it, most standard first: OpenAI's (vLLM, Ollama, llama.cpp's own
+# server), then llama-cpp-python's ``json_object`` with a ``schema``, then plain text.
+RESPONSE_FORMATS = ("json_schema", "json_object", "none")
 CORRECTIVE = ("Your previous reply was invalid. Reply with only the JSON object described above "
               "(a string \"action\" is required), with nothing before or after it.")
 
@@ -90,6 +103,15 @@ def system_prompt(game: Game, seat: int) -> str:
         f'{MAX_SENTENCE_LEN} characters), "say" (one line spoken aloud, or empty, at most '
         f'{MAX_SAY_LEN}) and "notes" (private notes for later turns, at most {MAX_NOTES_LEN}).',
     ])
+
+
+def response_format(kind: str) -> dict | None:
+    """The request's ``response_format`` for ``kind`` (one of :data:`RESPONSE_FORMATS`)."""
+    if kind == "json_schema":
+        return {"type": "json_schema", "json_schema": {"name": "reply", "schema": REPLY_SCHEMA}}
+    if kind == "json_object":
+        return {"type": "json_object", "schema": REPLY_SCHEMA}
+    return None
 
 
 # --- reading a reply (SENTENCES §20.1) ---------------------------------------------------------
