@@ -153,6 +153,7 @@ class Factor:
     """
 
     scripted = True
+    concurrent = False  # decides at once: never worth a thread (agents.policy.decide_turn)
     name = "factor"
 
     def __init__(self, sell_margin: int = 0, pickup_value: int = 8) -> None:
@@ -249,6 +250,7 @@ class Magpie:
     """
 
     scripted = True
+    concurrent = False  # decides at once: never worth a thread (agents.policy.decide_turn)
     name = "magpie"
 
     def __init__(self, hawk_period: int = 3, sell_margin: int = 1, buy_margin: int = -1) -> None:

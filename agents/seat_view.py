@@ -62,7 +62,8 @@ class SeatView:
         self.aliases = st.aliases
         # offers made to this seat last turn, open now (oldest first; RULES §9.8)
         turn = st.turn
-        self.offers = [o for o in st.offers if o.to == seat and o.posted_turn == turn - 1]
+        self.offers = [o for o in st.offers if o.to == seat and o.posted_turn == turn - 1
+                       ] if st.offers else []
 
 
 class BaselineView(SeatView):

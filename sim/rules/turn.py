@@ -110,10 +110,11 @@ def resolve_turn(st: GameState, intents: Sequence[Intent], sentences: Sequence[s
         st.last_reason[seat] = a.reason
         st.last_room[seat] = a.room
 
-    # Class 1: speech, for every seat; say intents are emitted here.
+    # Class 1: speech, for every seat with something to say; say intents are emitted here.
     for k, seat in enumerate(order):
         it = intents[seat]
-        if speak(st, seat, rooms[seat], says[seat], it):
+        if (says[seat] or it.text or it.kind == "say") and speak(st, seat, rooms[seat],
+                                                                  says[seat], it):
             a = Outcome(seat, k, rooms[seat], it)
             resolve_say(a)
             emit(seat, a)
