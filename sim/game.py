@@ -180,6 +180,8 @@ class Game:
     def _intent_for(self, action: str | Intent, seat: int, stored: bool) -> tuple[Intent, str]:
         st = self.state
         if type(action) is ParsedSentence:  # parsed by its writer (a baseline), stored form
+            if CHECK_PARSED:
+                _check_parsed(self, action, seat)
             return action.intent, str(action)
         if isinstance(action, str):
             sentence = action if stored else cut(one_line(action), MAX_SENTENCE_LEN)
@@ -259,6 +261,19 @@ class Game:
                            "speech": self.config.speech, "thievery": self.config.thievery,
                            "sampled": True, "world": self.world.to_json()},
                 "events": self.events, "results": self.results()}
+
+
+# GUILD_CHECK_PARSED=1 parses every ParsedSentence again and refuses one whose intent differs
+# (a check of its writer, for tests and debugging; off by default, as parsing is what it saves).
+CHECK_PARSED = os.environ.get("GUILD_CHECK_PARSED", "0") == "1"
+
+
+def _check_parsed(game: Game, said: ParsedSentence, seat: int) -> None:
+    st = game.state
+    it = parse(game.world, st.aliases, seat, st.room[seat], st.offers, st.turn, str(said))
+    if it != said.intent:
+        raise TurnError(f"actions[{seat}]: ParsedSentence {str(said)!r} carries "
+                        f"{said.intent!r} but parses to {it!r}")
 
 
 _PARSES_MAX = 1 << 16

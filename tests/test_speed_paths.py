@@ -114,6 +114,27 @@ def test_parsed_sentences_log_what_bare_sentences_log(town: str) -> None:
             assert replay(config, game.events, world).events == game.events
 
 
+@pytest.mark.parametrize("town", ["standard", "colliding"])
+def test_every_parsed_sentence_of_seeded_leagues_checks(town: str,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``CHECK_PARSED`` on, the engine parses every ParsedSentence again: none differs."""
+    monkeypatch.setattr(sim.game, "CHECK_PARSED", True)
+    world = STANDARD_TOWN if town == "standard" else _colliding_town()
+    for seed in range(40):
+        lineup = LINEUPS[seed % 2]
+        config = GameConfig(seed=1000 + seed, turns=20, thievery=seed % 4 != 0, world=world)
+        play_episode(config, [Factor() if p == "factor" else Magpie() for p in lineup])
+
+
+def test_check_parsed_refuses_a_wrong_intent(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sim.game, "CHECK_PARSED", True)
+    game = Game(GameConfig(seed=1))
+    lie = ParsedSentence("I wait.", Intent("rob", other=1))
+    with pytest.raises(ValueError, match="parses to"):
+        game.play_turn([lie] + ["I wait."] * 5)
+    assert game.turn == 0
+
+
 def test_phrasebook_entries_parse_alike_in_every_room_seat_and_alias_order() -> None:
     rng = random.Random(3)
     colliding = phrasebook(_colliding_town())
