@@ -18,7 +18,7 @@ from league import terminal
 from league.cli import main
 from sim import Game, GameConfig
 from sim.language.phrasing import outcome_text
-from sim.rules.world import SEATS
+from sim.rules.world import MAX_TURNS, SEATS
 
 pexpect = needs_module("pexpect", "'guild-game[dev]'")
 
@@ -55,7 +55,8 @@ def test_opponents_repeat_to_five_and_fill_the_other_seats() -> None:
     (["play", "--opponents", "nobody"], "unknown policy"),
     (["play", "--opponents", "factor,,magpie"], "separated by commas"),
     (["play", "--opponents", "factor,factor,factor,factor,factor,factor"], "only 5"),
-    (["play", "--turns", "2"], "at least 6"),
+    (["play", "--turns", "2"], f"from 6 to {MAX_TURNS}"),
+    (["play", "--turns", str(MAX_TURNS + 1)], f"from 6 to {MAX_TURNS}"),
 ])
 def test_bad_options_give_one_line_and_exit_2(argv, words, capsys) -> None:
     assert main(argv) == 2
