@@ -44,35 +44,29 @@ def _game() -> Game:
     return Game(GameConfig(seed=11))
 
 
-def test_a_program_receives_only_the_fields_it_asked_for(tmp_path: Path) -> None:
-    argv = _program(tmp_path, """
+@pytest.mark.parametrize("reset, fields", [
+    ({"fields": ["legal"]}, {"legal"}),
+    ({"fields": []}, set()),
+    ({}, set(VIEW_FIELDS)),  # says nothing of fields: gets them all
+])
+def test_a_program_receives_only_the_fields_it_asked_for(tmp_path: Path, reset: dict,
+                                                         fields: set[str]) -> None:
+    argv = _program(tmp_path, f"""
         for line in sys.stdin:
             r = json.loads(line)
             if r["type"] == "reset":
-                say({"fields": ["legal"]})
+                say({reset!r})
             else:
-                say({"action": r["legal"][-1], "notes": json.dumps(sorted(r))})
+                say({{"action": 7, "notes": json.dumps(sorted(r))}})
     """)
     game, seat = _game(), 3
+    legal = [i for i, ok in enumerate(legal_mask(game.state, seat)) if ok]
+    assert 7 in legal  # the index answered below (a walk, legal from where seat 3 stands)
     policy = IsolatedPolicy(argv, timeout=20)
     policy.reset(11)
     decision = policy.act(game, seat)
-    assert set(json.loads(decision.notes)) == BASE | {"legal"}
-    legal = [i for i, ok in enumerate(legal_mask(game.state, seat)) if ok]
-    assert decision.action == to_intent(legal[-1], game.world, seat, game.state.room[seat])
-    policy.close()
-    close_all()
-
-
-def test_a_program_that_says_nothing_of_fields_gets_them_all(tmp_path: Path) -> None:
-    argv = _program(tmp_path, """
-        for line in sys.stdin:
-            r = json.loads(line)
-            say({} if r["type"] == "reset" else {"action": 0, "notes": json.dumps(sorted(r))})
-    """)
-    policy = IsolatedPolicy(argv, timeout=20)
-    policy.reset(1)
-    assert set(json.loads(policy.act(_game(), 0).notes)) == BASE | set(VIEW_FIELDS)
+    assert set(json.loads(decision.notes)) == BASE | fields
+    assert decision.action == to_intent(7, game.world, seat, game.state.room[seat])
     policy.close()
     close_all()
 
