@@ -207,3 +207,11 @@ def test_one_line_shortcut_equals_the_full_flattening() -> None:
         ch = chr(code)
         for text in (ch, f" a{ch}b ", f"{ch}\n"):
             assert one_line(text) == text.translate(_FLATTEN).strip(UNICODE_WS)
+
+
+def test_ascii_normalise_equals_the_per_rune_map() -> None:
+    from sim.language.vocab import _CHAR_MAP, lower_runes, normalise
+
+    for code in range(128):
+        for text in (chr(code), f"Ab{chr(code)}Z9'S"):
+            assert normalise(text) == lower_runes(text).translate(_CHAR_MAP)

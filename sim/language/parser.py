@@ -77,10 +77,11 @@ def lift_speech(sentence: str) -> tuple[str, str]:
     of Unicode whitespace) and replaced by one space.  No pair: nothing is lifted.
     """
     conv = sentence
-    for q in QUOTE_CHARS:
-        if q in sentence:
-            conv = sentence.translate(QUOTE_MAP)
-            break
+    if not sentence.isascii():  # the curly quotes and guillemets are not ASCII
+        for q in QUOTE_CHARS:
+            if q in sentence:
+                conv = sentence.translate(QUOTE_MAP)
+                break
     i = conv.find('"')
     if i < 0:
         return conv, ""

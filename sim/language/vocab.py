@@ -57,8 +57,14 @@ def lower_runes(text: str) -> str:
     return text.lower()
 
 
+# The same map for ASCII text as a byte table (bytes.translate is a plain table lookup).
+_ASCII_TABLE = bytes(ord(_CHAR_MAP[c]) for c in range(128)) + bytes(128)
+
+
 def normalise(text: str) -> str:
     """§5 normalise: per-rune lowercase, keep letters/ASCII digits/apostrophes, rest spaces."""
+    if text.isascii():  # the common case: str.lower is per-character there
+        return text.lower().encode("ascii").translate(_ASCII_TABLE).decode("ascii")
     return lower_runes(text).translate(_CHAR_MAP)
 
 
