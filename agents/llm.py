@@ -21,10 +21,11 @@ Failures, as the original host does them (§20.1, §21):
 
 Structured replies: with ``response_format="auto"`` (the default) the request asks for JSON
 matching :data:`REPLY_SCHEMA` (OpenAI's ``json_schema`` form); an endpoint that refuses that
-form (HTTP 400 or 422) is asked at once in llama-cpp-python's ``json_object`` + ``schema`` form,
-then with no format, and the first form that works is remembered for that endpoint and model
-in this process. A refused form is not an attempt. The tolerant reading of the reply stays, for
-endpoints that ignore the format. Each attempt records the ``format`` it used.
+form (HTTP 400 or 422, or an error naming ``response_format``) is asked at once in
+llama-cpp-python's ``json_object`` + ``schema`` form, then with no format, and the first form
+that works is remembered for that endpoint and model in this process. A refused form is not
+an attempt. The tolerant reading of the reply stays, for endpoints that ignore the format.
+Each attempt records the ``format`` it used.
 
 Deviation: the original plays ``factor`` at once when the game has no credentials at all. Here a
 missing key variable sends no ``Authorization`` header instead, because local servers (vLLM,
@@ -247,8 +248,7 @@ class LLMPolicy:
             else:
                 body["response_format"] = fmt
             content, attempt = self._chat.complete(body, headers, limit)
-            if (content is None and attempt.get("status") in (400, 422)
-                    and n + 1 < len(kinds)):
+            if content is None and refuses_format(attempt) and n + 1 < len(kinds):
                 refused.append(kind)  # perhaps the format: try the next form at once
                 continue
             attempt["format"] = kind
@@ -258,6 +258,14 @@ class LLMPolicy:
                 _ACCEPTED_FORMAT[(self.base_url, self.model)] = kind
             return content, attempt
         raise AssertionError("unreachable: the last format always returns")
+
+
+def refuses_format(attempt: dict[str, Any]) -> bool:
+    """Whether a failed attempt looks like the endpoint refusing ``response_format``: HTTP 400
+    or 422, or any error status whose body names it (llama-cpp-python answers 500)."""
+    status = attempt.get("status")
+    return status is not None and (status in (400, 422)
+                                   or "response_format" in attempt.get("error", ""))
 
 
 # --- building from a spec -----------------------------------------------------------------------

@@ -9,6 +9,7 @@ only, lazily.
 from __future__ import annotations
 
 import ipaddress
+import json
 import threading
 import time
 import urllib.parse
@@ -68,6 +69,47 @@ class ChatClient:
             return None, done(attempt, t0, error="the response has no message content")
         attempt["reply"] = content
         return content, done(attempt, t0)
+
+    def stream(self, body: dict, headers: dict[str, str],
+               limit: float) -> tuple[str | None, dict[str, Any]]:
+        """Like :meth:`complete`, but streamed, with ``limit`` bounding the whole reply.
+
+        For a server of our own that answers one request at a time (``agents.llm_local``):
+        closing the stream at the limit makes llama-cpp-python's server stop generating, so an
+        abandoned request does not keep the server from the next one.
+        """
+        import httpx
+
+        t0 = time.perf_counter()
+        deadline = t0 + limit
+        attempt: dict[str, Any] = {}
+        parts: list[str] = []
+        try:
+            with self._http().stream("POST", f"{self.base_url}/chat/completions",
+                                     json={**body, "stream": True}, headers=headers,
+                                     timeout=limit) as r:
+                if r.status_code != 200:
+                    attempt["status"] = r.status_code
+                    text = r.read().decode("utf-8", "replace")
+                    return None, done(attempt, t0, error=f"HTTP {r.status_code}: {text[:200]}")
+                for line in r.iter_lines():
+                    if time.perf_counter() > deadline:
+                        return None, done(attempt, t0, error=f"no reply within {limit:g} s")
+                    if not line.startswith("data:") or line[5:].strip() == "[DONE]":
+                        continue
+                    try:
+                        chunk = json.loads(line[5:])
+                        delta = chunk["choices"][0].get("delta") or {}
+                    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+                        continue  # a ping, a usage-only chunk or an error we cannot read
+                    if isinstance(delta.get("content"), str):
+                        parts.append(delta["content"])
+        except httpx.TimeoutException:
+            return None, done(attempt, t0, error=f"no reply within {limit:g} s")
+        except httpx.HTTPError as e:
+            return None, done(attempt, t0, error=f"request failed: {type(e).__name__}: {e}")
+        attempt["reply"] = "".join(parts)
+        return attempt["reply"], done(attempt, t0)
 
     def close(self) -> None:
         """Close the connections (they are reopened when needed)."""

@@ -26,12 +26,13 @@ from sim.rules.world import (
 ELLIPSIS = "\u2026"
 ASCII_SPACE = " \t\n\r\x0b\x0c"
 # The reply as a JSON schema, for endpoints that constrain their output to one (llama.cpp turns
-# it into a grammar): the three keys, in the order the system message names them.
+# it into a grammar): the three keys, in the order the system message names them. No length
+# bounds: llama.cpp spells ``maxLength: 600`` as 600 nested grammar rules, which made each reply
+# of SmolLM2-135M take 40 s instead of 3; :func:`clean` caps the fields anyway.
 REPLY_SCHEMA: dict = {
     "type": "object",
-    "properties": {"action": {"type": "string", "minLength": 1, "maxLength": MAX_SENTENCE_LEN},
-                   "say": {"type": "string", "maxLength": MAX_SAY_LEN},
-                   "notes": {"type": "string", "maxLength": MAX_NOTES_LEN}},
+    "properties": {"action": {"type": "string"}, "say": {"type": "string"},
+                   "notes": {"type": "string"}},
     "required": ["action", "say", "notes"],
     "additionalProperties": False,
 }
