@@ -137,7 +137,7 @@ class LocalServer:
             why = self._launch(port)
             if why is None:
                 return
-            if "address already in use" not in why.lower() or n + 1 == tries:
+            if "address already in use" not in self._output().lower() or n + 1 == tries:
                 raise ValueError(f"llm:local: the model server for {self.model.name} did not "
                                  f"start: {why}")
 
@@ -172,12 +172,16 @@ class LocalServer:
         self.stop()
         return f"no answer within {STARTUP_TIMEOUT:g} s"
 
+    def _output(self) -> str:
+        """What the server wrote to stderr."""
+        if self._log is None:
+            return ""
+        self._log.seek(0)
+        return self._log.read().decode("utf-8", "replace")
+
     def _last_line(self) -> str:
         """The last non-empty line the server wrote to stderr (why it stopped)."""
-        if self._log is None:
-            return "no output"
-        self._log.seek(0)
-        lines = [x.strip() for x in self._log.read().decode("utf-8", "replace").splitlines()]
+        lines = [x.strip() for x in self._output().splitlines()]
         lines = [x for x in lines if x]
         return lines[-1][:300] if lines else "no output"
 

