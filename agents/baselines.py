@@ -282,7 +282,8 @@ class Magpie:
         # Rule 2: hawk the lowest-id held good to the first other seat here.
         if self.hawk_period > 0 and v.turn % self.hawk_period == 0 and carrying and v.cogs:
             good = next(g for g in range(len(goods)) if items[g] > 0)
-            return _said(w, _hawk(w, v.aliases[v.cogs[0]], good), v.cogs[0])
+            first = v.cogs[0]
+            return _said(w, _hawk(w, v.aliases[first], good), first)
         # Rule 3: trade with the keeper here.
         npc = v.keeper
         if npc >= 0:

@@ -27,15 +27,19 @@ from sim.rules.world import World
 class SeatView:
     """One seat's view of the start-of-turn state (RULES §17), read-only and id-based.
 
-    Lists are the game's own lists (not copies): read them, never mutate them.
+    Lists are the game's own lists (not copies): read them, never mutate them. ``quests``,
+    ``cogs`` and ``offers`` are worked out on first read (a decision needs few of them), so
+    read them while deciding, before the turn is played.
     """
 
     __slots__ = ("world", "seat", "turn", "turns", "room", "prev_room", "coin", "items",
-                 "free", "quests", "floor", "keeper", "stock", "shop_coin", "cogs",
-                 "employer", "offers", "thievery", "aliases", "dark")
+                 "free", "floor", "keeper", "stock", "shop_coin", "employer", "thievery",
+                 "aliases", "dark", "_state", "_quests", "_cogs", "_offers")
 
     def __init__(self, game: Game, seat: int) -> None:
         st = game.state
+        self._state = st
+        self._quests = self._cogs = self._offers = None
         w = st.world
         here = st.room[seat]
         self.world: World = w
@@ -47,23 +51,41 @@ class SeatView:
         self.coin = st.coin[seat]
         self.items = st.items[seat]              # own pack, by good id
         self.free = w.carry_limit - sum(self.items)
-        qi, qc, qd = st.quest_item[seat], st.quest_count[seat], st.delivered[seat]
-        # own commissions: (good, units still to deliver), in order
-        self.quests = [(g, n - done) for g, n, done in zip(qi, qc, qd)]
         self.floor = st.floor[here]              # goods on the floor here, by good id
         self.dark = w.rooms[here].dark
         npc = w.keeper_in_room[here]
         self.keeper = npc                        # keeper standing here, -1 if none
         self.stock = st.stock[npc] if npc >= 0 else None   # its stock (shown in its table)
         self.shop_coin = st.shop_coin[npc] if npc >= 0 else 0
-        self.cogs = [s for s, r in enumerate(st.room) if r == here and s != seat]
         self.employer = st.retainer_of[seat] if st.retainer_turns[seat] > 0 else -1
         self.thievery = st.thievery
         self.aliases = st.aliases
-        # offers made to this seat last turn, open now (oldest first; RULES §9.8)
-        turn = st.turn
-        self.offers = [o for o in st.offers if o.to == seat and o.posted_turn == turn - 1
-                       ] if st.offers else []
+
+    @property
+    def quests(self) -> list[tuple[int, int]]:
+        """Own commissions: (good, units still to deliver), in order."""
+        if self._quests is None:
+            st, seat = self._state, self.seat
+            self._quests = [(g, n - done) for g, n, done in zip(
+                st.quest_item[seat], st.quest_count[seat], st.delivered[seat])]
+        return self._quests
+
+    @property
+    def cogs(self) -> list[int]:
+        """The other seats in this room, in seat order."""
+        if self._cogs is None:
+            here, seat = self.room, self.seat
+            self._cogs = [s for s, r in enumerate(self._state.room) if r == here and s != seat]
+        return self._cogs
+
+    @property
+    def offers(self) -> list:
+        """Offers made to this seat last turn, open now (oldest first; RULES §9.8)."""
+        if self._offers is None:
+            st, seat, turn = self._state, self.seat, self.turn
+            self._offers = [o for o in st.offers if o.to == seat and o.posted_turn == turn - 1
+                            ] if st.offers else []
+        return self._offers
 
 
 class BaselineView(SeatView):
@@ -74,17 +96,12 @@ class BaselineView(SeatView):
     policies should use :class:`SeatView` or ``game.observe(seat)`` instead.
     """
 
-    __slots__ = ("_all_stock", "_all_items")
-
-    def __init__(self, game: Game, seat: int) -> None:
-        super().__init__(game, seat)
-        self._all_stock = game.state.stock    # HIDDEN: every shop's stock
-        self._all_items = game.state.items    # HIDDEN: every seat's pack
+    __slots__ = ()
 
     def stock_of(self, keeper: int, good: int) -> int:
         """HIDDEN STATE: ``keeper``'s stock of ``good`` wherever it stands (factor rule 4)."""
-        return self._all_stock[keeper][good]
+        return self._state.stock[keeper][good]
 
     def carries(self, other: int) -> bool:
         """HIDDEN STATE: whether seat ``other`` holds at least one good (magpie rule 1)."""
-        return sum(self._all_items[other]) > 0
+        return sum(self._state.items[other]) > 0

@@ -83,16 +83,18 @@ class GameState:
 
 def snapshot(st: GameState) -> dict:
     """The JSON form of a ``turn`` event's state (RULES §15.2); fresh lists, safe to keep."""
+    # Seat by seat through zip (one pass over the columns, no index per field).
+    cogs = zip(st.room, st.prev_room, st.coin, st.items, st.delivered, st.retainer_of,
+               st.retainer_turns, st.robberies, st.robbed)
     return {
         "turn": st.turn,
         "rooms": [list(f) for f in st.floor],
-        "npcs": [{"stock": list(st.stock[n]), "coin": st.shop_coin[n]}
-                 for n in range(len(st.stock))],
-        "cogs": [{"room": st.room[s], "prevRoom": st.prev_room[s], "coin": st.coin[s],
-                  "items": list(st.items[s]), "delivered": list(st.delivered[s]),
-                  "retainerOf": st.retainer_of[s], "retainerTurns": st.retainer_turns[s],
-                  "robberies": st.robberies[s], "robbed": st.robbed[s]}
-                 for s in range(SEATS)],
+        "npcs": [{"stock": list(stock), "coin": coin}
+                 for stock, coin in zip(st.stock, st.shop_coin)],
+        "cogs": [{"room": room, "prevRoom": prev, "coin": coin, "items": list(items),
+                  "delivered": list(delivered), "retainerOf": employer, "retainerTurns": bond,
+                  "robberies": robberies, "robbed": robbed}
+                 for room, prev, coin, items, delivered, employer, bond, robberies, robbed in cogs],
     }
 
 
