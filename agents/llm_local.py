@@ -48,7 +48,7 @@ INSTALL_HINT = "pip install 'guild-game[local-llm]' (see the README's language-m
 STARTUP_TIMEOUT = 120.0   # seconds for a server to load its model and listen
 MAX_RESTARTS = 3          # per server slot and process, after deaths mid-league
 # Defaults that fit SmolLM2-135M on two cores (README: figures).
-LOCAL_TIMEOUT = 30.0
+LOCAL_TIMEOUT = 60.0
 LOCAL_MAX_TOKENS = 256
 LOCAL_TEMPERATURE = 0.3
 LOCAL_CTX = 4096
