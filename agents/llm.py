@@ -283,6 +283,9 @@ OPTIONS: dict[str, tuple[str, type]] = {
 def from_spec(spec: str, **params: Any) -> LLMPolicy:
     """Build from ``"MODEL@URL"`` (what ``make_policy("llm:MODEL@URL")`` passes).
 
+    ``"local"`` and ``"local@/path/model.gguf"`` are a model on this machine
+    (``agents.llm_local``, the ``local-llm`` extra).
+
     Options may follow a ``#`` as ``key=value`` pairs joined by ``&`` (values percent-encoded),
     so a league's ``--policies`` can carry them: ``timeout``, ``retry_floor``, ``max_tokens``,
     ``temperature``, ``key_env`` (the API key's variable name), ``prompt`` or ``prompt_file``
