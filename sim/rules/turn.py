@@ -100,15 +100,16 @@ def resolve_turn(st: GameState, intents: Sequence[Intent], sentences: Sequence[s
     classes = [class_of(it) for it in intents]
 
     turn, notes = st.turn, st.notes
+    last_sentence, last_reason, last_room = st.last_sentence, st.last_reason, st.last_room
 
     def emit(seat: int, a: Outcome) -> None:
         sentence = sentences[seat]
         ev = act_event(turn, a, sentence, says[seat], notes[seat], scripted[seat])
         events.append(ev)
         acts[seat] = ev
-        st.last_sentence[seat] = sentence
-        st.last_reason[seat] = a.reason
-        st.last_room[seat] = a.room
+        last_sentence[seat] = sentence
+        last_reason[seat] = a.reason
+        last_room[seat] = a.room
 
     # Class 1: speech, for every seat with something to say; say intents are emitted here.
     for k, seat in enumerate(order):
