@@ -360,10 +360,9 @@ def default_threads(slots: int) -> int:
 def from_spec(spec: str, **params: Any) -> LocalPolicy:
     """Build from ``"local"`` or ``"local@/path/model.gguf"``, options after ``#``.
 
-    Options: those of ``llm:MODEL@URL`` (``timeout``, ``max_tokens``, ``temperature``,
-    ``format``, ``prompt``...) and ``slots`` (server processes, default 1), ``threads`` (per
-    server, default the CPUs / slots), ``ctx`` (context tokens, default 4096), ``port`` (the
-    first server's fixed port; default a free one).
+    Options: those of ``llm:MODEL@URL`` (``retry_floor`` defaults to the timeout), and
+    ``slots`` (server processes, 1), ``threads`` (per server, half the CPUs / slots), ``ctx``
+    (context tokens, 4096), ``port`` (the first server's fixed port; default a free one).
     """
     head, _, fragment = spec.partition("#")
     _, sep, path = head.partition("@")
@@ -388,6 +387,9 @@ def from_spec(spec: str, **params: Any) -> LocalPolicy:
                              or not 0 < port < 65536 - slots):
         raise ValueError(f"llm:local: port must be an int in 1..65535; got {port!r}")
     kwargs.setdefault("timeout", LOCAL_TIMEOUT)
+    # A local model that ran out of time will not be faster with half of it: the retry (of an
+    # invalid reply, mostly) gets the whole timeout.
+    kwargs.setdefault("retry_floor", kwargs["timeout"])
     kwargs.setdefault("max_tokens", LOCAL_MAX_TOKENS)
     kwargs.setdefault("temperature", LOCAL_TEMPERATURE)
     kwargs.setdefault("response_format", "json_object")
