@@ -19,6 +19,8 @@ def league_stats(run: Path) -> dict[str, Any]:
     """The figures for the ``llm:`` seats of the league in ``run``."""
     rows = [json.loads(x) for x in (run / "results.jsonl").read_text(
         encoding="utf-8").splitlines() if x.strip()]
+    if not rows:  # a league stopped before its first batch of lines: read its replays
+        rows = [row_of(path) for path in sorted((run / "replays").glob("e*.json"))]
     scores: dict[str, list[float]] = {}
     seat_episodes = decisions = fallbacks = replies = valid = played = understood = 0
     formats: dict[str, int] = {}
@@ -57,6 +59,17 @@ def league_stats(run: Path) -> dict[str, Any]:
         "decisionsPerSecond": round(decisions / wall, 3) if wall else None,
         "formats": formats,
     }
+
+
+def row_of(path: Path) -> dict[str, Any]:
+    """What a results line would say, from a replay alone (no wall time: it is not there)."""
+    payload = json.loads(path.read_text(encoding="utf-8"))
+    lineup = payload["policyNames"]
+    fallbacks = [0] * len(lineup)
+    for rec in payload.get("llm", []):
+        fallbacks[rec["seat"]] += bool(rec["scripted"])
+    return {"id": path.stem, "lineup": lineup, "scores": payload["results"]["scores"],
+            "fallbacks": fallbacks, "wallTime": 0.0}
 
 
 def main(argv: list[str] | None = None) -> int:
