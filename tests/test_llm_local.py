@@ -88,8 +88,9 @@ def reply_seconds(first_reply) -> float:
 
 
 def cut(reply_seconds: float, requests: int) -> str:
-    """An --episode-timeout that fits one turn of ``requests`` replies answered one by one."""
-    return f"{requests * reply_seconds * 1.5 + 10:.0f}"
+    """An --episode-timeout that fits one turn of ``requests`` replies answered one by one,
+    with room for a busy machine (a CI run found 1.5 times the first reply too tight)."""
+    return f"{requests * reply_seconds * 3 + 20:.0f}"
 
 
 @pytest.fixture
