@@ -79,24 +79,20 @@ def view(game: Game, seat: int, fields: tuple[str, ...] | list[str]) -> dict:
     """The named view fields of ``seat`` (each built only when named)."""
     st = game.state
     out: dict[str, Any] = {}
-    obs: dict | None = None
-    legal: list[int] | None = None
-    for name in VIEW_FIELDS:
-        if name not in fields:
-            continue
-        if name in ("observation", "text") and obs is None:
-            obs = game.observe(seat)  # once: the text view is rendered from it, as Game's is
-        if name in ("legal", "admissible") and legal is None:
-            legal = [i for i, ok in enumerate(legal_mask(st, seat)) if ok]
-        if name == "observation":
-            out[name] = obs
-        elif name == "text":
-            out[name] = render_observation(obs, game.world, "", game.config.speech)
-        elif name == "legal":
-            out[name] = legal
-        else:
+    if "observation" in fields or "text" in fields:
+        obs = game.observe(seat)  # once: the text view is rendered from it, as Game's is
+        if "observation" in fields:
+            out["observation"] = obs
+        if "text" in fields:
+            out["text"] = render_observation(obs, game.world, "", game.config.speech)
+    if "legal" in fields or "admissible" in fields:
+        legal = [i for i, ok in enumerate(legal_mask(st, seat)) if ok]
+        if "legal" in fields:
+            out["legal"] = legal
+        if "admissible" in fields:
             room = st.room[seat]
-            out[name] = [canonical(i, game.world, st.aliases, seat, room) for i in legal]
+            out["admissible"] = [canonical(i, game.world, st.aliases, seat, room)
+                                 for i in legal]
     return out
 
 

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import threading
 import traceback
+from collections.abc import Sequence
 from typing import Any
 
 MAX_ENDED = 4096        # exit codes kept for status requests
@@ -133,7 +134,7 @@ class Zygote:
         self.sock = ours
         self.lock = threading.Lock()
 
-    def _call(self, request: dict, fds: list[int] = ()) -> dict:  # type: ignore[assignment]
+    def _call(self, request: dict, fds: Sequence[int] = ()) -> dict:
         with self.lock:
             socket.send_fds(self.sock, [json.dumps(request).encode()], list(fds))
             reply = self.sock.recv(65536)
