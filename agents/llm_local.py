@@ -52,6 +52,11 @@ LOCAL_TIMEOUT = 60.0
 LOCAL_MAX_TOKENS = 256
 LOCAL_TEMPERATURE = 0.3
 LOCAL_CTX = 4096
+# The prompt cache's cap.  llama-cpp-python counts only the model state (about 23 KB a token
+# for SmolLM2-135M) against it, but each entry also keeps a copy of the batch's logits
+# (n_batch x vocabulary floats, 100 MB for SmolLM2): its default cap of 2 GiB let one server grow
+# past 7 GB.  256 MiB holds several seats' prompts, about 1 GB in all.
+LOCAL_CACHE_BYTES = 256 << 20
 
 LOCAL_OPTIONS: dict[str, tuple[str, type]] = {
     **OPTIONS, "slots": ("slots", int), "threads": ("threads", int), "ctx": ("ctx", int),
@@ -150,8 +155,8 @@ class LocalServer:
                "--model", str(self.model),
                "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(self.ctx),
                "--n_threads", str(self.threads), "--n_threads_batch", str(self.threads),
-               "--cache", "true", "--verbose", "false", "--model_alias", "local",
-               "--interrupt_requests", "false"]
+               "--cache", "true", "--cache_size", str(LOCAL_CACHE_BYTES),
+               "--verbose", "false", "--model_alias", "local", "--interrupt_requests", "false"]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                      stderr=self._log)
         self.port = port
