@@ -13,6 +13,10 @@ markup 2, buys are 1 or 2 units (a commission needs at most 2), sells are of all
 sentence names the held count), pick-ups take 1, walks and robberies name a room or a seat.
 ``tests/test_batched_faces.py`` plays both faces of ``guild/Guild-v0`` side by side and finds
 them equal.  ``BatchedRandom`` plays uniformly over the legal actions.
+
+The numpy ``act_numpy`` methods are the readable statement of each rule; ``act`` runs their
+compiled twins (``agents.batched_kernels``), which answer a few seats in microseconds instead
+of hundreds (``tests/test_batched_kernels.py`` holds the two equal).
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from sim.batched.observe import legal_masks
 from sim.batched.tables import tables_for
 from sim.codec.action_table import BUY_QTYS, DELIVER_QTYS, QTY_ALL, RELS
 from sim.rules.world import World, per_world
+
+from .batched_kernels import baseline_tables, kernel
 
 if TYPE_CHECKING:
     from sim.batched.engine import BatchedGuild
@@ -78,6 +84,14 @@ class BatchedFactor:
         self.pickup_value = pickup_value
 
     def act(self, e: BatchedGuild, r: np.ndarray, s: np.ndarray) -> np.ndarray:
+        """The factor's action index for each seat ``s[i]`` of row ``r[i]`` (compiled)."""
+        out = np.empty(np.size(r), np.int64)
+        kernel("factor_rows")(_int64(r), _int64(s), out, e.state, baseline_tables(e.world),
+                              self.sell_margin, self.pickup_value)
+        return out
+
+    def act_numpy(self, e: BatchedGuild, r: np.ndarray, s: np.ndarray) -> np.ndarray:
+        """``act`` in numpy, rule by rule: the reference the compiled kernel is held to."""
         tb = e.tables
         ix = _index(tb)
         m = r.size
@@ -164,6 +178,14 @@ class BatchedMagpie:
         self.buy_margin = buy_margin
 
     def act(self, e: BatchedGuild, r: np.ndarray, s: np.ndarray) -> np.ndarray:
+        """The magpie's action index for each seat ``s[i]`` of row ``r[i]`` (compiled)."""
+        out = np.empty(np.size(r), np.int64)
+        kernel("magpie_rows")(_int64(r), _int64(s), out, e.state, baseline_tables(e.world),
+                              e.thievery, self.hawk_period, self.sell_margin, self.buy_margin)
+        return out
+
+    def act_numpy(self, e: BatchedGuild, r: np.ndarray, s: np.ndarray) -> np.ndarray:
+        """``act`` in numpy, rule by rule: the reference the compiled kernel is held to."""
         tb = e.tables
         ix = _index(tb)
         m = r.size
@@ -232,6 +254,10 @@ class BatchedRandom:
 
     def act(self, e: BatchedGuild, r: np.ndarray, s: np.ndarray) -> np.ndarray:
         return sample_legal(self.rng, legal_masks(e, r, s))
+
+
+def _int64(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, np.int64)
 
 
 def sample_legal(rng: np.random.Generator, mask: np.ndarray) -> np.ndarray:
