@@ -45,17 +45,52 @@ def replacing(path: str | os.PathLike) -> Iterator[Path]:
         raise
 
 
-def write_atomic(path: str | os.PathLike, text: str, sync: bool = True) -> None:
-    """Write ``text`` (UTF-8) to ``path``: afterwards it is the old file or the whole new one.
+def write_atomic(path: str | os.PathLike, text: str | bytes, sync: bool = True, *,
+                 sole: bool = False) -> None:
+    """Write ``text`` (UTF-8, or bytes as they are) to ``path``: afterwards it is the old file
+    or the whole new one.
 
     With ``sync`` the text is fsynced before the rename, so it is on disk before the name
     points to it, even after a power loss. Without it a crash of the process (``kill -9``)
     still leaves the old file or the whole new one, but a power loss may not: the caller
     makes such files durable itself, many at once (``league.store.sync_files``), before
     anything that names them is.
+
+    ``sole``: the caller is the only writer of ``path`` (a league's replays: one episode, one
+    process, under the league's lock), so the temporary file can have a fixed name,
+    ``.NAME.tmp``, created with the usual permissions at once: a quarter of the cost of
+    :func:`replacing` (50 against 200 µs a replay here, mostly ``mkstemp`` and ``chmod``).
     """
-    with replacing(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        if sync:
-            f.flush()
-            os.fsync(f.fileno())
+    if not sole:
+        binary = isinstance(text, (bytes, bytearray))
+        with replacing(path) as tmp, (open(tmp, "wb") if binary
+                                      else open(tmp, "w", encoding="utf-8")) as f:
+            f.write(text)
+            if sync:
+                f.flush()
+                os.fsync(f.fileno())
+        return
+    if isinstance(text, str):
+        data = text.encode("utf-8")
+    elif isinstance(text, (bytes, bytearray)):
+        data = bytes(text)
+    else:
+        raise TypeError(f"write_atomic: text must be str or bytes, not {type(text).__name__}")
+    target = os.fspath(path)
+    head, name = os.path.split(target)
+    tmp = os.path.join(head, f".{name}{TMP_SUFFIX}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -208,8 +208,9 @@ def _replay_lost(d: LeagueDir, o: LeagueOptions, rows: list[dict], note: Note) -
     with contextlib.closing(_episodes(d, o, lost)) as batches:
         for batch in batches:
             for row, replay_text in batch:
-                if replay_text is not None:
-                    write_atomic(d.replays / f"{row['id']}.json", replay_text, sync=False)
+                if replay_text is not None:  # under the league's lock: the only writer
+                    write_atomic(d.replays / f"{row['id']}.json", replay_text, sync=False,
+                                 sole=True)
                 if _timeless(row) != _timeless(rows[row["index"]]):
                     differ.append(row["id"])
     sync_files(d.replays, [f"{s.id}.json" for s in lost])
@@ -236,7 +237,8 @@ def _play_into(d: LeagueDir, o: LeagueOptions, specs: Schedule, rows: list[dict]
             for batch in batches:
                 for row, replay_text in batch:
                     if replay_text is not None:
-                        write_atomic(d.replays / f"{row['id']}.json", replay_text, sync=False)
+                        write_atomic(d.replays / f"{row['id']}.json", replay_text,
+                                     sync=False, sole=True)
                 new = [row for row, _ in batch]
                 appender.append(new)  # their replays made durable first, then their lines
                 for row in new:
