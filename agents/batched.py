@@ -78,6 +78,9 @@ class BatchedFactor:
 
     name = "factor"
     batched = True
+    # In every state ``act`` picks the index with the effect of the scalar Factor's
+    # sentence, and keeps no state: ``guild/Guild-v0`` may play it in the scalar one's place.
+    scalar_twin = True
 
     def __init__(self, sell_margin: int = 0, pickup_value: int = 8) -> None:
         self.sell_margin = sell_margin
@@ -171,6 +174,9 @@ class BatchedMagpie:
 
     name = "magpie"
     batched = True
+    # In every state ``act`` picks the index with the effect of the scalar Magpie's
+    # sentence, and keeps no state: ``guild/Guild-v0`` may play it in the scalar one's place.
+    scalar_twin = True
 
     def __init__(self, hawk_period: int = 3, sell_margin: int = 1, buy_margin: int = -1) -> None:
         self.hawk_period = hawk_period

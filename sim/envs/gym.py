@@ -43,11 +43,13 @@ from collections.abc import Sequence
 import gymnasium as gym
 import numpy as np
 
-from ..codec.action_table import legal_mask
+from ..codec.action_table import legal_mask, to_intent
 from ..game import Game, GameConfig
+from ..policies import BATCHED_POLICIES
 from ..rules.scoring import score
 from ..rules.world import SEATS, STANDARD_TOWN, World
 from .face import DEFAULT_OPPONENTS, SeatFace, resolve_policy, seat_spaces
+from .row import RowEpisode
 
 
 class GuildEnv(gym.Env):
@@ -78,9 +80,14 @@ class GuildEnv(gym.Env):
         self.render_mode = render_mode
         self.face = SeatFace(self.world, text_mode, flatten)
         self.observation_space, self.action_space = seat_spaces(self.world, text_mode, flatten)
-        self.game: Game | None = None
         self.seat = 0 if seat is None else seat
         self._score = 0.0
+        self._game: Game | None = None      # the scalar path: the game itself
+        self._row: RowEpisode | None = None  # the batched path: a one-row engine
+        self._twins: list[tuple[object, list[int]]] | None = None
+        self._groups: list[tuple[object, np.ndarray]] = []
+        self._learner = np.zeros(1, np.int64)
+        self._mask = np.zeros(self.face.n_actions, bool)
 
     # --- gymnasium API ---------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -90,56 +97,68 @@ class GuildEnv(gym.Env):
         self.seat = int(rng.integers(0, SEATS)) if self.fixed_seat is None else self.fixed_seat
         if self.opponents is None:
             self.opponents = [resolve_policy(s) for s in self.opponent_specs]
+            self._twins = None if self.face.text_mode else batched_twins(self.opponent_specs)
         for k, p in enumerate(self.opponents):
             if hasattr(p, "reset"):
                 p.reset(int(rng.integers(0, 2 ** 31 - 1)) + k)
-        self.game = Game(GameConfig(seed=game_seed, turns=self.turns, thievery=self.thievery,
-                                    speech=self.speech, world=self.world))
+        config = GameConfig(seed=game_seed, turns=self.turns, thievery=self.thievery,
+                            speech=self.speech, world=self.world)
         self._score = 0.0
-        obs, info = self.face.observe(self.game, self.seat)
-        return obs, self._info(info)
+        if self._twins is None:
+            self._game = Game(config)
+            return self._observe()
+        others = [s for s in range(SEATS) if s != self.seat]
+        self._groups = [(twin, np.array([others[k] for k in ks], np.int64))
+                        for twin, ks in self._twins]
+        self._learner[0] = self.seat
+        self._row = self._row or RowEpisode(config)
+        self._row.reset(config, self._replay)
+        return self._observe()
+
+    @property
+    def game(self) -> Game | None:
+        """The scalar ``Game`` of the episode (on the batched path: replayed when read)."""
+        return self._game if self._row is None else self._row.game
 
     def step(self, action):
-        game = self.game
-        if game is None or game.done:
-            raise RuntimeError("step() called before reset() or after the episode ended")
-        mine = self.face.action(game, self.seat, action)
-        actions: list = [None] * SEATS
-        says, notes = [""] * SEATS, [""] * SEATS
-        scripted = [False] * SEATS
-        actions[self.seat] = mine
-        others = [s for s in range(SEATS) if s != self.seat]
-        for policy, s in zip(self.opponents, others):
-            answer = policy.act(game, s)
-            # A policy may answer with a decision record (agents.Decision: action, say, notes,
-            # scripted); duck-typed because sim never imports agents.
-            actions[s] = getattr(answer, "action", answer)
-            says[s] = getattr(answer, "say", "") or ""
-            notes[s] = getattr(answer, "notes", "") or ""
-            scripted[s] = bool(getattr(policy, "scripted", False)
-                               or getattr(answer, "scripted", False))
-        game.play_turn(actions, says=says, notes=notes, scripted=scripted)
-        new = score(game.state, self.seat)
-        done = game.done
+        row = self._row
+        if row is None:
+            game = self._game
+            if game is None or game.done:
+                raise RuntimeError("step() called before reset() or after the episode ended")
+            play_turn(game, self.seat, self.face.action(game, self.seat, action),
+                      self.opponents)
+            done, new = game.done, score(game.state, self.seat)
+        else:
+            if row.done:
+                raise RuntimeError("step() called before reset() or after the episode ended")
+            joint = np.empty(SEATS, np.int64)
+            joint[self.seat] = self.face.index(action)
+            rows = _ROWS
+            for twin, seats in self._groups:
+                joint[seats] = twin.act(row.engine, rows[:len(seats)], seats)
+            done = row.step(joint)
+            new = row.scores[self.seat]
         if self.reward_mode == "dense":
             reward = new - self._score
         else:
             reward = new if done else 0.0
         self._score = new
-        obs, info = self.face.observe(game, self.seat)
-        info = self._info(info)
+        obs, info = self._observe()
         if done:
-            info["results"] = game.results()
+            info["results"] = self._game.results() if row is None else row.results()
         if self.render_mode == "human":
             self.render()
         return obs, float(reward), done, False, info
 
     def action_masks(self) -> np.ndarray:
         """The legal-action mask (sb3-contrib MaskablePPO calls this)."""
-        return np.array(legal_mask(self.game.state, self.seat), bool)
+        if self._row is None:
+            return np.array(legal_mask(self._game.state, self.seat), bool)
+        return self._mask.copy()
 
     def render(self):
-        if self.game is None or self.render_mode is None:
+        if self.render_mode is None or self.game is None:
             return None
         text = self.game.observation_text(self.seat)
         if self.render_mode == "human":
@@ -147,5 +166,65 @@ class GuildEnv(gym.Env):
             return None
         return text
 
-    def _info(self, face_info: dict) -> dict:
-        return {"seat": self.seat, "score": self._score, **face_info}
+    def _observe(self) -> tuple[dict | np.ndarray, dict]:
+        """The learner's observation and ``info`` now."""
+        if self._row is None:
+            obs, face_info = self.face.observe(self._game, self.seat)
+        else:
+            rows = self._row.observe(self._learner)
+            self._mask = rows[0, -self.face.n_actions:] > 0
+            obs, face_info = self.face.split(rows)[0]
+        return obs, {"seat": self.seat, "score": self._score, **face_info}
+
+    def _replay(self, game: Game, joint: np.ndarray) -> None:
+        """One recorded turn into the scalar game as the scalar path plays it: the learner's
+        recorded index, and each opponent's own scalar decision (sentence, say, notes) in the
+        same state, which its batched twin's index matched in effect."""
+        mine = to_intent(int(joint[self.seat]), self.world, self.seat,
+                         game.state.room[self.seat])
+        play_turn(game, self.seat, mine, self.opponents)
+
+
+_ROWS = np.zeros(SEATS, np.int64)
+
+
+def play_turn(game: Game, seat: int, mine, opponents: Sequence) -> None:
+    """One turn of ``game``: ``seat`` plays ``mine``, the other seats (in order) ask
+    ``opponents`` for theirs."""
+    actions: list = [None] * SEATS
+    says, notes = [""] * SEATS, [""] * SEATS
+    scripted = [False] * SEATS
+    actions[seat] = mine
+    others = [s for s in range(SEATS) if s != seat]
+    for policy, s in zip(opponents, others):
+        answer = policy.act(game, s)
+        # A policy may answer with a decision record (agents.Decision: action, say, notes,
+        # scripted); duck-typed because sim never imports agents.
+        actions[s] = getattr(answer, "action", answer)
+        says[s] = getattr(answer, "say", "") or ""
+        notes[s] = getattr(answer, "notes", "") or ""
+        scripted[s] = bool(getattr(policy, "scripted", False)
+                           or getattr(answer, "scripted", False))
+    game.play_turn(actions, says=says, notes=notes, scripted=scripted)
+
+
+def batched_twins(specs: Sequence) -> list[tuple[object, list[int]]] | None:
+    """The opponents' batched twins, one per distinct name with the opponent positions it
+    plays, or None (the scalar path) unless every spec is a plain name whose batched policy
+    says ``scalar_twin``: it picks, in every state, the index with the effect of the scalar
+    policy of that name, and keeps no state (factor, magpie; not random, whose stream is its
+    own)."""
+    positions: dict[str, list[int]] = {}
+    for k, spec in enumerate(specs):
+        if not isinstance(spec, str) or ":" in spec or not spec.strip():
+            return None
+        positions.setdefault(spec.strip().lower(), []).append(k)
+    twins = []
+    for name, ks in positions.items():
+        if BATCHED_POLICIES.factory(name) is None:
+            return None
+        twin = BATCHED_POLICIES.make(name)
+        if getattr(twin, "scalar_twin", False) is not True:
+            return None
+        twins.append((twin, ks))
+    return twins
