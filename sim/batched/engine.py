@@ -14,6 +14,8 @@ read it, then :meth:`reset_done`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..rules.offers import Offer
@@ -60,6 +62,7 @@ class BatchedGuild:
         self.rows = np.arange(self.n)
         self.state: BatchState = allocate(self.n, self.tables)
         self.scratch = scratch_for(self.tables)  # the kernels' work arrays, this engine's own
+        self._entries: dict[str, tuple[Callable, tuple]] = {}
         self.reset()
 
     # --- episodes -----------------------------------------------------------------------------
@@ -124,8 +127,7 @@ class BatchedGuild:
         if ended.any() and not skip_done:
             raise ValueError("step: some episodes have ended; call reset_done() first")
         old = self.scores()
-        jit.kernel("step_rows")(np.ascontiguousarray(a, np.int64), self.state,
-                                self.tables.kernel, self.turns, self.thievery, self.scratch)
+        self.run_kernel("step_rows", (np.ascontiguousarray(a, np.int64),), self.own_args())
         rewards = self.scores() - old
         done = self.state.done & ~ended
         if autoreset and done.any():
@@ -136,8 +138,37 @@ class BatchedGuild:
         """``step(actions, autoreset=False)`` without its checks and rewards, for callers that
         have checked ``actions`` (int64 ``[n, 6]`` table indices) and that no row has ended:
         the one-row faces, where those checks cost more than the turn itself."""
-        jit.kernel("step_rows")(actions, self.state, self.tables.kernel, self.turns,
-                                self.thievery, self.scratch)
+        self.run_kernel("step_rows", (actions,), self.own_args())
+
+    def own_args(self, turns: bool = True) -> tuple:
+        """The kernels' trailing arguments: state, tables, (turns,) thievery, work arrays."""
+        if turns:
+            return self.state, self.tables.kernel, self.turns, self.thievery, self.scratch
+        return self.state, self.tables.kernel, self.thievery, self.scratch
+
+    def run_kernel(self, name: str, arrays: tuple[np.ndarray, ...], own: tuple) -> None:
+        """Kernel ``name`` (``sim.batched.jit``) on the caller's ``arrays``, then ``own``.
+
+        numba's dispatcher types every argument of every call: for the fifty-odd arrays of the
+        state and tables that costs more than a one-row turn.  Those never change type, so
+        after the first call the compiled overload's entry point is called directly, as long
+        as the caller's arrays have the dtypes and ranks of that call and the numba type's
+        flags (:func:`_plain`); any other call goes through the dispatcher.
+        """
+        entry = self._entries.get(name)
+        if entry is not None:
+            fn, kinds = entry
+            if all(a.dtype is dt and a.ndim == nd and _plain(a)
+                   for a, (dt, nd) in zip(arrays, kinds)):
+                fn(*arrays, *own)
+                return
+        disp = jit.kernel(name)
+        disp(*arrays, *own)
+        if entry is None and all(_plain(a) for a in arrays):
+            found = disp.overloads.get(tuple(disp.typeof_pyval(a) for a in arrays + own))
+            if found is not None:
+                self._entries[name] = (found.entry_point,
+                                       tuple((a.dtype, a.ndim) for a in arrays))
 
     def scores(self) -> np.ndarray:
         """Every seat's score, ``[n, 6]`` float64, exactly as ``sim.rules.scoring.score``."""
@@ -173,6 +204,12 @@ class BatchedGuild:
     def offers(self, i: int) -> list[Offer]:
         """Row ``i``'s live offers as the scalar list (``sim.batched.state.row_offers``)."""
         return row_offers(self.state, i)
+
+
+def _plain(a: np.ndarray) -> bool:
+    """C-contiguous, writeable and aligned: the array type the cached entry points take."""
+    f = a.flags
+    return f.c_contiguous and f.writeable and f.aligned
 
 
 def _field(name: str) -> property:

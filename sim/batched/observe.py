@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..rules.world import SEATS
-from . import jit
 from .tables import Tables
 
 if TYPE_CHECKING:
@@ -41,16 +40,14 @@ def encode(e: BatchedGuild, r: np.ndarray, s: np.ndarray,
     elif out.shape != (m, tb.obs_width) or out.dtype != np.float32:
         raise ValueError(f"out must be float32 of shape {(m, tb.obs_width)}; got {out.dtype} "
                          f"{out.shape}")
-    jit.kernel("encode_rows")(_index(r), _index(s), out, e.state, tb.kernel, e.turns,
-                              e.thievery, e.scratch)
+    e.run_kernel("encode_rows", (_index(r), _index(s), out), e.own_args())
     return out
 
 
 def legal_masks(e: BatchedGuild, r: np.ndarray, s: np.ndarray) -> np.ndarray:
     """``legal_mask`` of seats ``s`` in episodes ``r``: ``[m, n_actions]`` bool."""
     out = np.zeros((np.size(r), e.tables.n_actions), bool)
-    jit.kernel("mask_rows")(_index(r), _index(s), out, e.state, e.tables.kernel, e.thievery,
-                            e.scratch)
+    e.run_kernel("mask_rows", (_index(r), _index(s), out), e.own_args(turns=False))
     return out
 
 
