@@ -82,32 +82,30 @@ class GuildParallelEnv(ParallelEnv):
     def step(self, actions: dict):
         if not self.agents:
             raise RuntimeError("step() called before reset() or after the episode ended")
-        missing = [a for a in self.agents if a not in actions]
+        agents = self.possible_agents  # every seat acts until the episode ends
+        missing = [a for a in agents if a not in actions]
         if missing:
             raise ValueError(f"step needs an action for every agent; missing {missing}")
+        picked = [actions[a] for a in agents]
         if self._row is None:
             game = self._game
-            game.play_turn([self.face.action(game, s, actions[a])
-                            for s, a in enumerate(self.possible_agents)])
+            game.play_turn([self.face.action(game, s, a) for s, a in enumerate(picked)])
             done, scores = game.done, [score(game.state, s) for s in range(SEATS)]
         else:
-            done = self._row.step(np.array([self.face.index(actions[a])
-                                            for a in self.possible_agents], np.int64))
+            index = self.face.index
+            done = self._row.step(np.array([index(a) for a in picked], np.int64))
             scores = self._row.scores
-        rewards = {}
-        for s, a in enumerate(self.possible_agents):
-            new = scores[s]
-            if self.reward_mode == "dense":
-                rewards[a] = float(new - self._scores[s])
-            else:
-                rewards[a] = float(new) if done else 0.0
-            self._scores[s] = new
+        if self.reward_mode == "dense":
+            rewards = {a: float(new - old) for a, new, old in zip(agents, scores, self._scores)}
+        else:
+            rewards = {a: float(new) if done else 0.0 for a, new in zip(agents, scores)}
+        self._scores = list(scores)
         obs, infos = self._views()
-        terms = {a: done for a in self.possible_agents}
-        truncs = {a: False for a in self.possible_agents}
+        terms = dict.fromkeys(agents, done)
+        truncs = dict.fromkeys(agents, False)
         if done:
             results = self._game.results() if self._row is None else self._row.results()
-            for a in self.possible_agents:
+            for a in agents:
                 infos[a]["results"] = results
             self.agents = []
         if self.render_mode == "human":
@@ -138,13 +136,12 @@ class GuildParallelEnv(ParallelEnv):
                         for s, i in enumerate(joint)])
 
     def _views(self) -> tuple[dict, dict]:
-        obs, infos = {}, {}
         views = (self.face.observe_all(self._game) if self._row is None
                  else self.face.split(self._row.observe()))
-        for s, (o, face_info) in enumerate(views):
-            a = self.possible_agents[s]
+        obs, infos = {}, {}
+        for a, score_now, (o, face_info) in zip(self.possible_agents, self._scores, views):
             obs[a] = o
-            infos[a] = {"score": self._scores[s], **face_info}
+            infos[a] = {"score": score_now, **face_info}
         return obs, infos
 
 
