@@ -131,6 +131,56 @@ def _said(w: World, sentence: str, other: int = -1) -> str:
                                            it.coin, it.reason, it.text))
 
 
+class Phrases:
+    """One town's baseline sentences by what they say, each written and looked up in the
+    phrasebook once: a decision then costs a list index or a dict hit, not an f-string, a
+    plural and a phrasebook lookup (the baselines decide thousands of times a second)."""
+
+    def __init__(self, w: World) -> None:
+        self.world = w
+        self.wait = _said(w, WAIT)
+        self.walk = [_said(w, _walk(w, room)) for room in range(w.n_rooms)]
+        self.wander = [_said(w, _wander(w, room)) for room in range(w.n_rooms)]
+        self.pick_up = [_said(w, _pick_up(w, good)) for good in range(w.n_goods)]
+        self._memo: dict[tuple, str] = {}  # bounded: keepers x goods x units, seats x goods
+
+    def hand(self, npc: int, good: int, n: int) -> str:
+        return self._trade(_hand, npc, good, n)
+
+    def buy(self, npc: int, good: int, n: int) -> str:
+        return self._trade(_buy, npc, good, n)
+
+    def sell(self, npc: int, good: int, n: int) -> str:
+        return self._trade(_sell, npc, good, n)
+
+    def rob(self, alias: str, other: int) -> str:
+        key = (_rob, alias, other)
+        said = self._memo.get(key)
+        if said is None:
+            said = self._memo[key] = _said(self.world, _rob(alias), other)
+        return said
+
+    def hawk(self, alias: str, other: int, good: int) -> str:
+        key = (_hawk, alias, other, good)
+        said = self._memo.get(key)
+        if said is None:
+            said = self._memo[key] = _said(self.world, _hawk(self.world, alias, good), other)
+        return said
+
+    def _trade(self, write, npc: int, good: int, n: int) -> str:
+        key = (write, npc, good, n)
+        said = self._memo.get(key)
+        if said is None:
+            said = self._memo[key] = _said(self.world, write(self.world, npc, good, n))
+        return said
+
+
+@per_world(maxsize=8)
+def phrases(w: World) -> Phrases:
+    """The town's :class:`Phrases` (built on the first decision in it)."""
+    return Phrases(w)
+
+
 def _int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{name} must be an int; got {value!r}")
@@ -170,6 +220,7 @@ class Factor:
         """The factor's sentence for ``seat`` in the game's start-of-turn state."""
         v = BaselineView(game, seat)
         w = v.world
+        say = phrases(w)
         goods = w.goods
         items = v.items
         npc = v.keeper
@@ -180,7 +231,7 @@ class Factor:
             for good, out in open_quests:
                 units = min(out, items[good])
                 if units > 0:
-                    return _said(w, _hand(w, npc, good, units))
+                    return say.hand(npc, good, units)
         # Rule 2: a keeper here: buy for the commissions, then sell a spare good.
         if npc >= 0:
             deals = w.deals[npc]
@@ -193,21 +244,21 @@ class Factor:
                 # affordable: the rules' price walk from the current stock with the purse
                 n = buy_walk(w.ask_table[good], stock[good], units, v.coin)[0]
                 if n > 0:
-                    return _said(w, _buy(w, npc, good, n))
+                    return say.buy(npc, good, n)
             for good in range(len(goods)):
                 held = items[good]
                 if held <= 0 or good in needed or not deals[good]:
                     continue
                 bid = w.bid_table[good][v.stock[good]]
                 if bid >= goods[good].value + self.sell_margin and v.shop_coin >= bid:
-                    return _said(w, _sell(w, npc, good, held))
+                    return say.sell(npc, good, held)
         # Rule 3: pick up a good on the floor that is needed or valuable.
         if v.free > 0:
             floor = v.floor
             for good in range(len(goods)):
                 if floor[good] > 0 and (good in needed
                                         or goods[good].value >= self.pickup_value):
-                    return _said(w, _pick_up(w, good))
+                    return say.pick_up[good]
         # Rule 4: walk toward a target room.
         target = -1
         any_open = False
@@ -226,9 +277,9 @@ class Factor:
             target = w.keepers[w.guild].room if any_open else 0
         step = w.step_toward(v.room, target)
         if step >= 0:
-            return _said(w, _walk(w, step))
+            return say.walk[step]
         # Rule 5.
-        return _said(w, WAIT)
+        return say.wait
 
 
 class Magpie:
@@ -271,6 +322,7 @@ class Magpie:
         """The magpie's sentence for ``seat`` in the game's start-of-turn state."""
         v = BaselineView(game, seat)
         w = v.world
+        say = phrases(w)
         goods = w.goods
         items = v.items
         carrying = v.free < w.carry_limit
@@ -278,12 +330,12 @@ class Magpie:
         if v.dark and v.thievery:
             for other in v.cogs:
                 if other != v.employer and v.carries(other):  # HIDDEN STATE: other packs
-                    return _said(w, _rob(v.aliases[other]), other)
+                    return say.rob(v.aliases[other], other)
         # Rule 2: hawk the lowest-id held good to the first other seat here.
         if self.hawk_period > 0 and v.turn % self.hawk_period == 0 and carrying and v.cogs:
             good = next(g for g in range(len(goods)) if items[g] > 0)
             first = v.cogs[0]
-            return _said(w, _hawk(w, v.aliases[first], good), first)
+            return say.hawk(v.aliases[first], first, good)
         # Rule 3: trade with the keeper here.
         npc = v.keeper
         if npc >= 0:
@@ -292,12 +344,12 @@ class Magpie:
                 if items[good] > 0 and deals[good]:
                     bid = w.bid_table[good][stock[good]]
                     if bid >= goods[good].value + self.sell_margin and v.shop_coin >= bid:
-                        return _said(w, _sell(w, npc, good, items[good]))
+                        return say.sell(npc, good, items[good])
             for good in range(len(goods)):
                 if deals[good] and stock[good] > 0 and v.free > 0:
                     ask = w.ask_table[good][stock[good]]
                     if ask <= goods[good].value + self.buy_margin and v.coin >= ask:
-                        return _said(w, _buy(w, npc, good, 1))
+                        return say.buy(npc, good, 1)
         # Rule 4: ramble.
         exits = w.rooms[v.room].exits
         step = -1
@@ -305,4 +357,4 @@ class Magpie:
             step = next((e for e in exits if w.rooms[e].dark and e != v.prev_room), -1)
         if step < 0:
             step = next((e for e in exits if e != v.prev_room), exits[0])
-        return _said(w, _wander(w, step))
+        return say.wander[step]

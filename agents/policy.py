@@ -126,8 +126,11 @@ def play_episode(config: GameConfig, policies: Sequence[Policy | str], *,
             if callable(r):
                 r(config.seed)
     scripted = [is_scripted(p) for p in seats]
+    # Read once, not every turn: whether any seats are asked at the same time (decide_turn).
+    together = sum(bool(getattr(p, "concurrent", False)) for p in seats) >= 2
     while not game.done:
-        answers = decide_turn(game, seats)
+        answers = (decide_turn(game, seats) if together
+                   else [p.act(game, seat) for seat, p in enumerate(seats)])
         if not any(isinstance(a, Decision) for a in answers):  # bare acts: nothing said
             acts = game.play_turn(answers, scripted=scripted)
         else:

@@ -120,7 +120,7 @@ def resolve_turn(st: GameState, intents: Sequence[Intent], sentences: Sequence[s
             resolve_say(a)
             emit(seat, a)
     # Classes 2..7, in initiative order within a class (a stable sort keeps it).
-    for k in sorted(range(SEATS), key=lambda k: classes[order[k]]):
+    for k in sorted(range(SEATS), key=[classes[seat] for seat in order].__getitem__):
         seat = order[k]
         if acts[seat] is not None:  # a say, already emitted
             continue
