@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents import Factor, Magpie, RandomPolicy
+from agents.isolated import SeatFaultError
 
 # The built-in baselines are this project's own bounded code: with time limits they are still
 # called directly (a thread hand-off would double the cost of a baseline league), as API.md
@@ -135,3 +136,24 @@ def until(started: float, limit: float | None, deadline: float | None) -> float 
 
 def past(deadline: float | None) -> bool:
     return deadline is not None and time.perf_counter() >= deadline
+
+
+def fault_of(s: Seat, e: BaseException) -> tuple[str, str]:
+    """The fault (kind, note) a policy's exception counts as; a seat process's exception says
+    its own kind, and the seat is restarted, not broken, unless the error is fatal."""
+    if isinstance(e, SeatFaultError):
+        s.broken = s.broken or e.fatal
+        return e.kind, str(e)
+    return "raised", f"raised {check(e)}"
+
+
+def describe(e: BaseException) -> str:
+    msg = str(e)
+    return f"{type(e).__name__}: {msg}" if msg else type(e).__name__
+
+
+def check(e: BaseException) -> str:
+    """Describe a policy's exception; re-raise what is no policy's fault (e.g. Ctrl-C)."""
+    if not isinstance(e, (Exception, SystemExit)):
+        raise e
+    return describe(e)
