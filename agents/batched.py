@@ -30,7 +30,7 @@ from sim.batched.tables import tables_for
 from sim.codec.action_table import BUY_QTYS, DELIVER_QTYS, QTY_ALL, RELS
 from sim.rules.world import World, per_world
 
-from .batched_kernels import baseline_tables, kernel
+from .batched_kernels import KernelCall, baseline_tables
 
 if TYPE_CHECKING:
     from sim.batched.engine import BatchedGuild
@@ -85,13 +85,12 @@ class BatchedFactor:
     def __init__(self, sell_margin: int = 0, pickup_value: int = 8) -> None:
         self.sell_margin = sell_margin
         self.pickup_value = pickup_value
+        self._kernel = KernelCall("factor_rows")
 
     def act(self, e: BatchedGuild, r: np.ndarray, s: np.ndarray) -> np.ndarray:
         """The factor's action index for each seat ``s[i]`` of row ``r[i]`` (compiled)."""
-        out = np.empty(np.size(r), np.int64)
-        kernel("factor_rows")(_int64(r), _int64(s), out, e.state, baseline_tables(e.world),
-                              self.sell_margin, self.pickup_value)
-        return out
+        return self._kernel(r, s, e.state, baseline_tables(e.world), self.sell_margin,
+                            self.pickup_value)
 
     def act_numpy(self, e: BatchedGuild, r: np.ndarray, s: np.ndarray) -> np.ndarray:
         """``act`` in numpy, rule by rule: the reference the compiled kernel is held to."""
@@ -182,13 +181,12 @@ class BatchedMagpie:
         self.hawk_period = hawk_period
         self.sell_margin = sell_margin
         self.buy_margin = buy_margin
+        self._kernel = KernelCall("magpie_rows")
 
     def act(self, e: BatchedGuild, r: np.ndarray, s: np.ndarray) -> np.ndarray:
         """The magpie's action index for each seat ``s[i]`` of row ``r[i]`` (compiled)."""
-        out = np.empty(np.size(r), np.int64)
-        kernel("magpie_rows")(_int64(r), _int64(s), out, e.state, baseline_tables(e.world),
-                              e.thievery, self.hawk_period, self.sell_margin, self.buy_margin)
-        return out
+        return self._kernel(r, s, e.state, baseline_tables(e.world), e.thievery,
+                            self.hawk_period, self.sell_margin, self.buy_margin)
 
     def act_numpy(self, e: BatchedGuild, r: np.ndarray, s: np.ndarray) -> np.ndarray:
         """``act`` in numpy, rule by rule: the reference the compiled kernel is held to."""
@@ -260,10 +258,6 @@ class BatchedRandom:
 
     def act(self, e: BatchedGuild, r: np.ndarray, s: np.ndarray) -> np.ndarray:
         return sample_legal(self.rng, legal_masks(e, r, s))
-
-
-def _int64(a: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(a, np.int64)
 
 
 def sample_legal(rng: np.random.Generator, mask: np.ndarray) -> np.ndarray:

@@ -83,6 +83,50 @@ def baseline_tables(world: World) -> BaselineTables:
         carry_limit=tb.carry_limit, guild=tb.guild, n_keepers=tb.n_keepers)
 
 
+class KernelCall:
+    """Calls one entry point of this module, skipping numba's dispatcher once it can.
+
+    The dispatcher types every argument of every call, and the state and tables hold some
+    fifty arrays: that costs more than deciding a few seats.  Their types never change, so
+    after the first call with a given state, tables and parameters, the compiled overload's
+    entry point is called directly, as long as the rows and seats are plain 1-d arrays (the
+    types of that first call); anything else goes through the dispatcher.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._hit: tuple | None = None  # (state, tables, parameter key, entry point)
+
+    def __call__(self, r: np.ndarray, s: np.ndarray, st: tuple, bt: BaselineTables,
+                 *params: object) -> np.ndarray:
+        """The kernel's answer for the pairs ``(r[i], s[i])``, a new int64 array."""
+        r, s = np.ascontiguousarray(r, np.int64), np.ascontiguousarray(s, np.int64)
+        out = np.empty(r.size, np.int64)
+        plain = r.ndim == 1 and s.ndim == 1 and _plain(r) and _plain(s)
+        key = tuple((type(p), p) for p in params)
+        hit = self._hit
+        if plain and hit is not None and hit[0] is st and hit[1] is bt and hit[2] == key:
+            hit[3](r, s, out, st, bt, *params)
+            return out
+        disp = kernel(self.name)
+        disp(r, s, out, st, bt, *params)
+        if plain:
+            args = (r, s, out, st, bt, *params)
+            found = disp.overloads.get(tuple(disp.typeof_pyval(a) for a in args))
+            if found is not None:
+                self._hit = (st, bt, key, found.entry_point)
+        return out
+
+    def __getstate__(self) -> dict:
+        return {"name": self.name, "_hit": None}  # compiled code does not pickle
+
+
+def _plain(a: np.ndarray) -> bool:
+    """C-contiguous, writeable and aligned: the array type a cached entry point takes."""
+    f = a.flags
+    return f.c_contiguous and f.writeable and f.aligned
+
+
 def kernel(name: str) -> Callable:
     """The compiled entry point ``name`` (``factor_rows`` or ``magpie_rows``)."""
     fn = _compiled.get(name)

@@ -59,3 +59,19 @@ def test_kernels_answer_any_pairs_in_any_order() -> None:
     for policy in (BatchedFactor(), BatchedMagpie()):
         np.testing.assert_array_equal(policy.act(e, r, s), policy.act_numpy(e, r, s))
         assert policy.act(e, r[:0], s[:0]).shape == (0,)
+
+
+def test_policies_pickle_and_switch_engines() -> None:
+    """A policy that has called its kernel pickles (without the compiled entry point), and
+    answers right for another engine, town variant or set of parameters."""
+    import pickle
+
+    policy = BatchedMagpie()
+    one, two = BatchedGuild(3, seed=1), BatchedGuild(5, thievery=False, seed=2)
+    for e in (one, two, one):
+        r, s = all_seats(e.n)
+        np.testing.assert_array_equal(policy.act(e, r, s), policy.act_numpy(e, r, s))
+        policy.sell_margin -= 1
+    copy = pickle.loads(pickle.dumps(policy))
+    r, s = all_seats(two.n)
+    np.testing.assert_array_equal(copy.act(two, r, s), policy.act_numpy(two, r, s))
