@@ -111,21 +111,26 @@ class SeatFace:
         return self.split(self._encode_rows(game))
 
     def split(self, rows: np.ndarray) -> list[tuple[dict | np.ndarray, dict]]:
-        """``observe``'s answers from encoded rows (``[seats, obs]``, mask last), in row order.
+        """``observe``'s answers from encoded rows (``[seats, obs]``, mask last), in row order."""
+        obs, masks = self.split_rows(rows)
+        return [(o, {"action_mask": m}) for o, m in zip(obs, masks)]
+
+    def split_rows(self, rows: np.ndarray) -> tuple[list[dict | np.ndarray], list[np.ndarray]]:
+        """``split`` without the info dicts: each row's observation and int8 mask.
 
         One copy for all rows: each seat's arrays are views of it, so they outlive ``rows``.
         """
         flat = rows.copy()
-        masks = flat[:, -self.n_actions:].astype(np.int8)
+        masks = list(flat[:, -self.n_actions:].astype(np.int8))
         if self.flat:
-            return [(flat[i], {"action_mask": masks[i]}) for i in range(len(flat))]
+            return list(flat), masks
         keys, cut = self._keys, self._cut
         out = []
         for row, mask in zip(flat, masks):
             obs = dict(zip(keys, cut(row)))
             obs["action_mask"] = mask
-            out.append((obs, {"action_mask": mask}))
-        return out
+            out.append(obs)
+        return out, masks
 
     def _encode_rows(self, game: Game) -> np.ndarray:
         from ..batched.engine import BatchedGuild

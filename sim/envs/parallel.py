@@ -136,13 +136,17 @@ class GuildParallelEnv(ParallelEnv):
                         for s, i in enumerate(joint)])
 
     def _views(self) -> tuple[dict, dict]:
-        views = (self.face.observe_all(self._game) if self._row is None
-                 else self.face.split(self._row.observe()))
-        obs, infos = {}, {}
-        for a, score_now, (o, face_info) in zip(self.possible_agents, self._scores, views):
-            obs[a] = o
-            infos[a] = {"score": score_now, **face_info}
-        return obs, infos
+        agents = self.possible_agents
+        if self._row is None:
+            obs, infos = {}, {}
+            for a, score_now, (o, face_info) in zip(agents, self._scores,
+                                                    self.face.observe_all(self._game)):
+                obs[a] = o
+                infos[a] = {"score": score_now, **face_info}
+            return obs, infos
+        rows, masks = self.face.split_rows(self._row.observe())
+        return dict(zip(agents, rows)), {a: {"score": score_now, "action_mask": mask}
+                                         for a, score_now, mask in zip(agents, self._scores, masks)}
 
 
 def spectator_text(game: Game) -> str:
