@@ -62,12 +62,13 @@ def _context() -> Any:
     """``forkserver`` where available (no fork of a threaded parent), else ``spawn``.
 
     The fork server imports ``league.episode`` once, so each worker starts with ``sim`` and
-    ``agents`` already loaded.
+    ``agents`` already loaded, and plays one short episode (``league.warm``), so each starts
+    with the town's caches filled too.
     """
     methods = multiprocessing.get_all_start_methods()
     if "forkserver" in methods:
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["league.episode"])
+        ctx.set_forkserver_preload(["league.episode", "league.warm"])
         return ctx
     return multiprocessing.get_context("spawn")
 
@@ -92,7 +93,8 @@ def run_processes(specs: Sequence[EpisodeSpec], settings: Settings,
     """Episodes spread over ``workers`` processes, yielded in order, a chunk at a time.
 
     While the workers start, this process plays the first episodes itself when ``helps``. Then
-    at most ``4 * workers`` chunks are in flight, so a slow writer never lets results pile up.
+    at most ``4 * workers`` chunks are in flight, so a slow writer never lets results pile up;
+    a batch is one chunk, or several finished ones when the writer is behind.
     On any exit (including Ctrl-C in the parent) queued work is cancelled and the workers are
     stopped.
     """
@@ -123,14 +125,18 @@ def run_processes(specs: Sequence[EpisodeSpec], settings: Settings,
             if len(pending) >= 4 * workers:
                 break
         while pending:
-            try:
-                items = pending.popleft().result()
-            except BrokenProcessPool:
-                raise WorkerDiedError("a worker process died (a policy may have ended the "
-                                      "process or crashed the interpreter)") from None
+            items = _result(pending.popleft())
             nxt = next(todo, None)
             if nxt is not None:
                 pending.append(pool.submit(_worker_chunk, nxt))
+            # Chunks already finished behind this one are recorded with it: when the league
+            # falls behind (a slow disk), it catches up with one sync for several chunks. (Not
+            # one that failed: what came before it is recorded first, as it always was.)
+            while pending and pending[0].done() and pending[0].exception() is None:
+                items += _result(pending.popleft())
+                nxt = next(todo, None)
+                if nxt is not None:
+                    pending.append(pool.submit(_worker_chunk, nxt))
             yield items
         clean = True
     finally:
@@ -144,3 +150,11 @@ def run_processes(specs: Sequence[EpisodeSpec], settings: Settings,
             pool.shutdown(wait=True)
         else:
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _result(future: Future) -> list[Item]:
+    try:
+        return future.result()
+    except BrokenProcessPool:
+        raise WorkerDiedError("a worker process died (a policy may have ended the process or "
+                              "crashed the interpreter)") from None
