@@ -2,12 +2,12 @@
 
 Every backend yields batches (lists) of ``(row, replay_json_or_None)`` in episode order,
 whatever order the episodes finish in, so the results file is the same line for line on every
-backend; a batch is what the league makes durable at once (a chunk of a worker, one episode
-in this process). Local workers (``league.workers``) write replays themselves (in parallel,
-straight to the shared disk, without fsync: the league syncs a batch's replays together before
-its lines); Ray tasks may run on other machines, so they return the replay text and the driver
-writes it, and the league refuses to start (``LeagueError``) rather than let a policy that
-does not load there play ``factor`` in its name.
+backend; a batch is what the league makes durable at once (a chunk of a worker, or several
+finished ones, one episode in this process). Local workers (``league.workers``) write replays
+themselves (in parallel, straight to the shared disk, without fsync: the league syncs a batch's
+replays together before its lines); Ray tasks may run on other machines, so they return the
+replay text and the driver writes it, and the league refuses to start (``LeagueError``) rather
+than let a policy that does not load there play ``factor`` in its name.
 """
 
 from __future__ import annotations
