@@ -12,12 +12,12 @@ Layout of ``DIR``::
 Durability: a replay is written to a temp file and renamed into place (``league.atomic``); the
 lines of a batch of finished episodes (one or more workers' chunks) are appended only after
 their replays have been made durable together (:func:`sync_files`: one ``syncfs`` on Linux,
-else an fsync per file and of the folder), and are then flushed and fsynced. A crash (``kill
--9``, power loss, Ctrl-C) can therefore leave at most a torn last line, which the next run cuts
-off, plus stray ``*.tmp`` files, which it deletes; every complete line names an episode whose
-replay is on disk. ``results.jsonl`` is the record of what is finished: a replay without a line
-(e.g. the rest of a batch cut short by a crash) is simply played again (identically, since
-episodes are deterministic).
+else an fsync per file and of the folder), and are then flushed and fsynced. A crash
+(``kill -9``, power loss, Ctrl-C) can therefore leave at most a torn last line, which the next
+run cuts off, plus stray ``*.tmp`` files, which it deletes; every complete line names an
+episode whose replay is on disk. ``results.jsonl`` is the record of what is finished: a replay
+without a line (e.g. the rest of a batch cut short by a crash) is simply played again
+(identically, since episodes are deterministic).
 """
 
 from __future__ import annotations
