@@ -4,6 +4,12 @@
 The guild game of RULES.md: six seats, fourteen turns, one act per turn.  The agent plays one
 seat; the other five are played by policies (default: a mix of the original baselines).
 
+When every opponent is named by a spec whose batched policy is its scalar twin (``"factor"``,
+``"magpie"``) and actions are structured, a turn runs on a one-row batched engine and the
+twins' compiled kernels (``sim.envs.row``), several times faster; ``env.game`` is then the
+scalar ``Game`` replayed on demand, with the baselines' own sentences.  Observations, masks,
+rewards and infos are the same either way (``tests/test_gym_row.py``).
+
 ## Action Space
 ``Discrete(n)`` over the structured action table of ``sim.codec.action_table`` (its docstring lists
 the blocks); ``action_masks()`` and ``obs["action_mask"]`` give the legal ones (MaskablePPO).  With
@@ -85,7 +91,7 @@ class GuildEnv(gym.Env):
         self._game: Game | None = None      # the scalar path: the game itself
         self._row: RowEpisode | None = None  # the batched path: a one-row engine
         self._twins: list[tuple[object, list[int]]] | None = None
-        self._groups: list[tuple[object, np.ndarray]] = []
+        self._groups: list[tuple[object, np.ndarray, np.ndarray]] = []  # twin, rows, seats
         self._learner = np.zeros(1, np.int64)
         self._mask = np.zeros(self.face.n_actions, bool)
 
@@ -108,7 +114,8 @@ class GuildEnv(gym.Env):
             self._game = Game(config)
             return self._observe()
         others = [s for s in range(SEATS) if s != self.seat]
-        self._groups = [(twin, np.array([others[k] for k in ks], np.int64))
+        self._groups = [(twin, np.zeros(len(ks), np.int64),
+                         np.array([others[k] for k in ks], np.int64))
                         for twin, ks in self._twins]
         self._learner[0] = self.seat
         self._row = self._row or RowEpisode(config)
@@ -134,9 +141,8 @@ class GuildEnv(gym.Env):
                 raise RuntimeError("step() called before reset() or after the episode ended")
             joint = np.empty(SEATS, np.int64)
             joint[self.seat] = self.face.index(action)
-            rows = _ROWS
-            for twin, seats in self._groups:
-                joint[seats] = twin.act(row.engine, rows[:len(seats)], seats)
+            for twin, rows, seats in self._groups:
+                joint[seats] = twin.act(row.engine, rows, seats)
             done = row.step(joint)
             new = row.scores[self.seat]
         if self.reward_mode == "dense":
@@ -183,9 +189,6 @@ class GuildEnv(gym.Env):
         mine = to_intent(int(joint[self.seat]), self.world, self.seat,
                          game.state.room[self.seat])
         play_turn(game, self.seat, mine, self.opponents)
-
-
-_ROWS = np.zeros(SEATS, np.int64)
 
 
 def play_turn(game: Game, seat: int, mine, opponents: Sequence) -> None:
