@@ -34,7 +34,7 @@ from league import (
     episode_spec,
     group_draw,
 )
-from league.atomic import replacing, write_atomic
+from league.atomic import TMP_SUFFIX, replacing, write_atomic
 from league.cli import main
 from league.episode import RESULT_KEYS
 from league.progress import Progress
@@ -275,6 +275,35 @@ def test_write_atomic_replaces_whole_files_and_cleans_up_after_a_failure(tmp_pat
     umask = os.umask(0)
     os.umask(umask)
     assert target.stat().st_mode & 0o777 == 0o666 & ~umask  # not mkstemp's owner-only mode
+
+
+def test_write_atomic_of_a_sole_writer_replaces_whole_files_too(tmp_path, monkeypatch) -> None:
+    """``sole=True`` (a league's replays) writes through ``.NAME.tmp``: a failure mid-write
+    leaves the old file and no temp file; the temp name is one ``LeagueDir.resume`` deletes."""
+    target = tmp_path / "f.json"
+    write_atomic(target, b"old", sole=True)
+    real_write = os.write
+    during: list[str] = []
+
+    def torn(fd: int, data: bytes) -> int:
+        real_write(fd, bytes(data[:2]))
+        during.extend(p.name for p in tmp_path.glob(f"*{TMP_SUFFIX}"))  # as resume finds them
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "write", torn)
+    with pytest.raises(OSError):
+        write_atomic(target, b"new content", sync=False, sole=True)
+    monkeypatch.undo()
+    assert during == [".f.json.tmp"]
+    assert target.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["f.json"]
+    with pytest.raises(TypeError):
+        write_atomic(target, 42, sole=True)  # type: ignore[arg-type]
+    write_atomic(target, "caf\u00e9", sole=True)
+    assert target.read_text(encoding="utf-8") == "caf\u00e9"
+    assert [p.name for p in tmp_path.iterdir()] == ["f.json"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask
 
 
 # --- lineups and the ladder's statistics (properties) -----------------------------------------
