@@ -92,8 +92,7 @@ class GuildParallelEnv(ParallelEnv):
             game.play_turn([self.face.action(game, s, a) for s, a in enumerate(picked)])
             done, scores = game.done, [score(game.state, s) for s in range(SEATS)]
         else:
-            index = self.face.index
-            done = self._row.step(np.array([index(a) for a in picked], np.int64))
+            done = self._row.step(np.array(list(map(self.face.index, picked)), np.int64))
             scores = self._row.scores
         if self.reward_mode == "dense":
             rewards = {a: float(new - old) for a, new, old in zip(agents, scores, self._scores)}
