@@ -112,3 +112,30 @@ def test_bad_actions_change_nothing() -> None:
         env.step(0)
         assert env.game.state.turns_played == 2
     assert fast.game.events == slow.game.events
+
+
+def test_a_broken_or_plain_batched_entry_keeps_the_scalar_path() -> None:
+    """A name whose batched policy cannot be built, or is no scalar twin, plays the scalar
+    policy as before."""
+    from sim.policies import BATCHED_POLICIES
+
+    def broken() -> None:
+        raise RuntimeError("no twin today")
+
+    class Plain:
+        batched = True
+
+        def act(self, e, r, s):
+            return np.zeros(len(r), np.int64)
+
+    saved = dict(BATCHED_POLICIES._factories)
+    try:
+        for factory in (broken, Plain):
+            BATCHED_POLICIES.register("magpie", factory)
+            env = GuildEnv()
+            env.reset(seed=0)
+            assert env._row is None
+            env.step(0)
+    finally:
+        BATCHED_POLICIES._factories.clear()
+        BATCHED_POLICIES._factories.update(saved)

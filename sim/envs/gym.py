@@ -224,9 +224,10 @@ def batched_twins(specs: Sequence) -> list[tuple[object, list[int]]] | None:
         positions.setdefault(spec.strip().lower(), []).append(k)
     twins = []
     for name, ks in positions.items():
-        if BATCHED_POLICIES.factory(name) is None:
+        try:
+            twin = BATCHED_POLICIES.make(name) if BATCHED_POLICIES.factory(name) else None
+        except Exception:  # the twin only speeds up: a broken one is skipped, as unknown
             return None
-        twin = BATCHED_POLICIES.make(name)
         if getattr(twin, "scalar_twin", False) is not True:
             return None
         twins.append((twin, ks))
