@@ -15,12 +15,12 @@ imported only when a kernel is first needed.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 
+from sim.batched.jit import Compiled
 from sim.batched.tables import tables_for
 from sim.codec.action_table import BUY_QTYS, DELIVER_QTYS, QTY_ALL, RELS
 from sim.rules.world import SEATS, World, per_world
@@ -125,17 +125,6 @@ def _plain(a: np.ndarray) -> bool:
     """C-contiguous, writeable and aligned: the array type a cached entry point takes."""
     f = a.flags
     return f.c_contiguous and f.writeable and f.aligned
-
-
-def kernel(name: str) -> Callable:
-    """The compiled entry point ``name`` (``factor_rows`` or ``magpie_rows``)."""
-    fn = _compiled.get(name)
-    if fn is None:
-        with _lock:
-            if not _compiled:
-                _compiled.update(_build())
-        fn = _compiled[name]
-    return fn
 
 
 # --- the kernels (plain Python; numba compiles them) ----------------------------------------
@@ -288,8 +277,6 @@ def _fresh_exit(n, s, here, st, bt, dark_only):
 
 
 # --- compilation ------------------------------------------------------------------------------
-_lock = threading.Lock()
-_compiled: dict[str, Callable] = {}
 _ENTRY_POINTS = (factor_rows, magpie_rows)
 _HELPERS = (factor_one, magpie_one, _outstanding, _needed, _first_held, _fresh_exit)
 
@@ -303,3 +290,7 @@ def _build() -> dict[str, Callable]:
         register_jitable(inline="always")(fn)
     return {fn.__name__: numba.njit(cache=True, nogil=True, _nrt=False)(fn)
             for fn in _ENTRY_POINTS}
+
+
+kernel = Compiled(_build)
+"""``kernel(name)``: the compiled ``factor_rows`` or ``magpie_rows``."""

@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 from conftest import needs
 
+from sim import Game, GameConfig
+
 EPISODES = "episodes.jsonl"
 SETUP_SEEDS = "setup_seeds_0_39.jsonl"
 
@@ -104,3 +106,22 @@ def setup_seed(row: dict | None) -> dict:
     require(SETUP_SEEDS)
     assert row is not None, "golden-absent case, yet the recording is present"
     return row
+
+
+def start_game(setup: dict) -> Game:
+    """The recorded episode's game before its first turn (seed, settings, overrides)."""
+    game = Game(GameConfig(seed=setup["seed"], turns=setup["turns"],
+                           speech=setup["config"]["speech"],
+                           thievery=setup["config"]["thievery"]))
+    if setup["overrides"]:
+        game.restore(setup["initial"])
+    return game
+
+
+def play_recorded(game: Game, line: dict) -> list[dict]:
+    """Play one recorded turn's inputs (sentences, says, notes, scripted) as the original did."""
+    seats = line["seats"]
+    return game.play_turn([s["input"]["sentence"] for s in seats],
+                          says=[s["input"]["say"] for s in seats],
+                          notes=[s["input"]["notes"] for s in seats],
+                          scripted=[s["scripted"] for s in seats])

@@ -7,7 +7,7 @@ offers, hint flags, scores and the snapshot after the open; at the end the 11 re
 from __future__ import annotations
 
 import pytest
-from golden import episode, episode_params
+from golden import episode, episode_params, play_recorded
 
 from sim import Game, GameConfig, replay
 from sim.rules.world import SEATS
@@ -76,11 +76,7 @@ def test_episode_events_replay(episode_id: int | None) -> None:
     assert not setup["overrides"]
     game = _game(setup)
     for line in ep["turns"]:
-        seats = line["seats"]
-        game.play_turn([s["input"]["sentence"] for s in seats],
-                       says=[s["input"]["say"] for s in seats],
-                       notes=[s["input"]["notes"] for s in seats],
-                       scripted=[s["scripted"] for s in seats])
+        play_recorded(game, line)
     again = replay(game.config, game.events)
     assert again.events == game.events
     assert again.results() == game.results()

@@ -12,7 +12,16 @@ import json
 
 import pytest
 from conftest import needs
-from golden import EPISODES, SETUP_SEEDS, episode, episode_params, golden_file, present
+from golden import (
+    EPISODES,
+    SETUP_SEEDS,
+    episode,
+    episode_params,
+    golden_file,
+    play_recorded,
+    present,
+    start_game,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -20,7 +29,7 @@ from agents import play_episode
 from league import replay_json
 from league.episode import _JSON
 from league.replay_json import STDLIB, encode
-from sim import Game, GameConfig
+from sim import GameConfig
 
 
 def _same(value: object) -> None:
@@ -94,17 +103,9 @@ def test_every_golden_line(name: str) -> None:
 def test_golden_episode_replay_payloads(episode_id: int | None) -> None:
     ep = episode(episode_id)
     setup = ep["setup"]
-    game = Game(GameConfig(seed=setup["seed"], turns=setup["turns"],
-                           speech=setup["config"]["speech"],
-                           thievery=setup["config"]["thievery"]))
-    if setup["overrides"]:
-        game.restore(setup["initial"])
+    game = start_game(setup)
     for line in ep["turns"]:
-        seats = line["seats"]
-        game.play_turn([s["input"]["sentence"] for s in seats],
-                       says=[s["input"]["say"] for s in seats],
-                       notes=[s["input"]["notes"] for s in seats],
-                       scripted=[s["scripted"] for s in seats])
+        play_recorded(game, line)
     _same(game.replay_payload(setup["policies"]))
 
 

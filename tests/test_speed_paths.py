@@ -16,7 +16,7 @@ import random
 import sys
 
 import pytest
-from golden import episode, episode_params
+from golden import episode, episode_params, play_recorded, start_game
 
 import sim.game
 from agents import Factor, Magpie, play_episode
@@ -67,19 +67,11 @@ def test_parsed_sentences_match_the_parser_in_every_golden_state(episode_id: int
                                                                  ) -> None:
     ep = episode(episode_id)
     setup = ep["setup"]
-    game = Game(GameConfig(seed=setup["seed"], turns=setup["turns"],
-                           speech=setup["config"]["speech"],
-                           thievery=setup["config"]["thievery"]))
-    if setup["overrides"]:
-        game.restore(setup["initial"])
+    game = start_game(setup)
     checked = 0
     for line in ep["turns"]:
         checked += _check_pairs(game)
-        seats = line["seats"]
-        game.play_turn([s["input"]["sentence"] for s in seats],
-                       says=[s["input"]["say"] for s in seats],
-                       notes=[s["input"]["notes"] for s in seats],
-                       scripted=[s["scripted"] for s in seats])
+        play_recorded(game, line)
     assert checked > 0
 
 

@@ -37,20 +37,26 @@ SOURCES = tuple(sorted(p.relative_to(_PACKAGE).as_posix()
 ENTRY_POINTS = {"step_rows": "kernels_step", "encode_rows": "kernels_observe",
                 "mask_rows": "kernels_observe"}
 
-_lock = threading.Lock()
-_compiled: dict[str, Callable] = {}
 _registered = False
 
 
-def kernel(name: str) -> Callable:
-    """The compiled entry point ``name`` (one of :data:`ENTRY_POINTS`)."""
-    fn = _compiled.get(name)
-    if fn is None:
-        with _lock:
-            if not _compiled:
-                _compiled.update(_build())
-        fn = _compiled[name]
-    return fn
+class Compiled:
+    """Entry points that ``build`` compiles together on first use (once, thread-safe): calling
+    it with a name gives that compiled function."""
+
+    def __init__(self, build: Callable[[], dict[str, Callable]]) -> None:
+        self._build = build
+        self._lock = threading.Lock()
+        self._fns: dict[str, Callable] = {}
+
+    def __call__(self, name: str) -> Callable:
+        fn = self._fns.get(name)
+        if fn is None:
+            with self._lock:
+                if not self._fns:
+                    self._fns.update(self._build())
+            fn = self._fns[name]
+        return fn
 
 
 def fingerprint() -> str:
@@ -96,6 +102,10 @@ def _build() -> dict[str, Callable]:
                     getattr(modules[mod], name)) for name, mod in ENTRY_POINTS.items()}
     finally:
         config.CACHE_DIR = old
+
+
+kernel = Compiled(_build)
+"""``kernel(name)``: the compiled entry point ``name`` (one of :data:`ENTRY_POINTS`)."""
 
 
 def _functions(module: ModuleType) -> tuple[Callable, ...]:
