@@ -17,7 +17,7 @@ import numpy as np
 from ..batched.engine import BatchedGuild
 from ..batched.observe import encode
 from ..game import Game, GameConfig
-from ..rules.scoring import results
+from ..rules.scoring import results, score_of
 from ..rules.world import SEATS
 
 # How a face replays one recorded turn (the joint table indices) into the scalar game.
@@ -54,7 +54,10 @@ class RowEpisode:
         """Resolve one turn from six checked table indices; True when the episode ends."""
         self.engine.step_checked(joint.reshape(1, SEATS))  # the face checked every index
         self._turns.append(joint)
-        self.scores = self.engine.scores()[0].tolist()
+        # The score formula on Python ints: the same floats as ``engine.scores()`` without
+        # numpy's per-call cost on a one-row array.
+        start = self.config.world.start_coin
+        self.scores = [score_of(p, start) for p in self.engine.state.points[0].tolist()]
         return bool(self.engine.state.done[0])
 
     @property
