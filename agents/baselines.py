@@ -142,6 +142,20 @@ class Phrases:
         self.walk = [_said(w, _walk(w, room)) for room in range(w.n_rooms)]
         self.wander = [_said(w, _wander(w, room)) for room in range(w.n_rooms)]
         self.pick_up = [_said(w, _pick_up(w, good)) for good in range(w.n_goods)]
+        # The town's constant facts the rules scan, laid out as the rules read them.
+        self.values = tuple(g.value for g in w.goods)
+        self.traded = tuple(tuple(g for g, ok in enumerate(row) if ok) for row in w.deals)
+        self.shops = tuple(tuple((k.id, k.room) for k in w.keepers if w.deals[k.id][good])
+                           for good in range(w.n_goods))          # factor rule 4, keeper order
+        self.guild_room = w.keepers[w.guild].room
+        # factor rule 4's step, the walk sentence toward each room from each room (or None)
+        steps = [[w.step_toward(a, b) for b in range(w.n_rooms)] for a in range(w.n_rooms)]
+        self.walk_to = tuple(tuple(self.walk[step] if step >= 0 else None for step in row)
+                             for row in steps)
+        # magpie rule 4: the wander sentence by [room][prev_room + 1][carrying]
+        self.ramble = tuple(tuple((self.wander[_ramble(w, room, prev, False)],
+                                   self.wander[_ramble(w, room, prev, True)])
+                                  for prev in range(-1, w.n_rooms)) for room in range(w.n_rooms))
         self._memo: dict[tuple, str] = {}  # bounded: keepers x goods x units, seats x goods
 
     def hand(self, npc: int, good: int, n: int) -> str:
@@ -173,6 +187,18 @@ class Phrases:
         if said is None:
             said = self._memo[key] = _said(self.world, write(self.world, npc, good, n))
         return said
+
+
+def _ramble(w: World, room: int, prev: int, carrying: bool) -> int:
+    """Magpie rule 4: the first dark exit not just come from (empty pack only), else the first
+    exit not just come from, else the first exit."""
+    exits = w.rooms[room].exits
+    step = -1
+    if not carrying:
+        step = next((e for e in exits if w.rooms[e].dark and e != prev), -1)
+    if step < 0:
+        step = next((e for e in exits if e != prev), exits[0])
+    return step
 
 
 @per_world(maxsize=8)
@@ -221,63 +247,65 @@ class Factor:
         v = BaselineView(game, seat)
         w = v.world
         say = phrases(w)
-        goods = w.goods
+        values = say.values
         items = v.items
         npc = v.keeper
         open_quests = [(g, out) for g, out in v.quests if out > 0]
-        needed = {g for g, _ in open_quests}  # goods an open commission names (rules 2-3)
         # Rule 1: standing at the guild's keeper, hand in what an open commission needs.
-        if npc >= 0 and npc == w.guild:
+        if npc == w.guild:
             for good, out in open_quests:
                 units = min(out, items[good])
                 if units > 0:
                     return say.hand(npc, good, units)
+        needed = {g for g, _ in open_quests}  # goods an open commission names (rules 2-3)
+        free = v.free
         # Rule 2: a keeper here: buy for the commissions, then sell a spare good.
         if npc >= 0:
             deals = w.deals[npc]
             stock = v.stock
             for good, out in open_quests:
                 want = out - items[good]
-                if want <= 0 or not deals[good] or v.free <= 0:
+                if want <= 0 or not deals[good] or free <= 0:
                     continue
-                units = min(want, stock[good], v.free)
+                units = min(want, stock[good], free)
                 # affordable: the rules' price walk from the current stock with the purse
                 n = buy_walk(w.ask_table[good], stock[good], units, v.coin)[0]
                 if n > 0:
                     return say.buy(npc, good, n)
-            for good in range(len(goods)):
+            shop_coin = v.shop_coin
+            for good in say.traded[npc]:
                 held = items[good]
-                if held <= 0 or good in needed or not deals[good]:
+                if held <= 0 or good in needed:
                     continue
-                bid = w.bid_table[good][v.stock[good]]
-                if bid >= goods[good].value + self.sell_margin and v.shop_coin >= bid:
+                bid = w.bid_table[good][stock[good]]
+                if bid >= values[good] + self.sell_margin and shop_coin >= bid:
                     return say.sell(npc, good, held)
         # Rule 3: pick up a good on the floor that is needed or valuable.
-        if v.free > 0:
-            floor = v.floor
-            for good in range(len(goods)):
-                if floor[good] > 0 and (good in needed
-                                        or goods[good].value >= self.pickup_value):
+        if free > 0:
+            for good, n in enumerate(v.floor):
+                if n > 0 and (good in needed or values[good] >= self.pickup_value):
                     return say.pick_up[good]
         # Rule 4: walk toward a target room.
+        here = v.room
         target = -1
-        any_open = False
-        dist_here = w.dist[v.room]
         for good, out in open_quests:
-            any_open = True
-            if items[good] < out and target < 0:
+            if items[good] < out:
                 best, best_d = -1, 0
-                for k in w.keepers:  # HIDDEN STATE (scripted-baseline view): other shops' stock
-                    if w.deals[k.id][good] and v.stock_of(k.id, good) > 0:
-                        d = dist_here[k.room]
+                dist_here = w.dist[here]
+                for k, room in say.shops[good]:
+                    # HIDDEN STATE (scripted-baseline view): other shops' stock
+                    if v.stock_of(k, good) > 0:
+                        d = dist_here[room]
                         if best < 0 or d < best_d:
-                            best, best_d = k.room, d
+                            best, best_d = room, d
                 target = best
+                if target >= 0:
+                    break
         if target < 0:
-            target = w.keepers[w.guild].room if any_open else 0
-        step = w.step_toward(v.room, target)
-        if step >= 0:
-            return say.walk[step]
+            target = say.guild_room if open_quests else 0
+        walk = say.walk_to[here][target]
+        if walk is not None:
+            return walk
         # Rule 5.
         return say.wait
 
@@ -323,38 +351,35 @@ class Magpie:
         v = BaselineView(game, seat)
         w = v.world
         say = phrases(w)
-        goods = w.goods
         items = v.items
         carrying = v.free < w.carry_limit
         # Rule 1: rob in the dark.
         if v.dark and v.thievery:
+            employer = v.employer
             for other in v.cogs:
-                if other != v.employer and v.carries(other):  # HIDDEN STATE: other packs
+                if other != employer and v.carries(other):  # HIDDEN STATE: other packs
                     return say.rob(v.aliases[other], other)
         # Rule 2: hawk the lowest-id held good to the first other seat here.
         if self.hawk_period > 0 and v.turn % self.hawk_period == 0 and carrying and v.cogs:
-            good = next(g for g in range(len(goods)) if items[g] > 0)
+            good = next(g for g, n in enumerate(items) if n > 0)
             first = v.cogs[0]
             return say.hawk(v.aliases[first], first, good)
         # Rule 3: trade with the keeper here.
         npc = v.keeper
         if npc >= 0:
-            deals, stock = w.deals[npc], v.stock
-            for good in range(len(goods)):
-                if items[good] > 0 and deals[good]:
+            values, traded, stock = say.values, say.traded[npc], v.stock
+            shop_coin = v.shop_coin
+            for good in traded:
+                if items[good] > 0:
                     bid = w.bid_table[good][stock[good]]
-                    if bid >= goods[good].value + self.sell_margin and v.shop_coin >= bid:
+                    if bid >= values[good] + self.sell_margin and shop_coin >= bid:
                         return say.sell(npc, good, items[good])
-            for good in range(len(goods)):
-                if deals[good] and stock[good] > 0 and v.free > 0:
-                    ask = w.ask_table[good][stock[good]]
-                    if ask <= goods[good].value + self.buy_margin and v.coin >= ask:
-                        return say.buy(npc, good, 1)
-        # Rule 4: ramble.
-        exits = w.rooms[v.room].exits
-        step = -1
-        if not carrying:
-            step = next((e for e in exits if w.rooms[e].dark and e != v.prev_room), -1)
-        if step < 0:
-            step = next((e for e in exits if e != v.prev_room), exits[0])
-        return say.wander[step]
+            if v.free > 0:
+                for good in traded:
+                    if stock[good] > 0:
+                        ask = w.ask_table[good][stock[good]]
+                        if ask <= values[good] + self.buy_margin and v.coin >= ask:
+                            return say.buy(npc, good, 1)
+        # Rule 4: ramble (the first dark exit not just come from, empty pack only; else the
+        # first exit not just come from; else the first exit: see ``_ramble``).
+        return say.ramble[v.room][v.prev_room + 1][carrying]

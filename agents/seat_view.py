@@ -27,14 +27,16 @@ from sim.rules.world import World
 class SeatView:
     """One seat's view of the start-of-turn state (RULES §17), read-only and id-based.
 
-    Lists are the game's own lists (not copies): read them, never mutate them. ``quests``,
-    ``cogs`` and ``offers`` are worked out on first read (a decision needs few of them), so
-    read them while deciding, before the turn is played.
+    Lists are the game's own lists (not copies): read them, never mutate them. Every fact is
+    an attribute; those a decision reads rarely (``turns``, ``prev_room``, ``floor``, ``dark``,
+    ``shop_coin``, ``employer``, ``thievery``, ``aliases``) and ``quests``, ``cogs`` and
+    ``offers`` are read from the state when asked (a scripted decision builds a view and reads
+    a few facts, thousands of times a second), so read them while deciding, before the turn is
+    played.
     """
 
-    __slots__ = ("world", "seat", "turn", "turns", "room", "prev_room", "coin", "items",
-                 "free", "floor", "keeper", "stock", "shop_coin", "employer", "thievery",
-                 "aliases", "dark", "_state", "_quests", "_cogs", "_offers")
+    __slots__ = ("world", "seat", "turn", "room", "coin", "items", "free", "keeper", "stock",
+                 "_state", "_quests", "_cogs", "_offers")
 
     def __init__(self, game: Game, seat: int) -> None:
         st = game.state
@@ -45,21 +47,54 @@ class SeatView:
         self.world: World = w
         self.seat = seat
         self.turn = st.turn
-        self.turns = st.turns
         self.room = here
-        self.prev_room = st.prev_room[seat]      # own history: the room it last walked out of
         self.coin = st.coin[seat]
-        self.items = st.items[seat]              # own pack, by good id
-        self.free = w.carry_limit - sum(self.items)
-        self.floor = st.floor[here]              # goods on the floor here, by good id
-        self.dark = w.rooms[here].dark
-        npc = w.keeper_in_room[here]
-        self.keeper = npc                        # keeper standing here, -1 if none
+        self.items = items = st.items[seat]      # own pack, by good id
+        self.free = w.carry_limit - sum(items)
+        self.keeper = npc = w.keeper_in_room[here]   # keeper standing here, -1 if none
         self.stock = st.stock[npc] if npc >= 0 else None   # its stock (shown in its table)
-        self.shop_coin = st.shop_coin[npc] if npc >= 0 else 0
-        self.employer = st.retainer_of[seat] if st.retainer_turns[seat] > 0 else -1
-        self.thievery = st.thievery
-        self.aliases = st.aliases
+
+    @property
+    def turns(self) -> int:
+        """The episode's length in turns."""
+        return self._state.turns
+
+    @property
+    def prev_room(self) -> int:
+        """Own history: the room it last walked out of (-1 before its first move)."""
+        return self._state.prev_room[self.seat]
+
+    @property
+    def floor(self) -> list[int]:
+        """Goods on the floor here, by good id."""
+        return self._state.floor[self.room]
+
+    @property
+    def dark(self) -> bool:
+        """Whether this room is dark."""
+        return self.world.rooms[self.room].dark
+
+    @property
+    def shop_coin(self) -> int:
+        """The coin of the keeper here (shown in its table); 0 if none."""
+        npc = self.keeper
+        return self._state.shop_coin[npc] if npc >= 0 else 0
+
+    @property
+    def employer(self) -> int:
+        """The seat this one is retained by, -1 if none."""
+        st, seat = self._state, self.seat
+        return st.retainer_of[seat] if st.retainer_turns[seat] > 0 else -1
+
+    @property
+    def thievery(self) -> bool:
+        """Whether the town allows robbery (RULES §6.8)."""
+        return self._state.thievery
+
+    @property
+    def aliases(self) -> list[str]:
+        """Every seat's alias, by seat."""
+        return self._state.aliases
 
     @property
     def quests(self) -> list[tuple[int, int]]:
