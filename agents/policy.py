@@ -53,6 +53,9 @@ class Decision:
     scripted: bool = False
 
 
+_is_decision = Decision.__instancecheck__  # isinstance(a, Decision) without a call frame
+
+
 def as_decision(answer: str | Intent | Decision) -> Decision:
     """Any answer of ``act`` as a :class:`Decision` (a bare action says and notes nothing)."""
     return answer if isinstance(answer, Decision) else Decision(answer)
@@ -128,10 +131,11 @@ def play_episode(config: GameConfig, policies: Sequence[Policy | str], *,
     scripted = [is_scripted(p) for p in seats]
     # Read once, not every turn: whether any seats are asked at the same time (decide_turn).
     together = sum(bool(getattr(p, "concurrent", False)) for p in seats) >= 2
+    acts_of = [p.act for p in seats]
     while not game.done:
         answers = (decide_turn(game, seats) if together
-                   else [p.act(game, seat) for seat, p in enumerate(seats)])
-        if not any(isinstance(a, Decision) for a in answers):  # bare acts: nothing said
+                   else [act(game, seat) for seat, act in enumerate(acts_of)])
+        if not any(map(_is_decision, answers)):  # bare acts: nothing said
             acts = game.play_turn(answers, scripted=scripted)
         else:
             turn = [as_decision(a) for a in answers]

@@ -50,12 +50,17 @@ class PolicyRegistry:
         self.requirement = requirement
         self._factories: dict[str, Callable[..., Any]] = {}
         self._entry_points: dict[str, importlib.metadata.EntryPoint] | None = None
+        # Fast paths of ``make`` without params (environments build opponents every episode):
+        # plain names already resolved to a class, and classes whose objects are policies.
+        self._classes: dict[str, type] = {}
+        self._ready: set[type] = set()
 
     def register(self, name: str, factory: Callable[..., Any]) -> None:
         """Make ``name`` (case-insensitive) build policies with ``factory(**params)``."""
         if not isinstance(name, str) or not name.strip() or ":" in name:
             raise ValueError(f"a policy name must be a non-empty word without ':'; got {name!r}")
         self._factories[name.strip().lower()] = factory
+        self._classes.clear()
 
     def names(self) -> list[str]:
         """Every name known now: registered ones and declared entry points."""
@@ -86,6 +91,13 @@ class PolicyRegistry:
         ``{"name": spec, **params}``, a class, or a ready policy object (no params).  Raises
         ``ValueError`` naming the spec for anything unknown or unbuildable.
         """
+        if not params:
+            if type(spec) is str:
+                cls = self._classes.get(spec)
+                if cls is not None:
+                    return cls()
+            elif type(spec) in self._ready:
+                return spec
         if isinstance(spec, Mapping):
             d = dict(spec)
             if "name" not in d:
@@ -100,6 +112,8 @@ class PolicyRegistry:
             if params:
                 raise ValueError(f"parameters {sorted(params)} given for a ready policy object "
                                  f"{spec!r}")
+            if self.is_policy(type(spec)):  # a policy by its class, not by instance attributes
+                self._ready.add(type(spec))
             return spec
         raise ValueError(f"unknown policy {spec!r}: not {self.requirement} nor a spec "
                          f"({self._known()})")
@@ -108,7 +122,10 @@ class PolicyRegistry:
         key = spec.strip()
         factory = self.factory(key) if ":" not in key and key else None
         if factory is not None:
-            return self._build(factory, spec, params)
+            policy = self._build(factory, spec, params)
+            if not params and isinstance(factory, type) and self.is_policy(factory):
+                self._classes[spec] = factory
+            return policy
         prefix, _, rest = key.partition(":")
         if prefix and ":" in key:
             factory = self.factory(prefix) if "." not in prefix else None

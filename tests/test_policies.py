@@ -79,6 +79,24 @@ def test_register_prefixes_and_module_paths() -> None:
         registry.make("pathlib:PurePath")  # builds fine, but has no act()
 
 
+def test_built_again_through_the_fast_paths() -> None:
+    """A plain name already resolved to a class, and a ready object of a policy class, skip the
+    spec parsing but give what the full path gives; ``register`` replaces a resolved name."""
+    registry = PolicyRegistry("guild.test-empty-group", _acts, "a policy")
+    registry.register("waiter", Waiter)
+    first, again = registry.make("waiter"), registry.make("waiter")
+    assert type(again) is Waiter and again is not first
+    assert registry.make(again) is again and registry.make(again) is again
+    with pytest.raises(ValueError, match="parameters"):
+        registry.make(again, patience=2)
+
+    class Sleeper(Waiter):
+        pass
+
+    registry.register("waiter", Sleeper)
+    assert type(registry.make("waiter")) is Sleeper
+
+
 def test_sim_resolves_baselines_without_importing_agents() -> None:
     """In a fresh interpreter, importing sim and building the default env loads no agents; a
     reset resolves factor and magpie through the entry points our distribution declares."""
