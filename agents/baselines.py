@@ -159,13 +159,13 @@ class Phrases:
         self._memo: dict[tuple, str] = {}  # bounded: keepers x goods x units, seats x goods
 
     def hand(self, npc: int, good: int, n: int) -> str:
-        return self._trade(_hand, npc, good, n)
+        return self._memo.get((_hand, npc, good, n)) or self._trade(_hand, npc, good, n)
 
     def buy(self, npc: int, good: int, n: int) -> str:
-        return self._trade(_buy, npc, good, n)
+        return self._memo.get((_buy, npc, good, n)) or self._trade(_buy, npc, good, n)
 
     def sell(self, npc: int, good: int, n: int) -> str:
-        return self._trade(_sell, npc, good, n)
+        return self._memo.get((_sell, npc, good, n)) or self._trade(_sell, npc, good, n)
 
     def rob(self, alias: str, other: int) -> str:
         key = (_rob, alias, other)
@@ -182,10 +182,7 @@ class Phrases:
         return said
 
     def _trade(self, write, npc: int, good: int, n: int) -> str:
-        key = (write, npc, good, n)
-        said = self._memo.get(key)
-        if said is None:
-            said = self._memo[key] = _said(self.world, write(self.world, npc, good, n))
+        said = self._memo[write, npc, good, n] = _said(self.world, write(self.world, npc, good, n))
         return said
 
 
@@ -207,7 +204,20 @@ def phrases(w: World) -> Phrases:
     return Phrases(w)
 
 
+_last: tuple[World | None, Phrases | None] = (None, None)  # the town decided in last, its phrases
+
+
+def _phrases(w: World) -> Phrases:
+    """``phrases(w)``, kept in ``_last``: a decision finds its town's phrases by one identity
+    test (a run plays one town after another, not mixed)."""
+    global _last
+    _last = (w, phrases(w))
+    return _last[1]
+
+
 def _int(name: str, value: object) -> int:
+    if type(value) is int:  # the usual case, at once (fresh policies every episode)
+        return value
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{name} must be an int; got {value!r}")
     return value
@@ -246,7 +256,9 @@ class Factor:
         """The factor's sentence for ``seat`` in the game's start-of-turn state."""
         v = BaselineView(game, seat)
         w = v.world
-        say = phrases(w)
+        town, say = _last
+        if town is not w:
+            say = _phrases(w)
         values = say.values
         items = v.items
         npc = v.keeper
@@ -257,7 +269,7 @@ class Factor:
                 units = min(out, items[good])
                 if units > 0:
                     return say.hand(npc, good, units)
-        needed = {g for g, _ in open_quests}  # goods an open commission names (rules 2-3)
+        needed = dict(open_quests)  # goods an open commission names (rules 2-3), as keys
         free = v.free
         # Rule 2: a keeper here: buy for the commissions, then sell a spare good.
         if npc >= 0:
@@ -272,13 +284,12 @@ class Factor:
                 n = buy_walk(w.ask_table[good], stock[good], units, v.coin)[0]
                 if n > 0:
                     return say.buy(npc, good, n)
-            shop_coin = v.shop_coin
             for good in say.traded[npc]:
                 held = items[good]
                 if held <= 0 or good in needed:
                     continue
                 bid = w.bid_table[good][stock[good]]
-                if bid >= values[good] + self.sell_margin and shop_coin >= bid:
+                if bid >= values[good] + self.sell_margin and v.shop_coin >= bid:
                     return say.sell(npc, good, held)
         # Rule 3: pick up a good on the floor that is needed or valuable.
         if free > 0:
@@ -350,7 +361,9 @@ class Magpie:
         """The magpie's sentence for ``seat`` in the game's start-of-turn state."""
         v = BaselineView(game, seat)
         w = v.world
-        say = phrases(w)
+        town, say = _last
+        if town is not w:
+            say = _phrases(w)
         items = v.items
         carrying = v.free < w.carry_limit
         # Rule 1: rob in the dark.
@@ -360,19 +373,19 @@ class Magpie:
                 if other != employer and v.carries(other):  # HIDDEN STATE: other packs
                     return say.rob(v.aliases[other], other)
         # Rule 2: hawk the lowest-id held good to the first other seat here.
-        if self.hawk_period > 0 and v.turn % self.hawk_period == 0 and carrying and v.cogs:
+        if self.hawk_period > 0 and v.turn % self.hawk_period == 0 and carrying and (
+                cogs := v.cogs):
             good = next(g for g, n in enumerate(items) if n > 0)
-            first = v.cogs[0]
+            first = cogs[0]
             return say.hawk(v.aliases[first], first, good)
         # Rule 3: trade with the keeper here.
         npc = v.keeper
         if npc >= 0:
             values, traded, stock = say.values, say.traded[npc], v.stock
-            shop_coin = v.shop_coin
             for good in traded:
                 if items[good] > 0:
                     bid = w.bid_table[good][stock[good]]
-                    if bid >= values[good] + self.sell_margin and shop_coin >= bid:
+                    if bid >= values[good] + self.sell_margin and v.shop_coin >= bid:
                         return say.sell(npc, good, items[good])
             if v.free > 0:
                 for good in traded:

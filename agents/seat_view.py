@@ -20,6 +20,8 @@ are confined here and used by ``Factor`` and ``Magpie`` only:
 
 from __future__ import annotations
 
+from operator import sub
+
 from sim import Game
 from sim.rules.world import World
 
@@ -30,18 +32,17 @@ class SeatView:
     Lists are the game's own lists (not copies): read them, never mutate them. Every fact is
     an attribute; those a decision reads rarely (``turns``, ``prev_room``, ``floor``, ``dark``,
     ``shop_coin``, ``employer``, ``thievery``, ``aliases``) and ``quests``, ``cogs`` and
-    ``offers`` are read from the state when asked (a scripted decision builds a view and reads
-    a few facts, thousands of times a second), so read them while deciding, before the turn is
-    played.
+    ``offers`` (new lists) are read from the state at each read (a scripted decision builds a
+    view and reads a few facts, thousands of times a second), so read them while deciding,
+    before the turn is played.
     """
 
     __slots__ = ("world", "seat", "turn", "room", "coin", "items", "free", "keeper", "stock",
-                 "_state", "_quests", "_cogs", "_offers")
+                 "_state")
 
     def __init__(self, game: Game, seat: int) -> None:
         st = game.state
         self._state = st
-        self._quests = self._cogs = self._offers = None
         w = st.world
         here = st.room[seat]
         self.world: World = w
@@ -99,28 +100,21 @@ class SeatView:
     @property
     def quests(self) -> list[tuple[int, int]]:
         """Own commissions: (good, units still to deliver), in order."""
-        if self._quests is None:
-            st, seat = self._state, self.seat
-            self._quests = [(g, n - done) for g, n, done in zip(
-                st.quest_item[seat], st.quest_count[seat], st.delivered[seat])]
-        return self._quests
+        st, seat = self._state, self.seat
+        return list(zip(st.quest_item[seat], map(sub, st.quest_count[seat], st.delivered[seat])))
 
     @property
     def cogs(self) -> list[int]:
         """The other seats in this room, in seat order."""
-        if self._cogs is None:
-            here, seat = self.room, self.seat
-            self._cogs = [s for s, r in enumerate(self._state.room) if r == here and s != seat]
-        return self._cogs
+        here, seat = self.room, self.seat
+        return [s for s, r in enumerate(self._state.room) if r == here and s != seat]
 
     @property
     def offers(self) -> list:
         """Offers made to this seat last turn, open now (oldest first; RULES §9.8)."""
-        if self._offers is None:
-            st, seat, turn = self._state, self.seat, self.turn
-            self._offers = [o for o in st.offers if o.to == seat and o.posted_turn == turn - 1
-                            ] if st.offers else []
-        return self._offers
+        st, seat, turn = self._state, self.seat, self.turn
+        return [o for o in st.offers if o.to == seat and o.posted_turn == turn - 1
+                ] if st.offers else []
 
 
 class BaselineView(SeatView):
