@@ -106,8 +106,10 @@ class SeatView:
     @property
     def cogs(self) -> list[int]:
         """The other seats in this room, in seat order."""
-        here, seat = self.room, self.seat
-        return [s for s, r in enumerate(self._state.room) if r == here and s != seat]
+        here, seat, rooms = self.room, self.seat, self._state.room
+        if rooms.count(here) < 2:  # alone here, as seats mostly are: no scan in Python
+            return []
+        return [s for s, r in enumerate(rooms) if r == here and s != seat]
 
     @property
     def offers(self) -> list:
