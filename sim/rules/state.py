@@ -83,16 +83,17 @@ class GameState:
 
 def snapshot(st: GameState) -> dict:
     """The JSON form of a ``turn`` event's state (RULES §15.2); fresh lists, safe to keep."""
-    # Seat by seat through zip (one pass over the columns, no index per field).
+    # Seat by seat through zip (one pass over the columns, no index per field); list.copy is
+    # the cheapest fresh copy (about 400 instructions fewer than list(), 26 copies a snapshot).
     cogs = zip(st.room, st.prev_room, st.coin, st.items, st.delivered, st.retainer_of,
                st.retainer_turns, st.robberies, st.robbed)
     return {
         "turn": st.turn,
-        "rooms": [list(f) for f in st.floor],
-        "npcs": [{"stock": list(stock), "coin": coin}
+        "rooms": [f.copy() for f in st.floor],
+        "npcs": [{"stock": stock.copy(), "coin": coin}
                  for stock, coin in zip(st.stock, st.shop_coin)],
-        "cogs": [{"room": room, "prevRoom": prev, "coin": coin, "items": list(items),
-                  "delivered": list(delivered), "retainerOf": employer, "retainerTurns": bond,
+        "cogs": [{"room": room, "prevRoom": prev, "coin": coin, "items": items.copy(),
+                  "delivered": delivered.copy(), "retainerOf": employer, "retainerTurns": bond,
                   "robberies": robberies, "robbed": robbed}
                  for room, prev, coin, items, delivered, employer, bond, robberies, robbed in cogs],
     }
