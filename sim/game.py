@@ -230,9 +230,10 @@ class Game:
         else:
             stored_says = [cut(one_line(s), MAX_SAY_LEN) if s and st.speech else ""
                            for s in says]
-        for seat, n in enumerate(notes):
-            if n:
-                st.notes[seat] = n if stored else cut(one_line(n), MAX_NOTES_LEN)
+        if any(notes):  # most turns carry no notes: skip the six-seat loop
+            for seat, n in enumerate(notes):
+                if n:
+                    st.notes[seat] = n if stored else cut(one_line(n), MAX_NOTES_LEN)
         acts = _resolve_turn(st, intents, sentences, stored_says, scripted, self.events)
         for seat, action in enumerate(actions):
             if isinstance(action, Intent):

@@ -94,7 +94,7 @@ def resolve_turn(st: GameState, intents: Sequence[Intent], sentences: Sequence[s
                  says: Sequence[str], scripted: Sequence[bool], events: list) -> list[dict]:
     """Resolve the six intents against the start-of-turn state; returns acts in seat order."""
     order = initiative(st.turn)
-    rooms = list(st.room)  # start-of-turn rooms: where each act is logged
+    rooms = st.room.copy()  # start-of-turn rooms: where each act is logged
     st.hint[:] = [False] * SEATS
     acts: list[dict | None] = [None] * SEATS
     classes = [resolution_class(it.kind, it.npc >= 0) for it in intents]  # class_of, inlined
