@@ -52,10 +52,8 @@ LOCAL_TIMEOUT = 60.0
 LOCAL_MAX_TOKENS = 256
 LOCAL_TEMPERATURE = 0.3
 LOCAL_CTX = 4096
-# The prompt cache's cap.  llama-cpp-python counts only the model state (about 23 KB a token
-# for SmolLM2-135M) against it, but each entry also keeps a copy of the batch's logits
-# (n_batch x vocabulary floats, 100 MB for SmolLM2): its default cap of 2 GiB let one server grow
-# past 7 GB.  256 MiB holds several seats' prompts, about 1 GB in all.
+# Prompt cache cap: llama-cpp-python counts only the model state against it, not each entry's
+# 100 MB copy of the batch's logits (its 2 GiB default let a server pass 7.9 GB; README).
 LOCAL_CACHE_BYTES = 256 << 20
 
 LOCAL_OPTIONS: dict[str, tuple[str, type]] = {
