@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -134,6 +135,16 @@ def check_options(o: LeagueOptions) -> None:
             raise LeagueError(msg if isinstance(e, ValueError) else
                               f"policy {spec!r} cannot be built: {type(e).__name__}: {msg}"
                               ) from None
+    if o.workers > 1 or o.backend == "ray":
+        _stop_local_servers()
+
+
+def _stop_local_servers() -> None:
+    """Stop the model servers that checking an ``llm:local`` seat started here: the episodes
+    play in workers, which start their own, so these would sit idle all league."""
+    local = sys.modules.get("agents.llm_local")  # imported only if a spec named it
+    if local is not None:
+        local.stop_all()
 
 
 def run_league(o: LeagueOptions, *, on_note: Note | None = None,

@@ -327,3 +327,33 @@ def test_an_endpoint_that_refuses_every_format_is_asked_in_plain_text(monkeypatc
         p2 = LLMPolicy("good", server.url, timeout=5, retry_floor=0)  # remembered
         p2.act(Game(GameConfig(seed=2)), 1)
         assert "refused_formats" not in p2.records[-1]["attempts"][0]
+
+
+class _FakePool:
+    """A ServerPool that starts nothing: records whether the league stopped it."""
+
+    made: list[_FakePool] = []
+
+    def __init__(self, model, **kwargs) -> None:
+        self.servers = [type("S", (), {"url": "http://127.0.0.1:9/v1"})()]
+        self.stopped = False
+        _FakePool.made.append(self)
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_league_with_workers_keeps_no_checked_server_in_its_own_process(workers, no_pools,
+                                                                         monkeypatch,
+                                                                         tmp_path: Path):
+    from league.tournament import LeagueOptions, check_options
+
+    monkeypatch.setattr(llm_local, "ServerPool", _FakePool)
+    _FakePool.made = []
+    check_options(LeagueOptions(policies=("llm:local", "factor"), episodes=6,
+                                out=str(tmp_path), workers=workers))
+    assert len(_FakePool.made) == 1  # the check built the seat (and its server) here
+    # played inline, the league keeps it for its episodes; played by workers, it is stopped
+    assert _FakePool.made[0].stopped == (workers > 1)
+    assert bool(llm_local._POOLS) == (workers == 1)
