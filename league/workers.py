@@ -1,9 +1,12 @@
 """Episodes in local worker processes (``--workers N``), and the chunks every backend plays.
 
-Workers come from a fork server that imports the engine once (about half a second, the
-largest fixed cost of a short league). While it starts, a league of our own baselines only
-(which cannot end or crash the process) plays its first episodes here, one at a time, instead
-of waiting; episodes are deterministic, so who plays one changes nothing but ``wallTime``.
+A league of our own baselines only forks its workers from the league's process on Linux while
+it has no other thread: they start at once, with the engine imported and its caches filled.
+Other leagues (other people's code may start threads, or hold locks a fork would copy) take
+workers from a fork server that imports the engine once (about half a second, the largest
+fixed cost of a short league); while it starts, a league of our own baselines only (which
+cannot end or crash the process) plays its first episodes here, one at a time, instead of
+waiting; episodes are deterministic, so who plays one changes nothing but ``wallTime``.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -58,6 +62,15 @@ def _worker_chunk(specs: Sequence[EpisodeSpec]) -> list[Item]:
     return run_chunk(specs, _SETTINGS)
 
 
+def forks_here(settings: Settings) -> bool:
+    """Whether the workers are forked from this process: only our baselines play (no one
+    else's code has run here), on Linux (fork is unsafe on macOS), and no other thread runs
+    (a fork copies only the calling thread, and any lock another thread holds stays held)."""
+    return (helps(settings) and sys.platform.startswith("linux")
+            and "fork" in multiprocessing.get_all_start_methods()
+            and threading.active_count() == 1)
+
+
 def _context() -> Any:
     """``forkserver`` where available (no fork of a threaded parent), else ``spawn``.
 
@@ -99,12 +112,17 @@ def run_processes(specs: Sequence[EpisodeSpec], settings: Settings,
     stopped.
     """
     size = chunk_size(len(specs), workers)
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=_context(),
+    forked = forks_here(settings)
+    context = multiprocessing.get_context("fork") if forked else _context()
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
                                initializer=_init_worker, initargs=(settings, os.getpid()))
     failed: list[BaseException] = []
     starter = threading.Thread(target=_start_workers, args=(pool, workers, failed),
                                name="league-workers-start", daemon=True)
-    starter.start()
+    if forked:  # here, before any thread of the pool's exists: a few milliseconds
+        starter.run()
+    else:
+        starter.start()
     pending: deque[Future] = deque()
     clean = False
     try:
@@ -118,7 +136,8 @@ def run_processes(specs: Sequence[EpisodeSpec], settings: Settings,
                 batch.append(play(specs[here], settings))
                 here += 1
             yield batch
-        starter.join()
+        if not forked:
+            starter.join()
         if failed:
             raise failed[0]
         todo = (specs[i:i + size] for i in range(here, len(specs), size))
@@ -142,7 +161,8 @@ def run_processes(specs: Sequence[EpisodeSpec], settings: Settings,
             yield items
         clean = True
     finally:
-        starter.join()
+        if not forked:
+            starter.join()
         if not clean:
             # Stop the workers without cancelling futures first: on Python 3.11 the pool's
             # manager thread then sets an exception on each pending future, and a cancelled

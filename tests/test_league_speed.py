@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
 
-from league import LeagueOptions, run_league, store
+from league import LeagueOptions, run_league, store, workers
 from league.episode import Settings, play
 from league.lineups import schedule
 
@@ -46,19 +49,85 @@ def test_sync_files_falls_back_to_an_fsync_per_file_and_the_folder(tmp_path,
     assert len(calls) == 3
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="worker processes need a POSIX system")
-def test_episodes_played_while_workers_start_give_the_same_bytes(tmp_path) -> None:
-    """The league's process plays the first episodes of a baseline league while the fork
-    server starts; the files are those of one process playing everything."""
+def _league_files(tmp_path: Path, monkeypatch, forks: bool | None) -> list[Path]:
+    """A 40-episode baseline league with one process and with two workers (forked from this
+    process, from the fork server, or as ``forks_here`` decides when ``forks`` is None)."""
+    if forks is not None:
+        monkeypatch.setattr(workers, "forks_here", lambda settings: forks)
     outs = []
-    for workers in (1, 2):
-        out = tmp_path / f"w{workers}"
+    for n in (1, 2):
+        out = tmp_path / f"w{n}"
         run_league(LeagueOptions(policies=("factor", "magpie", "random"), episodes=40,
-                                 out=str(out), seed=4, workers=workers))
+                                 out=str(out), seed=4, workers=n))
         outs.append(out)
+    return outs
+
+
+def _same_files(outs: list[Path]) -> None:
     rows = [[{k: v for k, v in json.loads(x).items() if k != "wallTime"}
              for x in (o / store.RESULTS).read_text().splitlines()] for o in outs]
     assert rows[0] == rows[1] and [r["index"] for r in rows[1]] == list(range(40))
     for i in range(40):
         name = f"replays/e{i:06d}.json"
         assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="worker processes need a POSIX system")
+def test_episodes_played_while_workers_start_give_the_same_bytes(tmp_path, monkeypatch) -> None:
+    """With the fork server, the league's process plays the first episodes of a baseline
+    league while the server starts; the files are those of one process playing everything."""
+    played_here = []
+    real_play = workers.play
+
+    def play_here(spec, settings):
+        played_here.append(spec.index)
+        return real_play(spec, settings)
+
+    monkeypatch.setattr(workers, "play", play_here)
+    _same_files(_league_files(tmp_path, monkeypatch, forks=False))
+    assert played_here and played_here == list(range(len(played_here)))
+
+
+FORKS = """
+import sys
+from league import LeagueOptions, run_league, workers
+real, started = workers.ProcessPoolExecutor, []
+def pool(*args, **kwargs):
+    started.append(kwargs["mp_context"].get_start_method())
+    return real(*args, **kwargs)
+workers.ProcessPoolExecutor = pool
+run_league(LeagueOptions(policies=("factor", "magpie", "random"), episodes=40, out=sys.argv[1],
+                         seed=4, workers=2))
+print(started)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks only on Linux")
+def test_a_baseline_league_forks_its_workers_here_with_the_same_bytes(tmp_path) -> None:
+    """In a process of its own (this one has the test run's threads), a league of our
+    baselines forks its workers from the league's process: the same files as one process."""
+    one = tmp_path / "w1"
+    run_league(LeagueOptions(policies=("factor", "magpie", "random"), episodes=40,
+                             out=str(one), seed=4, workers=1))
+    two = tmp_path / "w2"
+    done = subprocess.run([sys.executable, "-c", FORKS, str(two)], capture_output=True,
+                          text=True, timeout=300, cwd=Path(__file__).parent.parent)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["['fork']"]
+    _same_files([one, two])
+
+
+def test_workers_are_forked_here_only_for_our_baselines_and_no_other_thread(
+        monkeypatch) -> None:
+    ours = Settings(policies=("factor", "magpie", "random"), turns=6)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert not workers.forks_here(ours)  # a fork would copy only this thread
+    finally:
+        stop.set()
+        other.join()
+    monkeypatch.setattr(workers.threading, "active_count", lambda: 1)  # as in `guild league`
+    assert workers.forks_here(ours) == sys.platform.startswith("linux")
+    assert not workers.forks_here(Settings(policies=("factor", "tests.x:Policy"), turns=6))
