@@ -114,7 +114,7 @@ def test_bad_actions_change_nothing() -> None:
     assert fast.game.events == slow.game.events
 
 
-def test_a_broken_or_plain_batched_entry_keeps_the_scalar_path() -> None:
+def test_a_broken_or_plain_batched_entry_keeps_the_scalar_path(monkeypatch) -> None:
     """A name whose batched policy cannot be built, or is no scalar twin, plays the scalar
     policy as before."""
     from sim.policies import BATCHED_POLICIES
@@ -128,14 +128,13 @@ def test_a_broken_or_plain_batched_entry_keeps_the_scalar_path() -> None:
         def act(self, e, r, s):
             return np.zeros(len(r), np.int64)
 
-    saved = dict(BATCHED_POLICIES._factories)
-    try:
-        for factory in (broken, Plain):
-            BATCHED_POLICIES.register("magpie", factory)
-            env = GuildEnv()
-            env.reset(seed=0)
-            assert env._row is None
-            env.step(0)
-    finally:
-        BATCHED_POLICIES._factories.clear()
-        BATCHED_POLICIES._factories.update(saved)
+    # the registry as it was afterwards, its resolved-class memo included (restoring only the
+    # factories left "magpie" building Plain for the tests that came next)
+    monkeypatch.setattr(BATCHED_POLICIES, "_factories", dict(BATCHED_POLICIES._factories))
+    monkeypatch.setattr(BATCHED_POLICIES, "_classes", {})
+    for factory in (broken, Plain):
+        BATCHED_POLICIES.register("magpie", factory)
+        env = GuildEnv()
+        env.reset(seed=0)
+        assert env._row is None
+        env.step(0)
