@@ -9,7 +9,6 @@ OpenAI-compatible chat model and answers with a ``Decision`` (sentence, say, not
 """
 
 from .baselines import Factor, Magpie
-from .evaluation import PairedResult, paired_evaluation
 from .llm import LLMPolicy
 from .policy import (
     Decision,
@@ -28,3 +27,13 @@ __all__ = [
     "RandomPolicy", "SeatView", "as_decision", "decide_turn", "is_scripted", "legal_intents",
     "make_policy", "paired_evaluation", "play_episode",
 ]
+
+
+def __getattr__(name: str):
+    """``PairedResult`` and ``paired_evaluation`` need numpy (0.15 s to import), which playing a
+    seat does not: their module loads on first use."""
+    if name in ("PairedResult", "paired_evaluation"):
+        from . import evaluation
+
+        return getattr(evaluation, name)
+    raise AttributeError(f"module 'agents' has no attribute {name!r}")

@@ -19,10 +19,12 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .atomic import replacing
+
+if TYPE_CHECKING:
+    import numpy as np
 
 COMMISSIONS_PER_SEAT = 2
 BOOTSTRAP_SAMPLES = 2000
@@ -30,6 +32,8 @@ BOOTSTRAP_SAMPLES = 2000
 
 def build(rows: Sequence[dict], policies: Sequence[str], league_seed: int) -> dict:
     """The ladder of a league's finished episodes (the content of ``ladder.json``)."""
+    import numpy as np  # here: a league's workers never rank, and need no numpy
+
     groups = sorted({r["group"] for r in rows})
     gpos = {g: i for i, g in enumerate(groups)}
     sizes = Counter(r["group"] for r in rows)  # one pass (a group-by-group count was quadratic)
@@ -86,6 +90,8 @@ def _bootstrap(sums: np.ndarray, counts: np.ndarray, seed: int) -> list[float] |
     s, c = sums[played], counts[played]
     if len(s) < 2:
         return None
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, len(s), size=(BOOTSTRAP_SAMPLES, len(s)))
     means = s[idx].sum(axis=1) / c[idx].sum(axis=1)

@@ -1,8 +1,9 @@
 """The guild game: a faithful, seed-compatible simulator (rules engine, parser, views).
 
 Public names follow API.md §1.  Importing ``sim`` imports no other package of the project, and
-no heavy one: Gymnasium learns the environment ids here, but their modules (``sim.envs``) and
-the batched engine (``sim.batched``) load on first use.
+no heavy one: Gymnasium learns the environment ids when it is imported (before or after
+``sim``), and their modules (``sim.envs``) and the batched engine (``sim.batched``) load on
+first use.
 
 The wings, lowest first (each imports only from those below it, checked by import-linter):
 ``sim.rules`` (the game), ``sim.language`` (sentences and text), ``sim.game`` / ``sim.replay``
@@ -11,6 +12,7 @@ engine), ``sim.envs`` (Gymnasium, PettingZoo and vector faces).
 """
 
 from .game import Game, GameConfig, check_seat, load_config
+from .hooks import after_import
 from .replay import replay
 from .rules.errors import (
     ConfigError,
@@ -43,7 +45,11 @@ def _register() -> None:
                            vector_entry_point="sim.envs.vector:GuildVectorEnv")
 
 
-_register()
+# Gymnasium (and numpy under it) costs ~0.2 s to import, two thirds of ``import sim``; a league
+# of the baselines, a replay check or ``guild --help`` never needs it. So the id is registered
+# now if Gymnasium is loaded, else the moment it is (``import sim; import gymnasium`` and the
+# other order both find ``guild/Guild-v0``; so does ``gymnasium.make("sim:guild/Guild-v0")``).
+after_import("gymnasium", _register)
 
 
 def parse_sentence(text: str, game: Game, seat: int) -> Intent:
