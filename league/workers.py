@@ -1,7 +1,7 @@
 """Episodes in local worker processes (``--workers N``), and the chunks every backend plays.
 
 A league of our own baselines only forks its workers from the league's process on Linux while
-it has no other thread: they start at once, with the engine imported and its caches filled.
+it has no other thread: they start at once, with the engine already imported.
 Other leagues (other people's code may start threads, or hold locks a fork would copy) take
 workers from a fork server that imports the engine once (about half a second, the largest
 fixed cost of a short league); while it starts, a league of our own baselines only (which

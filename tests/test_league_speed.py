@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -83,7 +84,13 @@ def test_episodes_played_while_workers_start_give_the_same_bytes(tmp_path, monke
         played_here.append(spec.index)
         return real_play(spec, settings)
 
+    def slow_start(*args) -> None:  # as a cold fork server would (a warm one may be quicker)
+        time.sleep(0.3)
+        real_start(*args)
+
+    real_start = workers._start_workers
     monkeypatch.setattr(workers, "play", play_here)
+    monkeypatch.setattr(workers, "_start_workers", slow_start)
     _same_files(_league_files(tmp_path, monkeypatch, forks=False))
     assert played_here and played_here == list(range(len(played_here)))
 
