@@ -102,6 +102,25 @@ def test_kill_9_of_the_league_takes_workers_fork_server_and_seats_along(tmp_path
         cleanup(mark)
 
 
+def test_kill_9_of_a_baseline_league_takes_its_forked_workers_along(tmp_path) -> None:
+    """A league of our baselines forks its workers from its own process (no fork server):
+    they too end with it."""
+    mark = uuid.uuid4().hex
+    proc = start(tmp_path / "k9b", 100_000, "factor,magpie", mark)
+    try:
+        out = tmp_path / "k9b" / "results.jsonl"
+        wait_until("episodes recorded by the workers", lambda: out.exists() and len(
+            out.read_text().splitlines()) >= 200, proc)
+        before = marked(mark)
+        assert not any("forkserver" in c for c in before.values())
+        assert len(before) >= 3  # the league and its two workers
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=10)
+        assert gone(mark) == {}, f"left behind: {before}"
+    finally:
+        cleanup(mark)
+
+
 def test_sigterm_keeps_what_is_done_exits_143_and_a_rerun_matches(tmp_path) -> None:
     mark, policies, total = uuid.uuid4().hex, f"factor,{F}Slow", 18
     out = tmp_path / "term"
