@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.abc
+import importlib.util
 import sys
 from collections.abc import Callable
 from types import ModuleType
@@ -30,12 +31,7 @@ class _AfterImport(importlib.abc.MetaPathFinder):
             return None
         if self in sys.meta_path:
             sys.meta_path.remove(self)
-        spec = None
-        for finder in list(sys.meta_path):  # the lookup the import would have made
-            find = getattr(finder, "find_spec", None)
-            spec = find(fullname, path, target) if find is not None else None
-            if spec is not None:
-                break
+        spec = importlib.util.find_spec(fullname)  # the lookup the import would have made
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
         run, then = spec.loader.exec_module, self.then

@@ -47,14 +47,6 @@ def test_gymnasium_knows_the_id_in_either_order(order: str) -> None:
         """) == ["True", "True"]
 
 
-def test_make_with_the_package_prefix_imports_sim_first() -> None:
-    assert run("""
-        import gymnasium
-        env = gymnasium.make("sim:guild/Guild-v0")
-        print(type(env.unwrapped).__name__)
-        """) == ["GuildEnv"]
-
-
 def test_after_import_runs_once_after_the_module_ran(tmp_path, monkeypatch) -> None:
     (tmp_path / "hooked_mod.py").write_text("VALUE = 41\nVALUE += 1\n")
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -50,11 +50,8 @@ def test_sync_files_falls_back_to_an_fsync_per_file_and_the_folder(tmp_path,
     assert len(calls) == 3
 
 
-def _league_files(tmp_path: Path, monkeypatch, forks: bool | None) -> list[Path]:
-    """A 40-episode baseline league with one process and with two workers (forked from this
-    process, from the fork server, or as ``forks_here`` decides when ``forks`` is None)."""
-    if forks is not None:
-        monkeypatch.setattr(workers, "forks_here", lambda settings: forks)
+def _league_files(tmp_path: Path) -> list[Path]:
+    """A 40-episode baseline league with one process and with two workers."""
     outs = []
     for n in (1, 2):
         out = tmp_path / f"w{n}"
@@ -91,7 +88,8 @@ def test_episodes_played_while_workers_start_give_the_same_bytes(tmp_path, monke
     real_start = workers._start_workers
     monkeypatch.setattr(workers, "play", play_here)
     monkeypatch.setattr(workers, "_start_workers", slow_start)
-    _same_files(_league_files(tmp_path, monkeypatch, forks=False))
+    monkeypatch.setattr(workers, "forks_here", lambda settings: False)  # the fork server
+    _same_files(_league_files(tmp_path))
     assert played_here and played_here == list(range(len(played_here)))
 
 

@@ -97,7 +97,7 @@ def resolve_turn(st: GameState, intents: Sequence[Intent], sentences: Sequence[s
     rooms = st.room.copy()  # start-of-turn rooms: where each act is logged
     st.hint[:] = [False] * SEATS
     acts: list[dict | None] = [None] * SEATS
-    classes = [resolution_class(it.kind, it.npc >= 0) for it in intents]  # class_of, inlined
+    classes = [class_of(it) for it in intents]
 
     turn, notes = st.turn, st.notes
     last_sentence, last_reason, last_room = st.last_sentence, st.last_reason, st.last_room
