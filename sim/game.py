@@ -225,7 +225,9 @@ class Game:
             it, sentence = self._intent_for(action, seat, stored)
             intents.append(it)
             sentences.append(sentence)
-        if stored:  # a replay: the recorded fields are already one-lined and cut
+        if not any(says):  # most turns: nobody speaks
+            stored_says = says
+        elif stored:  # a replay: the recorded fields are already one-lined and cut
             stored_says = [s if st.speech else "" for s in says]
         else:
             stored_says = [cut(one_line(s), MAX_SAY_LEN) if s and st.speech else ""
