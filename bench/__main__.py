@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import random
+import statistics
 import subprocess
 import sys
 import time
@@ -254,76 +255,79 @@ def bench_feasibility() -> float | None:
     return time.perf_counter() - start
 
 
-# The scalar figures ``--only`` can run alone: name -> (bench function, figure printer).
-SCALAR_FIGURES: dict[str, Callable[[float], None]] = {}
+def _league_figure(secs: float) -> float | None:
+    return bench_league(1000 if secs >= 5 else 120)
 
 
-def _scalar_figure(name: str):
-    def register(fn: Callable[[float], None]) -> Callable[[float], None]:
-        SCALAR_FIGURES[name] = fn
-        return fn
-    return register
+# The figures ``--only`` can run alone: name -> (measure(seconds), unit, decimals).
+FIGURES: dict[str, tuple[Callable[[float], float | None], str, int]] = {
+    "scalar_structured_episodes_per_s": (bench_structured, "episodes/s", 1),
+    "scalar_structured_live_episodes_per_s": (bench_structured_live, "episodes/s", 1),
+    "scalar_sentence_episodes_per_s": (bench_sentences, "episodes/s", 1),
+    "parse_sentences_per_s": (bench_parse, "sentences/s", 0),
+    "baseline_episodes_per_s": (bench_baselines, "episodes/s", 1),
+    "gym_steps_per_s": (bench_gym, "steps/s", 0),
+    "parallel_joint_steps_per_s": (bench_parallel, "joint-steps/s", 0),
+    "league_episodes_per_s": (_league_figure, "episodes/s", 1),
+}
 
 
-@_scalar_figure("scalar_structured_episodes_per_s")
-def _print_structured(secs: float) -> None:
-    print(f"scalar_structured_episodes_per_s: {bench_structured(secs):.1f} episodes/s")
+def _line(name: str, value: float) -> str:
+    unit, decimals = FIGURES[name][1:]
+    return f"{name}: {value:.{decimals}f} {unit}"
 
 
-@_scalar_figure("scalar_structured_live_episodes_per_s")
-def _print_structured_live(secs: float) -> None:
-    print(f"scalar_structured_live_episodes_per_s: {bench_structured_live(secs):.1f} episodes/s")
-
-
-@_scalar_figure("scalar_sentence_episodes_per_s")
-def _print_sentences(secs: float) -> None:
-    print(f"scalar_sentence_episodes_per_s: {bench_sentences(secs):.1f} episodes/s")
-
-
-@_scalar_figure("parse_sentences_per_s")
-def _print_parse(secs: float) -> None:
-    print(f"parse_sentences_per_s: {bench_parse(secs):.0f} sentences/s")
-
-
-@_scalar_figure("baseline_episodes_per_s")
-def _print_baselines(secs: float) -> None:
-    eps = bench_baselines(secs)
-    if eps is not None:
-        print(f"baseline_episodes_per_s: {eps:.1f} episodes/s")
-
-
-def _scalar_options(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--only", choices=sorted(SCALAR_FIGURES), action="append",
-                    help="run only this scalar figure (repeatable)")
+def _only_options(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--only", choices=sorted(FIGURES), action="append",
+                    help="run only this figure (repeatable)")
+    ap.add_argument("--rounds", type=int, default=1, metavar="N",
+                    help="with --only: run the figures N times, round-robin, and print each "
+                         "one's median (the range goes to stderr); for shared machines whose "
+                         "speed drifts between minutes")
     ap.add_argument("--no-parse-memo", action="store_true",
                     help="turn the engine's cross-episode parse memo off "
                          "(sim.game.PARSE_MEMO; also GUILD_PARSE_MEMO=0)")
 
 
-def _scalar_only(args: argparse.Namespace, secs: float) -> bool:
+def _only(args: argparse.Namespace, secs: float) -> bool:
     """Apply ``--no-parse-memo``; run the ``--only`` figures and say whether that was all."""
     if args.no_parse_memo:
         import sim.game
 
         sim.game.PARSE_MEMO = False
-    for name in args.only or ():
-        SCALAR_FIGURES[name](secs)
-    return bool(args.only)
+    names = list(dict.fromkeys(args.only or ()))
+    values: dict[str, list[float]] = {name: [] for name in names}
+    for _ in range(args.rounds):
+        for name in names:
+            value = FIGURES[name][0](secs)
+            if value is not None:  # None: its package is not installed
+                values[name].append(value)
+    for name, got in values.items():
+        if got:
+            print(_line(name, statistics.median(got)))
+            if len(got) > 1:
+                print(f"{name}: {min(got):g} to {max(got):g} over {len(got)} rounds",
+                      file=sys.stderr)
+    return bool(names)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     ap.add_argument("--quick", action="store_true", help="about 1 s per figure (< 60 s)")
-    _scalar_options(ap)
+    _only_options(ap)
     args = ap.parse_args(argv)
+    if args.rounds < 1:
+        ap.error(f"--rounds must be at least 1; got {args.rounds}")
+    if args.rounds > 1 and not args.only:
+        ap.error("--rounds needs --only (the figures to repeat)")
     secs = 1.0 if args.quick else 5.0
-    if _scalar_only(args, secs):
+    if _only(args, secs):
         return 0
     eps = bench_structured(secs)
     print(f"scalar_structured_episodes_per_s: {eps:.1f} episodes/s")
     print(f"scalar_structured_seat_steps_per_s: {eps * SEAT_STEPS:.0f} seat-steps/s")
     print(f"scalar_structured_vs_original: {eps * SEAT_STEPS / ORIGINAL_SEAT_STEPS_PER_S:.2f} x")
-    _print_structured_live(secs)
+    print(_line("scalar_structured_live_episodes_per_s", bench_structured_live(secs)))
     eps = bench_sentences(secs)
     print(f"scalar_sentence_episodes_per_s: {eps:.1f} episodes/s")
     print(f"scalar_sentence_seat_steps_per_s: {eps * SEAT_STEPS:.0f} seat-steps/s")

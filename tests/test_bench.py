@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -47,3 +48,40 @@ def test_masked_random_reaches_every_legal_action() -> None:
     mask[[0, 17, 250, 499]] = 1
     rng = random.Random(0)
     assert {masked_random(mask, rng) for _ in range(200)} == {0, 17, 250, 499}
+
+
+def test_rounds_print_each_figures_median_and_its_range(monkeypatch, capsys) -> None:
+    import bench.__main__ as bench
+
+    drawn = {"baseline_episodes_per_s": iter([900.0, 1200.0, 1000.0]),
+             "parse_sentences_per_s": iter([95_000.0, 101_000.0, 99_000.0])}
+    order: list[str] = []
+
+    def fake(name: str):
+        def measure(secs: float) -> float:
+            assert secs == 1.0  # --quick
+            order.append(name)
+            return next(drawn[name])
+        return measure
+
+    for name in drawn:
+        monkeypatch.setitem(bench.FIGURES, name, (fake(name), *bench.FIGURES[name][1:]))
+    assert bench.main(["--quick", "--rounds", "3", "--only", "baseline_episodes_per_s",
+                       "--only", "parse_sentences_per_s"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == ["baseline_episodes_per_s: 1000.0 episodes/s",
+                                "parse_sentences_per_s: 99000 sentences/s"]
+    assert "baseline_episodes_per_s: 900 to 1200 over 3 rounds" in err
+    assert order == ["baseline_episodes_per_s", "parse_sentences_per_s"] * 3  # round-robin
+
+
+@pytest.mark.parametrize("argv", [["--rounds", "0", "--only", "parse_sentences_per_s"],
+                                  ["--rounds", "3"], ["--only", "no_such_figure"]])
+def test_bad_bench_options_print_one_line_and_exit_2(argv, capsys) -> None:
+    import bench.__main__ as bench
+
+    with pytest.raises(SystemExit) as exit_:
+        bench.main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("python -m bench: error: ")
