@@ -306,8 +306,8 @@ def _only(args: argparse.Namespace, secs: float) -> bool:
         if got:
             print(_line(name, statistics.median(got)))
             if len(got) > 1:
-                print(f"{name}: {min(got):g} to {max(got):g} over {len(got)} rounds",
-                      file=sys.stderr)
+                low, high = (_line(name, v).split(": ")[1] for v in (min(got), max(got)))
+                print(f"{name}: {low} to {high} over {len(got)} rounds", file=sys.stderr)
     return bool(names)
 
 

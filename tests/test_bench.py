@@ -71,7 +71,7 @@ def test_rounds_print_each_figures_median_and_its_range(monkeypatch, capsys) -> 
     out, err = capsys.readouterr()
     assert out.splitlines() == ["baseline_episodes_per_s: 1000.0 episodes/s",
                                 "parse_sentences_per_s: 99000 sentences/s"]
-    assert "baseline_episodes_per_s: 900 to 1200 over 3 rounds" in err
+    assert "baseline_episodes_per_s: 900.0 episodes/s to 1200.0 episodes/s over 3 rounds" in err
     assert order == ["baseline_episodes_per_s", "parse_sentences_per_s"] * 3  # round-robin
 
 
