@@ -188,7 +188,7 @@ class Game:
             return _parse_cached(self.world, st.aliases, self._aliases_low, seat, st.room[seat],
                                  st.offers, st.turn, sentence), sentence
         if isinstance(action, Intent):
-            validate_ids(action, self.world, f"actions[{seat}]")
+            validate_ids(action, self.world, seat)
             it = check_structured(action, self.world, seat, st.room[seat], st.offers, st.turn)
             return it, canonical_sentence(it, self.world, st.aliases)
         raise TurnError(f"actions[{seat}] must be a sentence (str) or an Intent; "

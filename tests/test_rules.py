@@ -359,6 +359,23 @@ def test_structured_intents_get_the_parser_defaults() -> None:
     assert game.state.hint[1]
 
 
+@pytest.mark.parametrize("slot, value, limit", [("to_room", 9, 9), ("item", 40, 6),
+                                                ("npc", 5, 5), ("other", 6, 6)])
+def test_an_id_beyond_the_town_names_its_seat_and_slot(slot, value, limit) -> None:
+    """An id past the town's tables is the caller's mistake: refused, naming the seat's action
+    and the slot, and the turn is not played."""
+    from sim import IntentError
+
+    game = Game(GameConfig(seed=4))
+    before = game.snapshot()
+    actions: list = ["I wait."] * 6
+    actions[3] = Intent("move", **{slot: value})
+    with pytest.raises(IntentError, match=fr"^actions\[3\]\.{slot} must be -1 or below {limit}; "
+                                          fr"got {value}$"):
+        game.play_turn(actions)
+    assert game.snapshot() == before and game.turn == 0
+
+
 def test_world_json_has_the_spectator_keys() -> None:
     w = STANDARD_TOWN.to_json()
     assert set(w) == {"rooms", "items", "npcs", "guild", "pointsPerUnit"}

@@ -21,8 +21,9 @@ from .world import SEATS, World
 NO_AMBIGUITY = (False, False, False, False)
 
 
-def validate_ids(it: Intent, world: World, where: str) -> None:
-    """Refuse ids beyond the town's tables (a caller mistake, not an outcome)."""
+def validate_ids(it: Intent, world: World, seat: int) -> None:
+    """Refuse ids beyond the town's tables in seat ``seat``'s action (a caller mistake, not an
+    outcome)."""
     if (it.to_room < len(world.rooms) and it.item < len(world.goods)
             and it.npc < len(world.keepers) and it.other < SEATS):
         return  # the common case, in one test
@@ -30,7 +31,7 @@ def validate_ids(it: Intent, world: World, where: str) -> None:
                            ("item", it.item, world.n_goods),
                            ("npc", it.npc, world.n_keepers), ("other", it.other, SEATS)):
         if value >= n:
-            raise IntentError(f"{where}.{name} must be -1 or below {n}; got {value}")
+            raise IntentError(f"actions[{seat}].{name} must be -1 or below {n}; got {value}")
 
 
 def check_slots(kind: str, to_room: int, item: int, npc: int, other: int, coin: int,
