@@ -1,7 +1,8 @@
 """Benchmarks: ``python -m bench [--quick]`` prints ``<name>: <value> <unit>`` lines (API.md §6).
 
 Batched figures are at N = 4096 episodes in lockstep (the compiled kernels of ``sim.batched``);
-``_vs_original`` compares with the compiled original's 48,000 seat-steps/s.
+``_vs_original`` compares with the compiled original on this machine class (``bench``: 701
+episodes/s replaying recorded sentences, i.e. 58,884 seat-steps/s; 695 on its baseline workload).
 ``train_steps_per_s`` is the whole loop of ``guild train`` (collection and learning, CPU, the
 default network; ``bench/train.py``), ``train_engine_share`` the part of it spent in the engine.
 
@@ -20,13 +21,13 @@ import sys
 import time
 from collections.abc import Callable
 
+from bench import ORIGINAL_BASELINE_EPISODES_PER_S, ORIGINAL_SEAT_STEPS_PER_S
 from sim import Game, GameConfig, Intent
 from sim.language.parser import parse
 from sim.language.vocab import PHRASEBOOK
 
 TURNS = 14
 SEAT_STEPS = 6 * TURNS
-ORIGINAL_SEAT_STEPS_PER_S = 48_000  # the compiled Nim engine, single thread (issue 2)
 
 
 def random_legal_intents(game: Game, rng: random.Random) -> list[Intent]:
@@ -104,7 +105,8 @@ def bench_structured(seconds: float, pool: int = 64) -> float:
     The intents of ``pool`` episodes are drawn before the clock starts and replayed, turn by
     turn, from the same seeds (the engine is deterministic, so each replay is the recorded
     episode again): the original's figure of issue 18 likewise replays recorded sentences.
-    Drawing them costs about 40% of the engine's own time (``bench_structured_live``).
+    Drawing them inside the loop (``bench_structured_live``) costs about 40% more instructions
+    and 13-24% more time (callgrind; interleaved runs).
     """
     recorded = record_structured(pool)
 
@@ -335,6 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     eps = bench_baselines(secs)
     if eps is not None:
         print(f"baseline_episodes_per_s: {eps:.1f} episodes/s")
+        print(f"baseline_vs_original: {eps / ORIGINAL_BASELINE_EPISODES_PER_S:.2f} x")
     steps = bench_gym(secs)
     if steps is not None:
         print(f"gym_steps_per_s: {steps:.0f} steps/s")

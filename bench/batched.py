@@ -7,7 +7,7 @@ drawn outside the timed region: the figures are the environment's cost, not the 
 Autoreset is on, so episode starts (the vectorised Nim setup) are included.
 
 ``python -m bench.batched [--quick] [--n N]`` prints the figures with their ratios to the
-scalar engine (``bench_structured`` of ``python -m bench``) and to the original's 48,000.
+scalar engine (``bench_structured`` of ``python -m bench``) and to the original's seat-steps/s.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ import time
 
 import numpy as np
 
+from bench import ORIGINAL_SEAT_STEPS_PER_S
+
 SEATS = 6
-ORIGINAL_SEAT_STEPS_PER_S = 48_000
 
 
 def _run(seconds: float, n: int, with_obs: bool) -> float:
