@@ -257,8 +257,13 @@ def bench_feasibility() -> float | None:
     return time.perf_counter() - start
 
 
+def _league_episodes(secs: float) -> int:
+    """The bench leagues' size: 1,000 episodes, 120 with ``--quick``."""
+    return 1000 if secs >= 5 else 120
+
+
 def _league_figure(secs: float) -> float | None:
-    return bench_league(1000 if secs >= 5 else 120)
+    return bench_league(_league_episodes(secs))
 
 
 # The figures ``--only`` can run alone: name -> (measure(seconds), unit, decimals).
@@ -326,22 +331,22 @@ def main(argv: list[str] | None = None) -> int:
     if _only(args, secs):
         return 0
     eps = bench_structured(secs)
-    print(f"scalar_structured_episodes_per_s: {eps:.1f} episodes/s")
+    print(_line("scalar_structured_episodes_per_s", eps))
     print(f"scalar_structured_seat_steps_per_s: {eps * SEAT_STEPS:.0f} seat-steps/s")
     print(f"scalar_structured_vs_original: {eps * SEAT_STEPS / ORIGINAL_SEAT_STEPS_PER_S:.2f} x")
     print(_line("scalar_structured_live_episodes_per_s", bench_structured_live(secs)))
     eps = bench_sentences(secs)
-    print(f"scalar_sentence_episodes_per_s: {eps:.1f} episodes/s")
+    print(_line("scalar_sentence_episodes_per_s", eps))
     print(f"scalar_sentence_seat_steps_per_s: {eps * SEAT_STEPS:.0f} seat-steps/s")
-    print(f"parse_sentences_per_s: {bench_parse(secs):.0f} sentences/s")
+    print(_line("parse_sentences_per_s", bench_parse(secs)))
     eps = bench_baselines(secs)
     if eps is not None:
-        print(f"baseline_episodes_per_s: {eps:.1f} episodes/s")
+        print(_line("baseline_episodes_per_s", eps))
         print(f"baseline_vs_original: {eps / ORIGINAL_BASELINE_EPISODES_PER_S:.2f} x")
     steps = bench_gym(secs)
     if steps is not None:
-        print(f"gym_steps_per_s: {steps:.0f} steps/s")
-    print(f"parallel_joint_steps_per_s: {bench_parallel(secs):.0f} joint-steps/s")
+        print(_line("gym_steps_per_s", steps))
+    print(_line("parallel_joint_steps_per_s", bench_parallel(secs)))
     from bench import batched
 
     n = 4096
@@ -358,10 +363,10 @@ def main(argv: list[str] | None = None) -> int:
     if figures is not None:  # nothing without torch
         print(f"train_steps_per_s: {figures[0]:.0f} steps/s")
         print(f"train_engine_share: {100 * figures[1]:.0f} %")
-    rate = bench_league(120 if args.quick else 1000)
+    n = _league_episodes(secs)
+    rate = bench_league(n)
     if rate is not None:
-        print(f"league_episodes_per_s: {rate:.1f} episodes/s")
-        n = 120 if args.quick else 1000
+        print(_line("league_episodes_per_s", rate))
         # a policy that answers at once, and one that reads its observation first, vs factor
         for label, name in (("", "Waiter"), ("_observing", "Observer")):
             fast = (f"bench.policies:{name}", "factor")

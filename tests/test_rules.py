@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from scenario import edit, staged, turn
 
-from sim import Game, GameConfig, Intent, StateError, TurnError
+from sim import Game, GameConfig, Intent, IntentError, StateError, TurnError
 from sim.rules.prices import ask_at, bid_at
 from sim.rules.world import STANDARD_TOWN
 
@@ -364,8 +364,6 @@ def test_structured_intents_get_the_parser_defaults() -> None:
 def test_an_id_beyond_the_town_names_its_seat_and_slot(slot, value, limit) -> None:
     """An id past the town's tables is the caller's mistake: refused, naming the seat's action
     and the slot, and the turn is not played."""
-    from sim import IntentError
-
     game = Game(GameConfig(seed=4))
     before = game.snapshot()
     actions: list = ["I wait."] * 6
