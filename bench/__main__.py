@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 
 from bench import ORIGINAL_BASELINE_EPISODES_PER_S, ORIGINAL_SEAT_STEPS_PER_S
-from sim import Game, GameConfig, Intent
+from sim import Game, GameConfig, Intent, native
 from sim.language.parser import parse
 from sim.language.vocab import PHRASEBOOK
 
@@ -328,6 +328,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.rounds > 1 and not args.only:
         ap.error("--rounds needs --only (the figures to repeat)")
     secs = 1.0 if args.quick else 5.0
+    print("bench: the rules run " + ("compiled (mypyc; sim.native)" if native.active else
+                                     "as pure Python (GUILD_PURE=1 or no compiled build)"),
+          file=sys.stderr)
     if _only(args, secs):
         return 0
     eps = bench_structured(secs)

@@ -11,6 +11,10 @@ The wings, lowest first (each imports only from those below it, checked by impor
 engine), ``sim.envs`` (Gymnasium, PettingZoo and vector faces).
 """
 
+from . import native
+
+native.choose()  # the compiled rules, or their sources if the build is stale (sim/native.py)
+
 from .game import Game, GameConfig, check_seat, load_config
 from .hooks import after_import
 from .replay import replay

@@ -19,9 +19,8 @@ from collections.abc import Callable
 import numpy as np
 
 from ..rules.offers import Offer
-from ..rules.scoring import score_of, score_points
 from ..rules.world import COMMISSION_COUNT, MIN_TURNS, SEATS, STANDARD_TOWN, World
-from . import jit
+from . import jit, source
 from .observe import all_seats, encode, legal_masks
 from .setup import check_seeds, draw_towns
 from .state import BatchState, allocate, export_row, load_game, row_offers, scratch_for
@@ -97,8 +96,8 @@ class BatchedGuild:
         st.floor[at] = floor
         st.stock[at] = tb.opening_stock
         st.shop_coin[at, :tb.n_keepers] = self.world.keeper_start_coin
-        st.points[at] = score_points(self.world.start_coin, [0] * tb.n_goods, tb.values,
-                                     [COMMISSION_COUNT] * 2, [0, 0])
+        st.points[at] = source.scoring.score_points(
+            self.world.start_coin, [0] * tb.n_goods, tb.values, [COMMISSION_COUNT] * 2, [0, 0])
 
     def reset_done(self) -> np.ndarray:
         """Start new episodes in the rows that have ended; returns those rows."""
@@ -177,7 +176,7 @@ class BatchedGuild:
 
     def scores(self) -> np.ndarray:
         """Every seat's score, ``[n, 6]`` float64, exactly as ``sim.rules.scoring.score``."""
-        return score_of(self.state.points, self.world.start_coin)
+        return source.scoring.score_of(self.state.points, self.world.start_coin)
 
     # --- views ----------------------------------------------------------------------------------
     def observe(self, out: np.ndarray | None = None) -> np.ndarray:

@@ -73,8 +73,17 @@ def _build() -> dict[str, Callable]:
     from numba.core import config
     from numba.extending import register_jitable
 
-    from ..rules import commissions, observation, prices, resolve, robbery, scoring, turn
-    from . import kernels_observe, kernels_step
+    from .source import (
+        commissions,
+        kernels_observe,
+        kernels_step,
+        observation,
+        prices,
+        resolve,
+        robbery,
+        scoring,
+        turn,
+    )
 
     shared = (prices.buy_walk, prices.sell_walk, robbery.guards, robbery.robbery_succeeds,
               robbery.loot, commissions.commission_points, commissions.credit,

@@ -32,10 +32,8 @@ import numpy as np
 
 from ..rules.intents import REASONS
 from ..rules.offers import Offer
-from ..rules.scoring import score_points
-from ..rules.state import snapshot
-from ..rules.turn import acting_seat
 from ..rules.world import SEATS
+from . import source
 from .tables import HIRE_OFFER, NO_OFFER, REASON_CODE, TRADE_OFFER, Tables
 
 
@@ -136,8 +134,9 @@ def load_game(st: BatchState, tb: Tables, i: int, game) -> None:
     st.turn[i] = gs.turn
     st.turns_played[i] = gs.turns_played
     st.done[i] = gs.done
-    st.points[i] = [score_points(gs.coin[s], gs.items[s], tb.values, gs.quest_count[s],
-                                 gs.delivered[s]) for s in range(SEATS)]
+    st.points[i] = [source.scoring.score_points(gs.coin[s], gs.items[s], tb.values,
+                                                gs.quest_count[s], gs.delivered[s])
+                    for s in range(SEATS)]
 
 
 def export_row(st: BatchState, tb: Tables, i: int) -> dict:
@@ -169,7 +168,7 @@ def row_offers(st: BatchState, i: int) -> list[Offer]:
             continue
         slot = posted & 1
         for k in range(SEATS):
-            s = acting_seat(posted, k)
+            s = source.turn.acting_seat(posted, k)
             kind = int(st.off_kind[i, slot, s])
             if kind == NO_OFFER:
                 continue
@@ -195,4 +194,4 @@ class _RowView:
 
 def _snapshot(st: BatchState, tb: Tables, i: int) -> dict:
     """RULES §15.2's snapshot of row ``i``, written by the scalar engine's own ``snapshot``."""
-    return snapshot(_RowView(st, tb, i))  # type: ignore[arg-type]
+    return source.state.snapshot(_RowView(st, tb, i))  # type: ignore[arg-type]

@@ -14,10 +14,11 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..batched import source
 from ..batched.engine import BatchedGuild
 from ..batched.observe import encode
 from ..game import Game, GameConfig
-from ..rules.scoring import results, score_of
+from ..rules.scoring import score_of
 from ..rules.world import SEATS
 
 # How a face replays one recorded turn (the joint table indices) into the scalar game.
@@ -71,8 +72,9 @@ class RowEpisode:
         return out
 
     def results(self) -> dict:
-        """``Game.results()`` of this episode, read from the batched row."""
-        return results(_ResultsView(self), self.config.names)
+        """``Game.results()`` of this episode, read from the batched row (by the rules' Python
+        functions, ``sim.batched.source``, which read a stand-in for a ``GameState``)."""
+        return source.scoring.results(_ResultsView(self), self.config.names)
 
     @property
     def game(self) -> Game:

@@ -175,7 +175,7 @@ def _validate(w: World, st: GameState, state: dict):
             if key not in cog:
                 raise StateError(f"{p} is missing the key {key!r}")
         _known(cog, COG_KEYS, p)
-        c = {
+        c: dict = {
             "room": _int(cog["room"], f"{p}.room", 0, w.n_rooms - 1),
             "prevRoom": _int(cog.get("prevRoom", -1), f"{p}.prevRoom", -1, w.n_rooms - 1),
             "coin": _int(cog["coin"], f"{p}.coin", 0, MAX_STATE_COIN),

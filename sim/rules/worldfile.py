@@ -83,7 +83,7 @@ from .worldfile_checks import WorldFileError
 try:  # Python >= 3.11
     import tomllib as _toml
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    _toml = None
+    _toml = None  # type: ignore[assignment]
 
 __all__ = ["GOOD_KEYS", "KEEPER_KEYS", "MAX_COIN", "MAX_DEPTH", "MAX_FILE_BYTES",
            "MAX_INT_DIGITS", "MAX_TURNS", "MAX_VALUE", "ROOM_KEYS", "TOP_KEYS", "WorldFileError",

@@ -1,0 +1,148 @@
+"""The compiled rules (sim.native): they run only as the build of the sources beside them.
+
+A plain install compiles ``sim.native.COMPILED`` with mypyc; an edited source, a partial build,
+an unreadable record or ``GUILD_PURE=1`` must run every one of those modules from its ``.py``
+file instead, so that a rule edited in an editable install takes effect at once.  The golden
+episodes and every other test run on whichever engine is installed; ``.ci/run`` also runs the
+conformance tests with ``GUILD_PURE=1``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import sim
+from sim import native
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILT = (ROOT / "sim" / native.STAMP).exists()
+
+# Prints whether the compiled modules run, how each one was loaded, and the warnings of import.
+PROBE = """
+import json, sys, warnings
+warnings.simplefilter("always")
+with warnings.catch_warnings(record=True) as caught:
+    import sim, sim.game, sim.rules.turn
+from sim import native
+loaders = {m: type(sys.modules[m].__spec__.loader).__name__ for m in native.COMPILED
+           if m in sys.modules}
+print(json.dumps({"active": native.active, "file": sim.__file__, "loaders": loaders,
+                  "warnings": [str(w.message) for w in caught
+                               if w.category is native.StaleBuildWarning]}))
+"""
+
+
+def probe(cwd: Path, **env: str) -> dict:
+    """Import ``sim`` from ``cwd`` in a fresh interpreter; what PROBE prints."""
+    environ = {k: v for k, v in os.environ.items() if k != "GUILD_PURE"} | env
+    out = subprocess.run([sys.executable, "-c", PROBE], cwd=cwd, env=environ, check=True,
+                         capture_output=True, text=True, timeout=120).stdout
+    return json.loads(out)
+
+
+def needs_build() -> None:
+    if not BUILT:
+        # CI installs with GUILD_BUILD=native: there a missing build is a failure, not a skip.
+        pytest.skip("sim is installed without its compiled rules (GUILD_BUILD=pure or no "
+                    "C compiler)")
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A copy of the installed ``sim`` package, compiled files and record included."""
+    needs_build()
+    shutil.copytree(ROOT / "sim", tmp_path / "sim",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp_path
+
+
+def test_ci_runs_the_compiled_rules() -> None:
+    if os.environ.get("GUILD_CI") == "1":
+        assert BUILT, ".ci/run installs with GUILD_BUILD=native, so the build must be there"
+    needs_build()
+    seen = probe(ROOT)
+    assert seen["active"] and not seen["warnings"]
+    assert set(seen["loaders"].values()) == {"ExtensionFileLoader"}, seen["loaders"]
+
+
+def test_guild_pure_runs_every_compiled_module_from_its_source() -> None:
+    needs_build()
+    seen = probe(ROOT, GUILD_PURE="1")
+    assert not seen["active"] and not seen["warnings"]
+    assert set(seen["loaders"].values()) == {"SourceFileLoader"}, seen["loaders"]
+
+
+def test_an_edited_source_runs_as_python_with_a_warning(tree: Path) -> None:
+    assert probe(tree)["active"]  # the copy is a valid build until edited
+    rule = tree / "sim" / "rules" / "prices.py"
+    rule.write_text(rule.read_text() + "\n# edited\n")
+    seen = probe(tree)
+    assert seen["file"].startswith(str(tree))
+    assert not seen["active"]
+    assert set(seen["loaders"].values()) == {"SourceFileLoader"}
+    assert len(seen["warnings"]) == 1 and "edited since the build" in seen["warnings"][0]
+
+
+def test_a_partial_build_runs_as_python_with_a_warning(tree: Path) -> None:
+    next((tree / "sim" / "rules").glob("robbery.*.so")).unlink()
+    seen = probe(tree)
+    assert not seen["active"] and set(seen["loaders"].values()) == {"SourceFileLoader"}
+    assert "sim.rules.robbery has no compiled file" in seen["warnings"][0]
+
+
+@pytest.mark.parametrize("record, why", [
+    ("{not json", "unreadable"),
+    (json.dumps({"digest": "0", "modules": ["sim.game"]}), "names other modules"),
+])
+def test_a_bad_record_runs_as_python_with_a_warning(tree: Path, record: str, why: str) -> None:
+    (tree / "sim" / native.STAMP).write_text(record)
+    seen = probe(tree)
+    assert not seen["active"] and why in seen["warnings"][0]
+
+
+def test_no_record_is_a_pure_install_without_warning(tree: Path) -> None:
+    (tree / "sim" / native.STAMP).unlink()
+    seen = probe(tree)
+    assert not seen["active"] and not seen["warnings"]
+    assert set(seen["loaders"].values()) == {"SourceFileLoader"}
+
+
+def test_source_modules_are_python_and_leave_the_process_modules_alone() -> None:
+    before = {m: sys.modules.get(m) for m in native.COMPILED}
+    prices, kernels = native.source_modules("sim.rules.prices", "sim.batched.kernels_step")
+    assert inspect.isfunction(prices.buy_walk) and inspect.isfunction(kernels.buy_walk)
+    assert kernels.buy_walk is prices.buy_walk  # the kernels call that very copy
+    assert {m: sys.modules.get(m) for m in native.COMPILED} == before
+    assert sim.rules.prices is before["sim.rules.prices"]
+    if native.active:
+        assert prices is not before["sim.rules.prices"]
+        assert not inspect.isfunction(before["sim.rules.prices"].buy_walk)
+
+
+def test_the_digest_covers_every_compiled_source(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "sim", tmp_path / "sim", ignore=shutil.ignore_patterns("*.so"))
+    digest = native.source_digest(str(tmp_path))
+    assert digest == native.source_digest()
+    for module in native.COMPILED:
+        path = Path(native.source_path(module, str(tmp_path)))
+        text = path.read_bytes()
+        path.write_bytes(text + b" ")
+        assert native.source_digest(str(tmp_path)) != digest, module
+        path.write_bytes(text)
+
+
+def test_a_bad_build_mode_is_one_line() -> None:
+    done = subprocess.run([sys.executable, "setup.py", "--version"], cwd=ROOT, timeout=120,
+                          env=os.environ | {"GUILD_BUILD": "fast"}, capture_output=True,
+                          text=True)
+    assert done.returncode != 0
+    assert done.stderr.strip() == ("setup.py: GUILD_BUILD must be auto, native or pure; "
+                                   "got 'fast'")
