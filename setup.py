@@ -54,6 +54,11 @@ class BuildNative(build_ext):
 
 def _extensions() -> list:
     commands = {a for a in sys.argv[1:] if not a.startswith("-")}
+    if MODE == "pure" and commands - {"egg_info", "dist_info", "sdist"}:
+        # an earlier build left in the tree must not run (no build_ext runs to remove it)
+        stamp = os.path.join(HERE, "sim", native["STAMP"])
+        if os.path.exists(stamp):
+            os.remove(stamp)
     if MODE == "pure" or commands <= {"egg_info", "dist_info", "sdist"}:
         return []  # metadata alone (pip asks for it before the build): no type check
     try:

@@ -146,3 +146,15 @@ def test_a_bad_build_mode_is_one_line() -> None:
     assert done.returncode != 0
     assert done.stderr.strip() == ("setup.py: GUILD_BUILD must be auto, native or pure; "
                                    "got 'fast'")
+
+
+def test_a_pure_install_retires_an_earlier_build(tree: Path) -> None:
+    for name in ("setup.py", "pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, tree / name)
+    subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=tree,
+                   env=os.environ | {"GUILD_BUILD": "pure"}, check=True, capture_output=True,
+                   timeout=300)
+    assert not (tree / "sim" / native.STAMP).exists()
+    seen = probe(tree)  # the compiled files are still there, and ignored
+    assert not seen["active"] and not seen["warnings"]
+    assert set(seen["loaders"].values()) == {"SourceFileLoader"}
