@@ -29,14 +29,19 @@ def _warn(msg: str) -> None:
           "GUILD_BUILD=native makes this an error)", file=sys.stderr)
 
 
+def _retire_record(base: str) -> str:
+    """Remove the build record under ``base`` (its compiled files then never run); its path."""
+    stamp = os.path.join(base, "sim", native["STAMP"])
+    if os.path.exists(stamp):
+        os.remove(stamp)
+    return stamp
+
+
 class BuildNative(build_ext):
     """build_ext that builds all of the group or none of it, and records what it compiled."""
 
     def run(self) -> None:
-        stamp_dir = os.path.join(HERE if self.inplace else self.build_lib, "sim")
-        stamp = os.path.join(stamp_dir, native["STAMP"])
-        if os.path.exists(stamp):
-            os.remove(stamp)  # until this build is whole
+        stamp = _retire_record(HERE if self.inplace else self.build_lib)  # until it is whole
         if not self.extensions:
             return
         try:
@@ -46,19 +51,15 @@ class BuildNative(build_ext):
                 raise
             _warn(f"compiling sim with mypyc failed ({type(e).__name__}: {e})")
             return
-        os.makedirs(stamp_dir, exist_ok=True)
+        os.makedirs(os.path.dirname(stamp), exist_ok=True)
         with open(stamp, "w", encoding="utf-8") as f:
-            json.dump({"digest": native["source_digest"](HERE),
-                       "modules": list(native["COMPILED"])}, f)
+            json.dump(native["build_record"](HERE), f)
 
 
 def _extensions() -> list:
     commands = {a for a in sys.argv[1:] if not a.startswith("-")}
     if MODE == "pure" and commands - {"egg_info", "dist_info", "sdist"}:
-        # an earlier build left in the tree must not run (no build_ext runs to remove it)
-        stamp = os.path.join(HERE, "sim", native["STAMP"])
-        if os.path.exists(stamp):
-            os.remove(stamp)
+        _retire_record(HERE)  # an earlier build in the tree must not run (no build_ext may)
     if MODE == "pure" or commands <= {"egg_info", "dist_info", "sdist"}:
         return []  # metadata alone (pip asks for it before the build): no type check
     try:

@@ -279,9 +279,14 @@ FIGURES: dict[str, tuple[Callable[[float], float | None], str, int]] = {
 }
 
 
-def _line(name: str, value: float) -> str:
+def _value(name: str, value: float) -> str:
+    """``value`` with figure ``name``'s decimals and unit."""
     unit, decimals = FIGURES[name][1:]
-    return f"{name}: {value:.{decimals}f} {unit}"
+    return f"{value:.{decimals}f} {unit}"
+
+
+def _line(name: str, value: float) -> str:
+    return f"{name}: {_value(name, value)}"
 
 
 def _only_options(ap: argparse.ArgumentParser) -> None:
@@ -313,8 +318,8 @@ def _only(args: argparse.Namespace, secs: float) -> bool:
         if got:
             print(_line(name, statistics.median(got)))
             if len(got) > 1:
-                low, high = (_line(name, v).split(": ")[1] for v in (min(got), max(got)))
-                print(f"{name}: {low} to {high} over {len(got)} rounds", file=sys.stderr)
+                print(f"{name}: {_value(name, min(got))} to {_value(name, max(got))} over "
+                      f"{len(got)} rounds", file=sys.stderr)
     return bool(names)
 
 

@@ -27,8 +27,8 @@ import warnings
 from collections.abc import Iterable
 from types import ModuleType
 
-__all__ = ["COMPILED", "GROUP", "STAMP", "StaleBuildWarning", "active", "choose",
-           "source_digest", "source_modules"]
+__all__ = ["COMPILED", "GROUP", "STAMP", "StaleBuildWarning", "active", "build_record",
+           "choose", "source_digest", "source_modules"]
 
 # The modules of one turn (rules and parser). Left out: package __init__s (sim's sets this
 # choice up); the facade (sim.game), whose checks of a user's arguments must raise its own
@@ -44,7 +44,7 @@ COMPILED: tuple[str, ...] = (
     "sim.language.parser", "sim.language.vocab",
 )
 GROUP = "sim.native_rules"  # mypyc's shared library of the group: sim/native_rules__mypyc.*.so
-STAMP = "native.json"  # beside this file: {"digest": source_digest(), "modules": COMPILED}
+STAMP = "native.json"  # beside this file: build_record() of the build
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _ROOT = os.path.dirname(_HERE)
@@ -67,6 +67,11 @@ def source_digest(root: str = _ROOT) -> str:
         with open(source_path(module, root), "rb") as f:
             h.update(module.encode() + b"\0" + f.read() + b"\0")
     return h.hexdigest()
+
+
+def build_record(root: str = _ROOT) -> dict:
+    """What ``setup.py`` writes to ``STAMP`` after a whole build of the sources under ``root``."""
+    return {"digest": source_digest(root), "modules": list(COMPILED)}
 
 
 def _built() -> tuple[bool, str]:
@@ -123,9 +128,12 @@ def source_modules(*names: str) -> tuple[ModuleType, ...]:
         for n in swapped:
             sys.modules.pop(n, None)
         sys.modules.update(saved)
-        for n, module in saved.items():  # `import a.b` reads b off package a
+        for n in swapped:  # `import a.b` reads b off package a: put back what was there
             parent, _, child = n.rpartition(".")
-            setattr(sys.modules[parent], child, module)
+            if n in saved:
+                setattr(sys.modules[parent], child, saved[n])
+            elif parent in sys.modules and hasattr(sys.modules[parent], child):
+                delattr(sys.modules[parent], child)
 
 
 def choose() -> bool:
