@@ -1,10 +1,13 @@
-"""Build: compiles the engine's hot modules (``sim.native.COMPILED``) with mypyc.
+"""Build: compiles the hot modules with mypyc, in two groups (``sim.native.Group``): the engine's
+rules (``sim.native.COMPILED``) and the scripted baselines (``agents.native.COMPILED``).
 
 Everything else is in pyproject.toml.  ``GUILD_BUILD`` chooses: ``auto`` (default) compiles and,
 if that fails (no C compiler, say), installs the pure-Python package with a warning; ``native``
-fails the install instead (CI); ``pure`` does not compile.  The build writes ``sim/native.json``
-(the digest of the sources it compiled) last, so that a failed or partial build never runs:
-``sim.native.choose`` uses compiled modules only beside a record that matches their sources.
+fails the install instead (CI); ``pure`` does not compile.  The build writes each group's record
+(``sim/native.json``, ``agents/native.json``: the digest of the sources it compiled) last, so
+that a failed or partial build never runs: ``Group.choose`` uses compiled modules only beside a
+record that matches their sources.  Each group is compiled by its own mypyc run, so that the
+baselines reach the rules through Python imports and either group can fall back alone.
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 native = runpy.run_path(os.path.join(HERE, "sim", "native.py"))
+GROUPS = [native["RULES"]]
+baselines = runpy.run_path(os.path.join(HERE, "agents", "native.py"))
+GROUPS.append(native["Group"](baselines["COMPILED"], baselines["GROUP"], "baselines", HERE))
 MODE = os.environ.get("GUILD_BUILD", "auto")
 if MODE not in ("auto", "native", "pure"):
     sys.exit(f"setup.py: GUILD_BUILD must be auto, native or pure; got {MODE!r}")
@@ -29,19 +35,21 @@ def _warn(msg: str) -> None:
           "GUILD_BUILD=native makes this an error)", file=sys.stderr)
 
 
-def _retire_record(base: str) -> str:
-    """Remove the build record under ``base`` (its compiled files then never run); its path."""
-    stamp = os.path.join(base, "sim", native["STAMP"])
-    if os.path.exists(stamp):
-        os.remove(stamp)
-    return stamp
+def _retire_records(base: str) -> list[str]:
+    """Remove the build records under ``base`` (their compiled files then never run); their
+    paths, by group."""
+    stamps = [group.stamp(base) for group in GROUPS]
+    for stamp in stamps:
+        if os.path.exists(stamp):
+            os.remove(stamp)
+    return stamps
 
 
 class BuildNative(build_ext):
-    """build_ext that builds all of the group or none of it, and records what it compiled."""
+    """build_ext that builds all of the groups or none of them, and records what it compiled."""
 
     def run(self) -> None:
-        stamp = _retire_record(HERE if self.inplace else self.build_lib)  # until it is whole
+        stamps = _retire_records(HERE if self.inplace else self.build_lib)  # until whole
         if not self.extensions:
             return
         try:
@@ -49,28 +57,29 @@ class BuildNative(build_ext):
         except Exception as e:  # noqa: BLE001 - any compiler or linker failure
             if MODE == "native":
                 raise
-            _warn(f"compiling sim with mypyc failed ({type(e).__name__}: {e})")
+            _warn(f"compiling with mypyc failed ({type(e).__name__}: {e})")
             return
-        os.makedirs(os.path.dirname(stamp), exist_ok=True)
-        with open(stamp, "w", encoding="utf-8") as f:
-            json.dump(native["build_record"](HERE), f)
+        for group, stamp in zip(GROUPS, stamps):
+            os.makedirs(os.path.dirname(stamp), exist_ok=True)
+            with open(stamp, "w", encoding="utf-8") as f:
+                json.dump(group.build_record(HERE), f)
 
 
 def _extensions() -> list:
     commands = {a for a in sys.argv[1:] if not a.startswith("-")}
     if MODE == "pure" and commands - {"egg_info", "dist_info", "sdist"}:
-        _retire_record(HERE)  # an earlier build in the tree must not run (no build_ext may)
+        _retire_records(HERE)  # an earlier build in the tree must not run (no build_ext may)
     if MODE == "pure" or commands <= {"egg_info", "dist_info", "sdist"}:
         return []  # metadata alone (pip asks for it before the build): no type check
     try:
         from mypyc.build import mypycify
-        paths = [os.path.relpath(native["source_path"](m, HERE), HERE)
-                 for m in native["COMPILED"]]
-        return mypycify(paths, opt_level="3", group_name=native["GROUP"])
+        return [ext for group in GROUPS for ext in mypycify(
+            [os.path.relpath(native["source_path"](m, HERE), HERE) for m in group.modules],
+            opt_level="3", group_name=group.library)]
     except (Exception, SystemExit) as e:  # noqa: BLE001 - mypy's type errors exit
         if MODE == "native":
             raise
-        _warn(f"mypyc could not compile sim ({type(e).__name__}: {e})")
+        _warn(f"mypyc could not compile ({type(e).__name__}: {e})")
         return []
 
 

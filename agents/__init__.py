@@ -8,6 +8,10 @@ OpenAI-compatible chat model and answers with a ``Decision`` (sentence, say, not
 ``paired_evaluation`` compares a policy with factor, seat by seat, on the same games.
 """
 
+from . import native
+
+native.choose()  # the compiled baselines, or their sources if the build is stale (agents/native.py)
+
 from .baselines import Factor, Magpie
 from .llm import LLMPolicy
 from .policy import (

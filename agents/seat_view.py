@@ -22,10 +22,13 @@ from __future__ import annotations
 
 from operator import sub
 
+from mypy_extensions import mypyc_attr
+
 from sim import Game
 from sim.rules.world import World
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled at install (agents.native)
 class SeatView:
     """One seat's view of the start-of-turn state (RULES §17), read-only and id-based.
 
@@ -119,6 +122,7 @@ class SeatView:
                 ] if st.offers else []
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class BaselineView(SeatView):
     """The scripted-baseline view: a :class:`SeatView` plus the two hidden reads of RULES §21.
 

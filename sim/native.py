@@ -10,7 +10,8 @@ now.  An edited source, a missing or partial build, or ``GUILD_PURE=1`` make eve
 module load from its ``.py`` file instead (all or none: compiled modules call each other
 directly, so a mix would run an old rule).  An edit in an editable install therefore takes
 effect at once, in pure Python, with a ``StaleBuildWarning`` until ``pip install -e .``
-compiles again.
+compiles again.  ``Group`` is that mechanism for one set of modules; ``agents.native`` uses it
+for the scripted baselines, which a league asks 84 times an episode.
 
 Standard library only: ``setup.py`` loads this file by path, before anything is installed.
 """
@@ -27,8 +28,8 @@ import warnings
 from collections.abc import Iterable
 from types import ModuleType
 
-__all__ = ["COMPILED", "GROUP", "STAMP", "StaleBuildWarning", "active", "build_record",
-           "choose", "source_digest", "source_modules"]
+__all__ = ["COMPILED", "GROUP", "RULES", "STAMP", "Group", "StaleBuildWarning", "active",
+           "build_record", "choose", "source_digest", "source_modules"]
 
 # The modules of one turn (rules and parser). Left out: package __init__s (sim's sets this
 # choice up); the facade (sim.game), whose checks of a user's arguments must raise its own
@@ -44,10 +45,9 @@ COMPILED: tuple[str, ...] = (
     "sim.language.parser", "sim.language.vocab",
 )
 GROUP = "sim.native_rules"  # mypyc's shared library of the group: sim/native_rules__mypyc.*.so
-STAMP = "native.json"  # beside this file: build_record() of the build
+STAMP = "native.json"  # in each compiled package's folder: Group.build_record() of its build
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-_ROOT = os.path.dirname(_HERE)
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the folder holding sim
 active = False  # whether the compiled modules run in this process (set by choose)
 
 
@@ -60,50 +60,108 @@ def source_path(module: str, root: str = _ROOT) -> str:
     return os.path.join(root, *module.split(".")) + ".py"
 
 
+class Group:
+    """One mypyc group: modules compiled into one shared library, run all together or not at all.
+
+    ``sim`` has one (``RULES``); ``agents.native`` makes another for the scripted baselines.
+    Each group keeps its own record (``STAMP`` in its package's folder) and falls back alone:
+    a group's compiled code reaches another group's modules only through Python imports.
+    """
+
+    def __init__(self, modules: Iterable[str], library: str, what: str,
+                 root: str = _ROOT) -> None:
+        self.modules = tuple(modules)
+        self.library = library  # mypyc's shared library: <package>/<name>__mypyc.*.so
+        self.package = library.partition(".")[0]
+        self.what = what  # what the modules are, for the warning: "rules", "baselines"
+        self.root = root  # the folder holding the package
+        self.active = False  # whether the compiled modules run in this process (choose)
+
+    def stamp(self, root: str | None = None) -> str:
+        """The path of the group's build record under ``root``."""
+        return os.path.join(root or self.root, self.package, STAMP)
+
+    def source_digest(self, root: str | None = None) -> str:
+        """SHA-256 over the modules' names and sources: what a build is the build of."""
+        h = hashlib.sha256()
+        for module in self.modules:
+            with open(source_path(module, root or self.root), "rb") as f:
+                h.update(module.encode() + b"\0" + f.read() + b"\0")
+        return h.hexdigest()
+
+    def build_record(self, root: str | None = None) -> dict:
+        """What ``setup.py`` writes to the stamp after a whole build of the sources."""
+        return {"digest": self.source_digest(root), "modules": list(self.modules)}
+
+    def built(self) -> tuple[bool, str]:
+        """Whether the compiled build matches the sources, and if not, why (for the warning)."""
+        try:
+            with open(self.stamp(), encoding="utf-8") as f:
+                stamp = json.load(f)
+        except FileNotFoundError:
+            return False, ""  # never compiled (a pure install): nothing to warn about
+        except (OSError, ValueError) as e:
+            return False, f"its record {STAMP} is unreadable ({e})"
+        if not isinstance(stamp, dict) or stamp.get("modules") != list(self.modules):
+            return False, f"{STAMP} names other modules than {self.package}.native.COMPILED"
+        if stamp.get("digest") != self.source_digest():
+            return False, "their sources were edited since the build"
+        for module in self.modules:
+            spec = importlib.machinery.PathFinder.find_spec(
+                module.rpartition(".")[2], [os.path.dirname(source_path(module, self.root))])
+            if spec is None or not isinstance(spec.loader,
+                                              importlib.machinery.ExtensionFileLoader):
+                return False, f"{module} has no compiled file (a partial build)"
+        return True, ""
+
+    def choose(self) -> bool:
+        """Run the compiled modules if they are the build of these sources, else their sources.
+
+        Called once by the package's ``__init__`` before it imports any of them; returns (and
+        sets) ``active``.
+        """
+        if any(isinstance(f, _SourceFirst) and f.names >= set(self.modules)
+               for f in sys.meta_path):
+            return self.active
+        ok, why = (False, "") if os.environ.get("GUILD_PURE") == "1" else self.built()
+        if ok:
+            try:
+                importlib.import_module(self.library + "__mypyc")
+            except ImportError as e:
+                ok, why = False, f"its shared library does not load ({e})"
+        if not ok:
+            sys.meta_path.insert(0, _SourceFirst(self.modules, self.root))
+            if why:
+                warnings.warn(f"{self.package}: the compiled {self.what} are not used: {why}; "
+                              "running them as pure Python (pip install -e . compiles them "
+                              "again)", StaleBuildWarning, stacklevel=4)
+        self.active = ok
+        return ok
+
+
+RULES = Group(COMPILED, GROUP, "rules")
+
+
 def source_digest(root: str = _ROOT) -> str:
-    """SHA-256 over the compiled modules' names and sources: what a build is the build of."""
-    h = hashlib.sha256()
-    for module in COMPILED:
-        with open(source_path(module, root), "rb") as f:
-            h.update(module.encode() + b"\0" + f.read() + b"\0")
-    return h.hexdigest()
+    """The rules' ``Group.source_digest``."""
+    return RULES.source_digest(root)
 
 
 def build_record(root: str = _ROOT) -> dict:
-    """What ``setup.py`` writes to ``STAMP`` after a whole build of the sources under ``root``."""
-    return {"digest": source_digest(root), "modules": list(COMPILED)}
-
-
-def _built() -> tuple[bool, str]:
-    """Whether the compiled build here matches the sources, and if not, why (for the warning)."""
-    try:
-        with open(os.path.join(_HERE, STAMP), encoding="utf-8") as f:
-            stamp = json.load(f)
-    except FileNotFoundError:
-        return False, ""  # never compiled (a pure install): nothing to warn about
-    except (OSError, ValueError) as e:
-        return False, f"its record {STAMP} is unreadable ({e})"
-    if not isinstance(stamp, dict) or stamp.get("modules") != list(COMPILED):
-        return False, f"{STAMP} names other modules than sim.native.COMPILED"
-    if stamp.get("digest") != source_digest():
-        return False, "their sources were edited since the build"
-    for module in COMPILED:
-        spec = importlib.machinery.PathFinder.find_spec(
-            module.rpartition(".")[2], [os.path.dirname(source_path(module))])
-        if spec is None or not isinstance(spec.loader, importlib.machinery.ExtensionFileLoader):
-            return False, f"{module} has no compiled file (a partial build)"
-    return True, ""
+    """The rules' ``Group.build_record``."""
+    return RULES.build_record(root)
 
 
 class _SourceFirst:
     """A meta-path finder that loads ``names`` (the compiled modules) from their ``.py`` files."""
 
-    def __init__(self, names: Iterable[str] = COMPILED) -> None:
+    def __init__(self, names: Iterable[str], root: str = _ROOT) -> None:
         self.names = frozenset(names)
+        self.root = root
 
     def find_spec(self, name: str, path: object = None, target: object = None):
         if name in self.names:
-            return importlib.util.spec_from_file_location(name, source_path(name))
+            return importlib.util.spec_from_file_location(name, source_path(name, self.root))
         return None
 
 
@@ -137,24 +195,7 @@ def source_modules(*names: str) -> tuple[ModuleType, ...]:
 
 
 def choose() -> bool:
-    """Run the compiled modules if they are the build of these sources, else their sources.
-
-    Called once by ``import sim`` before it imports any of them; returns (and sets) ``active``.
-    """
+    """The rules' ``Group.choose`` (called by ``import sim`` first); sets ``active``."""
     global active
-    if any(isinstance(f, _SourceFirst) for f in sys.meta_path):
-        return active
-    ok, why = (False, "") if os.environ.get("GUILD_PURE") == "1" else _built()
-    if ok:
-        try:
-            importlib.import_module(GROUP + "__mypyc")
-        except ImportError as e:
-            ok, why = False, f"its shared library does not load ({e})"
-    if not ok:
-        sys.meta_path.insert(0, _SourceFirst())
-        if why:
-            warnings.warn(f"sim: the compiled rules are not used: {why}; running them as pure "
-                          "Python (pip install -e . compiles them again)", StaleBuildWarning,
-                          stacklevel=3)
-    active = ok
-    return ok
+    active = RULES.choose()
+    return active

@@ -1,8 +1,10 @@
-"""The compiled rules (sim.native): they run only as the build of the sources beside them.
+"""The compiled rules and baselines (sim.native, agents.native): they run only as the build
+of the sources beside them.
 
-A plain install compiles ``sim.native.COMPILED`` with mypyc; an edited source, a partial build,
-an unreadable record or ``GUILD_PURE=1`` must run every one of those modules from its ``.py``
-file instead, so that a rule edited in an editable install takes effect at once.  The golden
+A plain install compiles ``sim.native.COMPILED`` and ``agents.native.COMPILED`` with mypyc, as two
+groups; an edited source, a partial build, an unreadable record or ``GUILD_PURE=1`` must run
+every module of its group from its ``.py`` file instead, so that a rule edited in an editable
+install takes effect at once.  The golden
 episodes and every other test run on whichever engine is installed; ``.ci/run`` also runs the
 conformance tests with ``GUILD_PURE=1``.
 """
@@ -21,10 +23,12 @@ from pathlib import Path
 import pytest
 from conftest import needs
 
+import agents
 import sim
 from sim import native
 
 ROOT = Path(__file__).resolve().parents[1]
+BASELINES = native.Group(agents.native.COMPILED, agents.native.GROUP, "baselines", str(ROOT))
 
 # Prints whether the compiled modules run, how each one was loaded, and the warnings of import.
 PROBE = """
@@ -32,10 +36,16 @@ import json, sys, warnings
 warnings.simplefilter("always")
 with warnings.catch_warnings(record=True) as caught:
     import sim, sim.game, sim.rules.turn
+    import agents, agents.baselines
 from sim import native
-loaders = {m: type(sys.modules[m].__spec__.loader).__name__ for m in native.COMPILED
-           if m in sys.modules}
-print(json.dumps({"active": native.active, "file": sim.__file__, "loaders": loaders,
+
+def loaders(names):
+    return {m: type(sys.modules[m].__spec__.loader).__name__ for m in names if m in sys.modules}
+
+print(json.dumps({"active": native.active, "file": sim.__file__,
+                  "loaders": loaders(native.COMPILED),
+                  "agents": {"active": agents.native.active, "file": agents.__file__,
+                             "loaders": loaders(agents.native.COMPILED)},
                   "warnings": [str(w.message) for w in caught
                                if w.category is native.StaleBuildWarning]}))
 """
@@ -65,10 +75,12 @@ def needs_build() -> None:
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    """A copy of the installed ``sim`` package, compiled files and record included."""
+    """A copy of the installed ``sim`` and ``agents`` packages, compiled files and records
+    included."""
     needs_build()
-    shutil.copytree(ROOT / "sim", tmp_path / "sim",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("sim", "agents"):
+        shutil.copytree(ROOT / package, tmp_path / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
     return tmp_path
 
 
@@ -77,6 +89,10 @@ def test_the_installed_build_runs() -> None:
     seen = installed()
     assert seen["active"] and not seen["warnings"], seen["warnings"]
     assert set(seen["loaders"].values()) == {"ExtensionFileLoader"}, seen["loaders"]
+    baselines = seen["agents"]  # the second group: the scripted baselines
+    assert baselines["active"], baselines
+    assert set(baselines["loaders"].values()) == {"ExtensionFileLoader"}, baselines
+    assert set(baselines["loaders"]) == set(agents.native.COMPILED)
 
 
 def test_guild_pure_runs_every_compiled_module_from_its_source() -> None:
@@ -84,6 +100,8 @@ def test_guild_pure_runs_every_compiled_module_from_its_source() -> None:
     seen = probe(ROOT, GUILD_PURE="1")
     assert not seen["active"] and not seen["warnings"]
     assert set(seen["loaders"].values()) == {"SourceFileLoader"}, seen["loaders"]
+    assert not seen["agents"]["active"]
+    assert set(seen["agents"]["loaders"].values()) == {"SourceFileLoader"}, seen["agents"]
 
 
 def test_an_edited_source_runs_as_python_with_a_warning(tree: Path) -> None:
@@ -95,6 +113,21 @@ def test_an_edited_source_runs_as_python_with_a_warning(tree: Path) -> None:
     assert not seen["active"]
     assert set(seen["loaders"].values()) == {"SourceFileLoader"}
     assert len(seen["warnings"]) == 1 and "edited since the build" in seen["warnings"][0]
+    # the baselines reach the rules through Python imports: they stay compiled
+    assert seen["agents"]["active"] and seen["agents"]["file"].startswith(str(tree))
+
+
+def test_an_edited_baseline_runs_as_python_alone(tree: Path) -> None:
+    rule = tree / "agents" / "baseline_rules.py"
+    rule.write_text(rule.read_text() + "\n# edited\n")
+    seen = probe(tree)
+    assert seen["agents"]["file"].startswith(str(tree))
+    assert not seen["agents"]["active"]
+    assert set(seen["agents"]["loaders"].values()) == {"SourceFileLoader"}
+    assert seen["warnings"] == ["agents: the compiled baselines are not used: their sources "
+                                "were edited since the build; running them as pure Python "
+                                "(pip install -e . compiles them again)"]
+    assert seen["active"]  # the rules' group is another build, still current
 
 
 def test_a_partial_build_runs_as_python_with_a_warning(tree: Path) -> None:
@@ -133,15 +166,17 @@ def test_source_modules_are_python_and_leave_the_process_modules_alone() -> None
         assert not inspect.isfunction(before["sim.rules.prices"].buy_walk)
 
 
-def test_the_digest_covers_every_compiled_source(tmp_path: Path) -> None:
-    shutil.copytree(ROOT / "sim", tmp_path / "sim", ignore=shutil.ignore_patterns("*.so"))
-    digest = native.source_digest(str(tmp_path))
-    assert digest == native.source_digest()
-    for module in native.COMPILED:
+@pytest.mark.parametrize("group", [native.RULES, BASELINES], ids=["rules", "baselines"])
+def test_the_digest_covers_every_compiled_source(tmp_path: Path, group: native.Group) -> None:
+    shutil.copytree(ROOT / group.package, tmp_path / group.package,
+                    ignore=shutil.ignore_patterns("*.so"))
+    digest = group.source_digest(str(tmp_path))
+    assert digest == group.source_digest()
+    for module in group.modules:
         path = Path(native.source_path(module, str(tmp_path)))
         text = path.read_bytes()
         path.write_bytes(text + b" ")
-        assert native.source_digest(str(tmp_path)) != digest, module
+        assert group.source_digest(str(tmp_path)) != digest, module
         path.write_bytes(text)
 
 
@@ -161,6 +196,23 @@ def test_a_pure_install_retires_an_earlier_build(tree: Path) -> None:
                    env=os.environ | {"GUILD_BUILD": "pure"}, check=True, capture_output=True,
                    timeout=300)
     assert not (tree / "sim" / native.STAMP).exists()
+    assert not (tree / "agents" / native.STAMP).exists()
     seen = probe(tree)  # the compiled files are still there, and ignored
     assert not seen["active"] and not seen["warnings"]
     assert set(seen["loaders"].values()) == {"SourceFileLoader"}
+    assert not seen["agents"]["active"]
+    assert set(seen["agents"]["loaders"].values()) == {"SourceFileLoader"}
+
+
+def test_a_user_view_subclasses_the_compiled_seat_view() -> None:
+    """Policies may extend ``SeatView`` (compiled with allow_interpreted_subclasses)."""
+    class Mine(agents.SeatView):
+        def purse_and_one(self) -> int:
+            return self.coin + 1
+
+    game = sim.Game(sim.GameConfig(seed=3))
+    game.play_turn([agents.Factor().act(game, s) for s in range(6)])
+    view = Mine(game, 2)
+    assert view.purse_and_one() == game.state.coin[2] + 1
+    assert (view.room, view.quests, view.cogs) == (game.state.room[2], agents.SeatView(
+        game, 2).quests, agents.SeatView(game, 2).cogs)
