@@ -20,8 +20,6 @@ are confined here and used by ``Factor`` and ``Magpie`` only:
 
 from __future__ import annotations
 
-from operator import sub
-
 from mypy_extensions import mypyc_attr
 
 from sim import Game
@@ -104,7 +102,9 @@ class SeatView:
     def quests(self) -> list[tuple[int, int]]:
         """Own commissions: (good, units still to deliver), in order."""
         st, seat = self._state, self.seat
-        return list(zip(st.quest_item[seat], map(sub, st.quest_count[seat], st.delivered[seat])))
+        goods, counts, delivered = st.quest_item[seat], st.quest_count[seat], st.delivered[seat]
+        # an index loop, not zip and map: compiled (agents.native), it is a fifth the work
+        return [(goods[i], counts[i] - delivered[i]) for i in range(len(goods))]
 
     @property
     def cogs(self) -> list[int]:
