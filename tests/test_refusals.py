@@ -9,6 +9,7 @@ one-line message that names what is wrong; nothing may be changed by a refused c
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from pathlib import Path
 
@@ -130,6 +131,28 @@ def test_world_tables_are_bounded() -> None:
     with pytest.raises(ConfigError, match="World.start_coin"):
         World(rooms=STANDARD_TOWN.rooms, goods=STANDARD_TOWN.goods,
               keepers=STANDARD_TOWN.keepers, start_coin=10 ** 30)
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda w: {"rooms": tuple(dataclasses.replace(r, exits=list(r.exits)) for r in w.rooms)},
+     r"World.rooms\[0\].exits must be a tuple; got list"),
+    (lambda w: {"rooms": tuple(dataclasses.replace(r, dark=int(r.dark)) for r in w.rooms)},
+     r"World.rooms\[0\].dark must be a bool; got 0"),
+    (lambda w: {"keepers": tuple(dataclasses.replace(k, trade=list(k.trade))
+                                 for k in w.keepers)},
+     r"World.keepers\[0\].trade must be a tuple; got list"),
+    (lambda w: {"keepers": tuple(dataclasses.replace(k, room=len(w.rooms))
+                                 for k in w.keepers)},
+     r"World.keepers\[0\].room must be an int from 0 to 8; got 9"),
+])
+def test_a_hand_built_town_has_the_annotated_types(change, field: str) -> None:
+    """A town built in Python with a list for a tuple (or 0 for False) is refused at once,
+    naming the field, instead of failing later in code compiled against the annotations
+    (the baselines, agents.native) with a bare TypeError."""
+    w = STANDARD_TOWN
+    fields = {"rooms": w.rooms, "goods": w.goods, "keepers": w.keepers} | change(w)
+    with pytest.raises(ConfigError, match=field):
+        World(**fields)
 
 
 def test_largest_town_is_small_for_the_batched_engine() -> None:

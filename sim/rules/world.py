@@ -210,6 +210,12 @@ def _check_size(w: World) -> None:
         if len(v) > cap:
             raise ConfigError(f"World.{name}: at most {cap}; got {len(v)}")
     for r in w.rooms:
+        # typed as annotated: compiled code (agents.native) reads these fields as such
+        if not isinstance(r.exits, tuple):
+            raise ConfigError(f"World.rooms[{r.id}].exits must be a tuple; got "
+                              f"{type(r.exits).__name__}")
+        if not isinstance(r.dark, bool):
+            raise ConfigError(f"World.rooms[{r.id}].dark must be a bool; got {shown(r.dark)}")
         if len(r.exits) > MAX_EXITS:
             raise ConfigError(f"World.rooms[{r.id}].exits: at most {MAX_EXITS}; "
                               f"got {len(r.exits)}")
@@ -219,6 +225,12 @@ def _check_size(w: World) -> None:
                               f"{shown(r.exits, 80)}")
     for g in w.goods:
         _bounded(g.value, f"World.goods[{g.id}].value", 1, MAX_VALUE)
+    for k in w.keepers:
+        _bounded(k.room, f"World.keepers[{k.id}].room", 0, len(w.rooms) - 1)
+        for name in ("trade", "opening"):
+            if not isinstance(getattr(k, name), tuple):
+                raise ConfigError(f"World.keepers[{k.id}].{name} must be a tuple; got "
+                                  f"{type(getattr(k, name)).__name__}")
     for name, lo, cap in (("start_coin", 0, MAX_COIN), ("keeper_start_coin", 0, MAX_COIN),
                           ("carry_limit", 1, MAX_CARRY)):
         _bounded(getattr(w, name), f"World.{name}", lo, cap)
