@@ -7,7 +7,9 @@ fails the install instead (CI); ``pure`` does not compile.  The build writes eac
 (``sim/native.json``, ``agents/native.json``: the digest of the sources it compiled) last, so
 that a failed or partial build never runs: ``Group.choose`` uses compiled modules only beside a
 record that matches their sources.  Each group is compiled by its own mypyc run, so that the
-baselines reach the rules through Python imports and either group can fall back alone.
+baselines reach the rules through Python imports (the rules may run from source while the
+baselines stay compiled; the baselines' record also covers sim's sources, whose types they were
+compiled against).
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 native = runpy.run_path(os.path.join(HERE, "sim", "native.py"))
 GROUPS = [native["RULES"]]
 baselines = runpy.run_path(os.path.join(HERE, "agents", "native.py"))
-GROUPS.append(native["Group"](baselines["COMPILED"], baselines["GROUP"], "baselines", HERE))
+GROUPS.append(native["Group"](baselines["COMPILED"], baselines["GROUP"], "baselines", HERE,
+                              baselines["DEPENDS"]))
 MODE = os.environ.get("GUILD_BUILD", "auto")
 if MODE not in ("auto", "native", "pure"):
     sys.exit(f"setup.py: GUILD_BUILD must be auto, native or pure; got {MODE!r}")

@@ -12,6 +12,8 @@ view plus the two hidden reads the original's rules need (see ``agents.seat_view
 
 from __future__ import annotations
 
+from typing import SupportsIndex
+
 from sim import Game
 from sim.language.parser import parse
 from sim.language.vocab import REFLEXIVE_WORDS, tokenize
@@ -221,7 +223,7 @@ def _phrases(w: World) -> Phrases:
     return say
 
 
-def factor_sentence(game: Game, seat: int, sell_margin: int, pickup_value: int) -> str:
+def factor_sentence(game: Game, seat: SupportsIndex, sell_margin: int, pickup_value: int) -> str:
     """The factor's sentence for ``seat`` in the game's start-of-turn state (rules and
     parameters: :class:`agents.Factor`)."""
     v = BaselineView(game, seat)
@@ -289,7 +291,7 @@ def factor_sentence(game: Game, seat: int, sell_margin: int, pickup_value: int) 
     return say.wait
 
 
-def magpie_sentence(game: Game, seat: int, hawk_period: int, sell_margin: int,
+def magpie_sentence(game: Game, seat: SupportsIndex, hawk_period: int, sell_margin: int,
                     buy_margin: int) -> str:
     """The magpie's sentence for ``seat`` in the game's start-of-turn state (rules and
     parameters: :class:`agents.Magpie`)."""

@@ -6,7 +6,8 @@ and the view they read (``agents.seat_view``) take about a sixth of an episode's
 less (README, Speed).  The mechanism is the rules' (``sim.native.Group``): this group runs only
 as the build of the sources beside it (``agents/native.json``), else from its ``.py`` files with
 a ``StaleBuildWarning``; ``GUILD_PURE=1`` runs both groups from source.  It calls the rules
-through Python imports, so either group may fall back alone.
+through Python imports, so the rules may run from source while it stays compiled; but it was
+compiled against their types, so an edit anywhere in ``sim`` makes it stale as well.
 
 Standard library only at module level: ``setup.py`` reads ``COMPILED`` and ``GROUP`` by path.
 """
@@ -17,6 +18,9 @@ import os
 
 COMPILED: tuple[str, ...] = ("agents.seat_view", "agents.baseline_rules")
 GROUP = "agents.native_baselines"  # its shared library: agents/native_baselines__mypyc.*.so
+# mypyc compiled them against sim's types (a GameState field, a World field, what buy_walk
+# returns): an edit anywhere in sim makes this build stale too, as an edit of their own does.
+DEPENDS = ("sim",)
 active = False  # whether the compiled modules run in this process (set by choose)
 
 
@@ -27,5 +31,5 @@ def choose() -> bool:
     from sim.native import Group
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds agents
-    active = Group(COMPILED, GROUP, "baselines", root).choose()
+    active = Group(COMPILED, GROUP, "baselines", root, DEPENDS).choose()
     return active

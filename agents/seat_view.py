@@ -20,10 +20,16 @@ are confined here and used by ``Factor`` and ``Magpie`` only:
 
 from __future__ import annotations
 
+from operator import index
+from typing import Any, SupportsIndex
+
 from mypy_extensions import mypyc_attr
 
 from sim import Game
 from sim.rules.world import World
+
+# SeatView's fields, in the order _rebuild takes them.
+_FIELDS = ("world", "seat", "turn", "room", "coin", "items", "free", "keeper", "stock", "_state")
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # compiled at install (agents.native)
@@ -36,12 +42,16 @@ class SeatView:
     ``offers`` (new lists) are read from the state at each read (a scripted decision builds a
     view and reads a few facts, thousands of times a second), so read them while deciding,
     before the turn is played.
+
+    Compiled at install (``agents.native``), it may still be subclassed: a subclass may add
+    methods, properties and attributes, but should not redefine one of the fields above as a
+    property, since this class's own properties read its fields directly.
     """
 
-    __slots__ = ("world", "seat", "turn", "room", "coin", "items", "free", "keeper", "stock",
-                 "_state")
+    __slots__ = _FIELDS
 
-    def __init__(self, game: Game, seat: int) -> None:
+    def __init__(self, game: Game, seat: SupportsIndex) -> None:
+        seat = seat if type(seat) is int else index(seat)  # numpy integers too
         st = game.state
         self._state = st
         w = st.world
@@ -55,6 +65,12 @@ class SeatView:
         self.free = w.carry_limit - sum(items)
         self.keeper = npc = w.keeper_in_room[here]   # keeper standing here, -1 if none
         self.stock = st.stock[npc] if npc >= 0 else None   # its stock (shown in its table)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Copies and pickles keep every field, and a subclass's own attributes (the compiled
+        class's default copy would drop those)."""
+        return (_rebuild, (type(self), tuple(getattr(self, f) for f in _FIELDS),
+                           getattr(self, "__dict__", None)))
 
     @property
     def turns(self) -> int:
@@ -140,3 +156,14 @@ class BaselineView(SeatView):
     def carries(self, other: int) -> bool:
         """HIDDEN STATE: whether seat ``other`` holds at least one good (magpie rule 1)."""
         return sum(self._state.items[other]) > 0
+
+
+def _rebuild(cls: type[SeatView], fields: tuple[Any, ...],
+             extra: dict[str, Any] | None) -> SeatView:
+    """A copy of a view (``SeatView.__reduce__``)."""
+    view = cls.__new__(cls)
+    for name, value in zip(_FIELDS, fields):
+        setattr(view, name, value)
+    if extra:
+        view.__dict__.update(extra)
+    return view

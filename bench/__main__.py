@@ -323,6 +323,18 @@ def _only(args: argparse.Namespace, secs: float) -> bool:
     return bool(names)
 
 
+def _builds() -> str:
+    """Which compiled groups run (stderr's first line): the figures depend on it."""
+    groups = [("the rules", native.active, "sim.native")]
+    if importlib.util.find_spec("agents") is not None:
+        import agents
+        groups.append(("the baselines", agents.native.active, "agents.native"))
+    return "bench: " + "; ".join(
+        f"{name} run " + (f"compiled (mypyc; {where})" if on else
+                          "as pure Python (GUILD_PURE=1, a stale or no compiled build)")
+        for name, on, where in groups)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     ap.add_argument("--quick", action="store_true", help="about 1 s per figure (< 60 s)")
@@ -333,9 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.rounds > 1 and not args.only:
         ap.error("--rounds needs --only (the figures to repeat)")
     secs = 1.0 if args.quick else 5.0
-    print("bench: the rules run " + ("compiled (mypyc; sim.native)" if native.active else
-                                     "as pure Python (GUILD_PURE=1 or no compiled build)"),
-          file=sys.stderr)
+    print(_builds(), file=sys.stderr)
     if _only(args, secs):
         return 0
     eps = bench_structured(secs)

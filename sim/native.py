@@ -69,12 +69,15 @@ class Group:
     """
 
     def __init__(self, modules: Iterable[str], library: str, what: str,
-                 root: str = _ROOT) -> None:
+                 root: str = _ROOT, depends: Iterable[str] = ()) -> None:
         self.modules = tuple(modules)
         self.library = library  # mypyc's shared library: <package>/<name>__mypyc.*.so
         self.package = library.partition(".")[0]
         self.what = what  # what the modules are, for the warning: "rules", "baselines"
         self.root = root  # the folder holding the package
+        # Packages whose types the modules were compiled against (mypyc checks an argument, a
+        # return value or a field read against them): their sources join the digest.
+        self.depends = tuple(depends)
         self.active = False  # whether the compiled modules run in this process (choose)
 
     def stamp(self, root: str | None = None) -> str:
@@ -83,10 +86,15 @@ class Group:
 
     def source_digest(self, root: str | None = None) -> str:
         """SHA-256 over the modules' names and sources: what a build is the build of."""
+        root = root or self.root
         h = hashlib.sha256()
         for module in self.modules:
-            with open(source_path(module, root or self.root), "rb") as f:
+            with open(source_path(module, root), "rb") as f:
                 h.update(module.encode() + b"\0" + f.read() + b"\0")
+        for package in self.depends:
+            for path in _sources(os.path.join(root, package)):
+                with open(path, "rb") as f:
+                    h.update(os.path.relpath(path, root).encode() + b"\0" + f.read() + b"\0")
         return h.hexdigest()
 
     def build_record(self, root: str | None = None) -> dict:
@@ -105,6 +113,9 @@ class Group:
         if not isinstance(stamp, dict) or stamp.get("modules") != list(self.modules):
             return False, f"{STAMP} names other modules than {self.package}.native.COMPILED"
         if stamp.get("digest") != self.source_digest():
+            if self.depends:
+                return False, (f"their sources, or those of {', '.join(self.depends)} they were "
+                               "compiled against, were edited since the build")
             return False, "their sources were edited since the build"
         for module in self.modules:
             spec = importlib.machinery.PathFinder.find_spec(
@@ -137,6 +148,15 @@ class Group:
                               "again)", StaleBuildWarning, stacklevel=4)
         self.active = ok
         return ok
+
+
+def _sources(folder: str) -> list[str]:
+    """Every ``.py`` file under ``folder``, in a fixed order."""
+    found = []
+    for top, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        found += [os.path.join(top, f) for f in sorted(files) if f.endswith(".py")]
+    return found
 
 
 RULES = Group(COMPILED, GROUP, "rules")

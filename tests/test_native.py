@@ -11,15 +11,18 @@ conformance tests with ``GUILD_PURE=1``.
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import json
 import os
+import pickle
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import needs
 
@@ -28,7 +31,11 @@ import sim
 from sim import native
 
 ROOT = Path(__file__).resolve().parents[1]
-BASELINES = native.Group(agents.native.COMPILED, agents.native.GROUP, "baselines", str(ROOT))
+BASELINES = native.Group(agents.native.COMPILED, agents.native.GROUP, "baselines", str(ROOT),
+                         agents.native.DEPENDS)
+BASELINES_STALE = ("agents: the compiled baselines are not used: their sources, or those of sim "
+                   "they were compiled against, were edited since the build; running them as "
+                   "pure Python (pip install -e . compiles them again)")
 
 # Prints whether the compiled modules run, how each one was loaded, and the warnings of import.
 PROBE = """
@@ -112,9 +119,31 @@ def test_an_edited_source_runs_as_python_with_a_warning(tree: Path) -> None:
     assert seen["file"].startswith(str(tree))
     assert not seen["active"]
     assert set(seen["loaders"].values()) == {"SourceFileLoader"}
-    assert len(seen["warnings"]) == 1 and "edited since the build" in seen["warnings"][0]
-    # the baselines reach the rules through Python imports: they stay compiled
-    assert seen["agents"]["active"] and seen["agents"]["file"].startswith(str(tree))
+    assert "sim: the compiled rules are not used: their sources were edited" in \
+        seen["warnings"][0]
+    # the baselines were compiled against the rules' types: stale too, and said so
+    assert not seen["agents"]["active"] and seen["agents"]["file"].startswith(str(tree))
+    assert set(seen["agents"]["loaders"].values()) == {"SourceFileLoader"}
+    assert seen["warnings"][1:] == [BASELINES_STALE]
+
+
+def test_an_edit_anywhere_in_sim_makes_the_baselines_stale(tree: Path) -> None:
+    """World is not compiled, but the baselines read its fields as typed."""
+    world = tree / "sim" / "rules" / "world.py"
+    world.write_text(world.read_text() + "\n# edited\n")
+    seen = probe(tree)
+    assert seen["active"] and not seen["agents"]["active"]
+    assert seen["warnings"] == [BASELINES_STALE]
+
+
+def test_the_baselines_stay_compiled_beside_rules_run_from_source(tree: Path) -> None:
+    """A partial build of the rules (their sources unchanged) runs them from source; the
+    baselines call them through Python imports and keep running compiled."""
+    next((tree / "sim" / "rules").glob("robbery.*.so")).unlink()
+    seen = probe(tree)
+    assert not seen["active"] and seen["agents"]["active"]
+    assert set(seen["agents"]["loaders"].values()) == {"ExtensionFileLoader"}
+    assert len(seen["warnings"]) == 1 and "partial build" in seen["warnings"][0]
 
 
 def test_an_edited_baseline_runs_as_python_alone(tree: Path) -> None:
@@ -124,9 +153,7 @@ def test_an_edited_baseline_runs_as_python_alone(tree: Path) -> None:
     assert seen["agents"]["file"].startswith(str(tree))
     assert not seen["agents"]["active"]
     assert set(seen["agents"]["loaders"].values()) == {"SourceFileLoader"}
-    assert seen["warnings"] == ["agents: the compiled baselines are not used: their sources "
-                                "were edited since the build; running them as pure Python "
-                                "(pip install -e . compiles them again)"]
+    assert seen["warnings"] == [BASELINES_STALE]
     assert seen["active"]  # the rules' group is another build, still current
 
 
@@ -168,16 +195,19 @@ def test_source_modules_are_python_and_leave_the_process_modules_alone() -> None
 
 @pytest.mark.parametrize("group", [native.RULES, BASELINES], ids=["rules", "baselines"])
 def test_the_digest_covers_every_compiled_source(tmp_path: Path, group: native.Group) -> None:
-    shutil.copytree(ROOT / group.package, tmp_path / group.package,
-                    ignore=shutil.ignore_patterns("*.so"))
+    for package in {group.package, *group.depends}:
+        shutil.copytree(ROOT / package, tmp_path / package,
+                        ignore=shutil.ignore_patterns("*.so", "__pycache__"))
     digest = group.source_digest(str(tmp_path))
     assert digest == group.source_digest()
-    for module in group.modules:
-        path = Path(native.source_path(module, str(tmp_path)))
+    sources = [Path(native.source_path(module, str(tmp_path))) for module in group.modules]
+    sources += [p for package in group.depends for p in (tmp_path / package).rglob("*.py")]
+    for path in sources:
         text = path.read_bytes()
         path.write_bytes(text + b" ")
-        assert group.source_digest(str(tmp_path)) != digest, module
+        assert group.source_digest(str(tmp_path)) != digest, path
         path.write_bytes(text)
+    assert len(sources) > len(group.modules) or not group.depends
 
 
 def test_a_bad_build_mode_is_one_line() -> None:
@@ -204,15 +234,41 @@ def test_a_pure_install_retires_an_earlier_build(tree: Path) -> None:
     assert set(seen["agents"]["loaders"].values()) == {"SourceFileLoader"}
 
 
-def test_a_user_view_subclasses_the_compiled_seat_view() -> None:
-    """Policies may extend ``SeatView`` (compiled with allow_interpreted_subclasses)."""
-    class Mine(agents.SeatView):
-        def purse_and_one(self) -> int:
-            return self.coin + 1
+class Mine(agents.SeatView):
+    """A user's view: an attribute and a method of its own (module level, so it pickles)."""
 
+    def __init__(self, game: sim.Game, seat: int) -> None:
+        super().__init__(game, seat)
+        self.memory = ["saw a thief"]
+
+    def purse_and_one(self) -> int:
+        return self.coin + 1
+
+
+def test_a_user_view_subclasses_the_compiled_seat_view() -> None:
+    """Policies may extend ``SeatView`` (compiled with allow_interpreted_subclasses): their
+    methods and attributes work, and survive copies and pickles (``SeatView.__reduce__``; the
+    compiled class's default copy dropped a subclass's attributes)."""
     game = sim.Game(sim.GameConfig(seed=3))
     game.play_turn([agents.Factor().act(game, s) for s in range(6)])
     view = Mine(game, 2)
     assert view.purse_and_one() == game.state.coin[2] + 1
-    assert (view.room, view.quests, view.cogs) == (game.state.room[2], agents.SeatView(
-        game, 2).quests, agents.SeatView(game, 2).cogs)
+    plain = agents.SeatView(game, 2)
+    assert (view.room, view.quests, view.cogs) == (game.state.room[2], plain.quests, plain.cogs)
+    for copied in (copy.copy(view), copy.deepcopy(view), pickle.loads(pickle.dumps(view))):
+        assert type(copied) is Mine and copied.memory == ["saw a thief"]
+        assert (copied.seat, copied.coin, copied.quests, copied.floor) == (
+            2, view.coin, view.quests, view.floor)
+
+
+def test_the_baselines_take_numpy_seats_and_name_a_bad_one() -> None:
+    """A numpy integer is a seat, as it was before the baselines were compiled; anything else
+    is refused with Python's own error for a non-index."""
+    game = sim.Game(sim.GameConfig(seed=5))
+    for policy in (agents.Factor(), agents.Magpie()):
+        assert [policy.act(game, np.int64(s)) for s in range(6)] == [
+            policy.act(game, s) for s in range(6)]
+        with pytest.raises(TypeError, match="'float' object cannot be interpreted as an "
+                                            "integer"):
+            policy.act(game, 1.0)
+    assert agents.SeatView(game, np.int32(4)).seat == 4
