@@ -8,6 +8,7 @@ masked-random actions: every draw must be legal and every legal action drawable.
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -85,3 +86,31 @@ def test_bad_bench_options_print_one_line_and_exit_2(argv, capsys) -> None:
     assert exit_.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("python -m bench: error: ")
+
+
+def test_instruction_workloads_play_what_their_figures_play(monkeypatch, tmp_path) -> None:
+    """``bench.instructions`` plays the baseline figure's lineup and league episodes whose
+    replays it writes to a folder it removes; a bad count is one line and exit 2."""
+    import tempfile
+
+    import agents
+    import bench.instructions as instructions
+
+    played = []
+    real = agents.play_episode
+    monkeypatch.setattr(agents, "play_episode",
+                        lambda config, seats: played.append((config.seed, list(seats)))
+                        or real(config, seats))
+    assert instructions.main(["baseline", "2"]) == 0
+    assert played == [(0, ["factor", "magpie"] * 3), (1, ["factor", "magpie"] * 3)]
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    written = []
+    remove = instructions.shutil.rmtree
+    monkeypatch.setattr(instructions.shutil, "rmtree", lambda folder: written.extend(
+        sorted(p.suffix for p in Path(folder).iterdir())) or remove(folder))
+    assert instructions.main(["league", "2"]) == 0
+    assert written == [".json", ".json"]  # one replay an episode, then the folder goes
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(SystemExit) as exit_:
+        instructions.main(["league", "0"])
+    assert exit_.value.code == 2

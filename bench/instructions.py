@@ -1,0 +1,62 @@
+"""Workloads for instruction counts: ``python -m bench.instructions WORKLOAD EPISODES``.
+
+Wall-clock figures on a shared machine drift more than a change moves them; instruction counts
+do not. Run a workload under callgrind for two episode counts and divide the difference, so
+that start-up (imports, the town's caches) cancels out::
+
+    PYTHONHASHSEED=0 valgrind --tool=callgrind python -m bench.instructions baseline 60
+    PYTHONHASHSEED=0 valgrind --tool=callgrind python -m bench.instructions baseline 20
+
+(per episode: the difference of the two totals over 40). ``baseline`` is
+``baseline_episodes_per_s``'s workload (3 factor + 3 magpie, ``agents.play_episode``);
+``league`` one league worker's (``league.episode.play``, factor against magpie, replays
+written to a temporary folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+
+SEATS = ["factor", "magpie"] * 3
+
+
+def baseline(episodes: int) -> None:
+    import agents
+    from sim import GameConfig
+
+    for seed in range(episodes):
+        agents.play_episode(GameConfig(seed=seed, turns=14), SEATS)
+
+
+def league(episodes: int) -> None:
+    from league.episode import Settings, play
+    from league.lineups import episode_spec
+
+    folder = tempfile.mkdtemp()
+    try:
+        settings = Settings(policies=("factor", "magpie"), replay_dir=folder)
+        for index in range(episodes):
+            play(episode_spec(("factor", "magpie"), 1, index), settings)
+    finally:
+        shutil.rmtree(folder)
+
+
+WORKLOADS = {"baseline": baseline, "league": league}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.instructions", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("workload", choices=sorted(WORKLOADS))
+    ap.add_argument("episodes", type=int)
+    args = ap.parse_args(argv)
+    if not 1 <= args.episodes <= 100_000:
+        ap.error(f"episodes must be from 1 to 100000; got {args.episodes}")
+    WORKLOADS[args.workload](args.episodes)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
