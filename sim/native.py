@@ -64,8 +64,10 @@ class Group:
     """One mypyc group: modules compiled into one shared library, run all together or not at all.
 
     ``sim`` has one (``RULES``); ``agents.native`` makes another for the scripted baselines.
-    Each group keeps its own record (``STAMP`` in its package's folder) and falls back alone:
-    a group's compiled code reaches another group's modules only through Python imports.
+    Each group keeps its own record (``STAMP`` in its package's folder) and falls back on its
+    own: a group's compiled code reaches another group's modules only through Python imports.
+    Code compiled against another package's types names it in ``depends``, so that an edit
+    there makes this group stale too.
     """
 
     def __init__(self, modules: Iterable[str], library: str, what: str,
