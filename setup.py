@@ -24,10 +24,9 @@ from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 native = runpy.run_path(os.path.join(HERE, "sim", "native.py"))
-GROUPS = [native["RULES"]]
-baselines = runpy.run_path(os.path.join(HERE, "agents", "native.py"))
-GROUPS.append(native["Group"](baselines["COMPILED"], baselines["GROUP"], "baselines", HERE,
-                              baselines["DEPENDS"]))
+# Each group as its package's native module describes it (sim.native.Group.described).
+GROUPS = [native["Group"].described(spec, HERE)
+          for spec in (native, runpy.run_path(os.path.join(HERE, "agents", "native.py")))]
 MODE = os.environ.get("GUILD_BUILD", "auto")
 if MODE not in ("auto", "native", "pure"):
     sys.exit(f"setup.py: GUILD_BUILD must be auto, native or pure; got {MODE!r}")

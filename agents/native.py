@@ -9,7 +9,7 @@ a ``StaleBuildWarning``; ``GUILD_PURE=1`` runs both groups from source.  It call
 through Python imports, so the rules may run from source while it stays compiled; but it was
 compiled against their types, so an edit anywhere in ``sim`` makes it stale as well.
 
-Standard library only at module level: ``setup.py`` reads ``COMPILED`` and ``GROUP`` by path.
+Standard library only at module level: ``setup.py`` reads this description by path.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ GROUP = "agents.native_baselines"  # its shared library: agents/native_baselines
 # mypyc compiled them against sim's types (a GameState field, a World field, what buy_walk
 # returns): an edit anywhere in sim makes this build stale too, as an edit of their own does.
 DEPENDS = ("sim",)
+WHAT = "baselines"  # what the warning calls them
 active = False  # whether the compiled modules run in this process (set by choose)
 
 
@@ -31,5 +32,5 @@ def choose() -> bool:
     from sim.native import Group
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds agents
-    active = Group(COMPILED, GROUP, "baselines", root, DEPENDS).choose()
+    active = Group.described(globals(), root).choose()
     return active

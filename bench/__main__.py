@@ -164,16 +164,18 @@ def bench_parse(seconds: float) -> float:
     return _rate(batch, seconds)
 
 
+# The original's own workload (issue 18): seats 0, 2, 4 factor and 1, 3, 5 magpie.
+BASELINE_LINEUP = ("factor", "magpie") * 3
+
+
 def bench_baselines(seconds: float) -> float | None:
     if importlib.util.find_spec("agents") is None:
         return None
     import agents
 
-    lineup = ["factor", "magpie", "factor", "magpie", "factor", "magpie"]
-
     def episode(i: int) -> int:
         agents.play_episode(GameConfig(seed=i, turns=TURNS),
-                            [agents.make_policy(p) for p in lineup])
+                            [agents.make_policy(p) for p in BASELINE_LINEUP])
         return 1
     return _rate(episode, seconds)
 

@@ -19,7 +19,7 @@ import argparse
 import shutil
 import tempfile
 
-SEATS = ["factor", "magpie"] * 3
+from bench.__main__ import BASELINE_LINEUP, TURNS
 
 
 def baseline(episodes: int) -> None:
@@ -27,7 +27,7 @@ def baseline(episodes: int) -> None:
     from sim import GameConfig
 
     for seed in range(episodes):
-        agents.play_episode(GameConfig(seed=seed, turns=14), SEATS)
+        agents.play_episode(GameConfig(seed=seed, turns=TURNS), list(BASELINE_LINEUP))
 
 
 def league(episodes: int) -> None:

@@ -25,10 +25,11 @@ import json
 import os
 import sys
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from types import ModuleType
+from typing import Any
 
-__all__ = ["COMPILED", "GROUP", "RULES", "STAMP", "Group", "StaleBuildWarning", "active",
+__all__ = ["COMPILED", "GROUP", "RULES", "STAMP", "WHAT", "Group", "StaleBuildWarning", "active",
            "build_record", "choose", "source_digest", "source_modules"]
 
 # The modules of one turn (rules and parser). Left out: package __init__s (sim's sets this
@@ -45,6 +46,7 @@ COMPILED: tuple[str, ...] = (
     "sim.language.parser", "sim.language.vocab",
 )
 GROUP = "sim.native_rules"  # mypyc's shared library of the group: sim/native_rules__mypyc.*.so
+WHAT = "rules"  # what the warning calls them
 STAMP = "native.json"  # in each compiled package's folder: Group.build_record() of its build
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the folder holding sim
@@ -81,6 +83,13 @@ class Group:
         # return value or a field read against them): their sources join the digest.
         self.depends = tuple(depends)
         self.active = False  # whether the compiled modules run in this process (choose)
+
+    @classmethod
+    def described(cls, spec: Mapping[str, Any], root: str) -> Group:
+        """The group a package's ``native`` module describes (its ``COMPILED``, ``GROUP``,
+        ``WHAT`` and, if any, ``DEPENDS``; ``vars(module)`` or ``runpy``'s globals), with the
+        package under ``root``: one description serves ``choose``, ``setup.py`` and the tests."""
+        return cls(spec["COMPILED"], spec["GROUP"], spec["WHAT"], root, spec.get("DEPENDS", ()))
 
     def stamp(self, root: str | None = None) -> str:
         """The path of the group's build record under ``root``."""
@@ -161,7 +170,7 @@ def _sources(folder: str) -> list[str]:
     return found
 
 
-RULES = Group(COMPILED, GROUP, "rules")
+RULES = Group.described(globals(), _ROOT)
 
 
 def source_digest(root: str = _ROOT) -> str:

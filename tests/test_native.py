@@ -31,8 +31,7 @@ import sim
 from sim import native
 
 ROOT = Path(__file__).resolve().parents[1]
-BASELINES = native.Group(agents.native.COMPILED, agents.native.GROUP, "baselines", str(ROOT),
-                         agents.native.DEPENDS)
+BASELINES = native.Group.described(vars(agents.native), str(ROOT))
 BASELINES_STALE = ("agents: the compiled baselines are not used: their sources, or those of sim "
                    "they were compiled against, were edited since the build; running them as "
                    "pure Python (pip install -e . compiles them again)")
