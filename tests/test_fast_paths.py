@@ -33,6 +33,25 @@ def test_entry_points_equal_the_dispatcher() -> None:
     assert {"step_rows", "encode_rows"} <= set(fast._entries)  # the fast path was taken
 
 
+def test_bound_kernels_equal_the_dispatcher() -> None:
+    """``bind``: the arrays are read at each call (new contents, same buffers), and the
+    engine's state and encoded rows move as ``step`` and ``encode`` move them."""
+    fast, slow = (BatchedGuild(2, seed=3) for _ in range(2))
+    rng = np.random.default_rng(1)
+    acts = np.zeros((2, 6), np.int64)
+    r, s = all_seats(2)
+    out = np.zeros((r.size, fast.tables.obs_width), np.float32)
+    step, observe = fast.bind("step_rows", (acts,)), fast.bind("encode_rows", (r, s, out))
+    for _ in range(14):
+        acts[:] = rng.integers(0, fast.tables.n_actions, size=(2, 6))
+        step()
+        slow.step(acts.copy(), autoreset=False)
+        assert all((a == b).all() for a, b in zip(fast.state, slow.state))
+        observe()
+        assert (out == encode(slow, r, s)).all()
+    assert fast.state.done.all()
+
+
 def test_kept_observations_survive_later_steps() -> None:
     for flatten in (False, True):
         env = sim.parallel_env(seed=5, flatten=flatten)

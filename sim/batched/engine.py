@@ -22,7 +22,7 @@ from ..rules.offers import Offer
 from ..rules.world import COMMISSION_COUNT, MIN_TURNS, SEATS, STANDARD_TOWN, World
 from . import jit, source
 from .observe import all_seats, encode, legal_masks
-from .setup import check_seeds, draw_towns
+from .setup import check_seeds, towns_of
 from .state import BatchState, allocate, export_row, load_game, row_offers, scratch_for
 from .tables import Tables, tables_for
 
@@ -79,12 +79,17 @@ class BatchedGuild:
         if rows.size == 0:
             return
         st, tb = self.state, self.tables
-        starts, quests, floor = draw_towns(seeds, self.world)
+        starts, quests, floor = towns_of(seeds, self.world)
         at = rows
-        if rows.size == 1 and 0 <= rows[0] < self.n:  # a slice: half the cost of a row list
-            at = slice(int(rows[0]), int(rows[0]) + 1)
-        for a in st:
-            a[at] = 0
+        if rows is self.rows:  # every row (each reset of a one-row face): a third of the cost
+            at = slice(None)
+            for a in st:
+                a.fill(0)
+        else:
+            if rows.size == 1 and 0 <= rows[0] < self.n:  # a slice: half the cost of a list
+                at = slice(int(rows[0]), int(rows[0]) + 1)
+            for a in st:
+                a[at] = 0
         st.seed[at] = seeds
         st.room[at] = starts
         st.prev_room[at] = -1
@@ -136,12 +141,6 @@ class BatchedGuild:
             self.reset_done()
         return rewards, done
 
-    def step_checked(self, actions: np.ndarray) -> None:
-        """``step(actions, autoreset=False)`` without its checks and rewards, for callers that
-        have checked ``actions`` (int64 ``[n, 6]`` table indices) and that no row has ended:
-        the one-row faces, where those checks cost more than the turn itself."""
-        self.run_kernel("step_rows", (actions,), self.own_args())
-
     def own_args(self, turns: bool = True) -> tuple:
         """The kernels' trailing arguments: state, tables, (turns,) thievery, work arrays."""
         if turns:
@@ -173,6 +172,21 @@ class BatchedGuild:
             if found is not None:
                 self._entries[name] = (found.entry_point,
                                        tuple((a.dtype, a.ndim) for a in arrays))
+
+    def bind(self, name: str, arrays: tuple[np.ndarray, ...]) -> Callable[[], None]:
+        """Kernel ``name`` on these very ``arrays`` (then this engine's own), as a call without
+        arguments: ``run_kernel``'s checks made once, here, instead of at every call.
+
+        For callers that own ``arrays``, keep them and run the kernel on them every turn (the
+        one-row faces, where those checks cost as much as encoding a row): they change the
+        arrays' contents only, never their dtype, shape or flags. Compiles without running.
+        """
+        own = self.own_args(turns=name != "mask_rows")
+        disp = jit.kernel(name)
+        if not all(_plain(a) for a in arrays):
+            return lambda: disp(*arrays, *own)
+        entry = disp.compile(tuple(disp.typeof_pyval(a) for a in arrays + own))
+        return lambda: entry(*arrays, *own)
 
     def scores(self) -> np.ndarray:
         """Every seat's score, ``[n, 6]`` float64, exactly as ``sim.rules.scoring.score``."""

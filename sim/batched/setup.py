@@ -101,13 +101,13 @@ def _step(a0: np.ndarray, a1: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nd
 def check_seeds(seeds: np.ndarray) -> np.ndarray:
     """``seeds`` as int64, refusing any whose ``seed * 7919 + 17`` overflows (RULES §4)."""
     arr = np.asarray(seeds)
-    if arr.ndim != 1 or not (np.issubdtype(arr.dtype, np.integer) or arr.size == 0):
+    if arr.ndim != 1 or not (arr.dtype.kind in "iu" or arr.size == 0):  # ints, signed or not
         raise ValueError(f"seeds must be a 1-d array of ints; got {arr.dtype} {arr.shape}")
     bad = (arr < SEED_MIN) | (arr > SEED_MAX)
     if bad.any():
         raise ValueError(f"seed {int(arr[np.argmax(bad)])} is out of range: seed * 7919 + 17 "
                          "must fit in a signed 64-bit integer")
-    return arr.astype(np.int64)
+    return arr.astype(np.int64, copy=False)
 
 
 def draw_towns(seeds: np.ndarray, world: World = STANDARD_TOWN
@@ -116,7 +116,12 @@ def draw_towns(seeds: np.ndarray, world: World = STANDARD_TOWN
 
     The same draws, in the same order, as ``sim.rules.setup.draw_town`` for each seed.
     """
-    seeds = check_seeds(seeds)
+    return towns_of(check_seeds(seeds), world)
+
+
+def towns_of(seeds: np.ndarray, world: World) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``draw_towns`` of seeds that ``check_seeds`` has returned (the engine checks them
+    once, for its own use too)."""
     n = seeds.shape[0]
     if n <= SCALAR_ROWS:
         return _draw_towns_scalar(seeds, world)

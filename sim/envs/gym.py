@@ -92,7 +92,6 @@ class GuildEnv(gym.Env):
         self._row: RowEpisode | None = None  # the batched path: a one-row engine
         self._twins: list[tuple[object, list[int]]] | None = None
         self._groups: list[tuple[object, np.ndarray, np.ndarray]] = []  # twin, rows, seats
-        self._learner = np.zeros(1, np.int64)
         self._mask = np.zeros(self.face.n_actions, bool)
 
     # --- gymnasium API ---------------------------------------------------------------------
@@ -117,7 +116,6 @@ class GuildEnv(gym.Env):
         self._groups = [(twin, np.zeros(len(ks), np.int64),
                          np.array([others[k] for k in ks], np.int64))
                         for twin, ks in self._twins]
-        self._learner[0] = self.seat
         self._row = self._row or RowEpisode(config)
         self._row.reset(config, self._replay)
         return self._observe()
@@ -177,7 +175,7 @@ class GuildEnv(gym.Env):
         if self._row is None:
             obs, face_info = self.face.observe(self._game, self.seat)
         else:
-            rows = self._row.observe(self._learner)
+            rows = self._row.observe_seat(self.seat)
             self._mask = rows[0, -self.face.n_actions:] > 0
             obs, face_info = self.face.split(rows)[0]
         return obs, {"seat": self.seat, "score": self._score, **face_info}

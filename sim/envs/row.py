@@ -16,7 +16,6 @@ import numpy as np
 
 from ..batched import source
 from ..batched.engine import BatchedGuild
-from ..batched.observe import encode
 from ..game import Game, GameConfig
 from ..rules.scoring import score_of
 from ..rules.world import SEATS
@@ -38,6 +37,13 @@ class RowEpisode:
         self.config = config
         self.scores = [0.0] * SEATS
         self._obs = np.zeros((SEATS, self.engine.tables.obs_width), np.float32)
+        # The kernels of a turn, bound to buffers of this episode's own (``BatchedGuild.bind``):
+        # the joint action, one seat's row, all six seats' rows.
+        self._joint = np.zeros((1, SEATS), np.int64)
+        self._seat = np.zeros(1, np.int64)
+        self._step = self.engine.bind("step_rows", (self._joint,))
+        self._encode_seat = self.engine.bind("encode_rows", (_ROW, self._seat, self._obs[:1]))
+        self._encode_all = self.engine.bind("encode_rows", (_SIX_ROWS, _SIX_SEATS, self._obs))
         self._turns: list[np.ndarray] = []
         self._replay: Replay | None = None
         self._game: Game | None = None
@@ -45,7 +51,7 @@ class RowEpisode:
     def reset(self, config: GameConfig, replay: Replay) -> None:
         """A new episode from ``config`` (its seed); ``replay`` rebuilds its turns on demand."""
         self.config = config
-        self.engine.reset(np.array([config.seed], np.int64), _ROW)
+        self.engine.reset(np.array([config.seed], np.int64))
         self.scores = [0.0] * SEATS
         self._turns = []
         self._replay = replay
@@ -53,7 +59,8 @@ class RowEpisode:
 
     def step(self, joint: np.ndarray) -> bool:
         """Resolve one turn from six checked table indices; True when the episode ends."""
-        self.engine.step_checked(joint.reshape(1, SEATS))  # the face checked every index
+        self._joint[0] = joint  # six table indices the face has checked
+        self._step()
         self._turns.append(joint)
         # The score formula on Python ints: the same floats as ``engine.scores()`` without
         # numpy's per-call cost on a one-row array.
@@ -65,11 +72,16 @@ class RowEpisode:
     def done(self) -> bool:
         return bool(self.engine.state.done[0])
 
-    def observe(self, seats: np.ndarray = _SIX_SEATS) -> np.ndarray:
-        """Encoded rows of ``seats`` (``encode_flat`` order, mask last); a reused buffer."""
-        out = self._obs[:len(seats)]
-        encode(self.engine, _SIX_ROWS[:len(seats)], seats, out)
-        return out
+    def observe(self) -> np.ndarray:
+        """The six seats' encoded rows (``encode_flat`` order, mask last); a reused buffer."""
+        self._encode_all()
+        return self._obs
+
+    def observe_seat(self, seat: int) -> np.ndarray:
+        """``seat``'s encoded row, ``[1, obs]``; a reused buffer."""
+        self._seat[0] = seat
+        self._encode_seat()
+        return self._obs[:1]
 
     def results(self) -> dict:
         """``Game.results()`` of this episode, read from the batched row (by the rules' Python
