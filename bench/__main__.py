@@ -198,15 +198,17 @@ def bench_gym(seconds: float) -> float | None:
 
     env = gymnasium.make("guild/Guild-v0")
     rng = random.Random(0)
+    return _rate(lambda i: gym_episode(env, i, rng), seconds)
 
-    def episode(i: int) -> int:
-        obs, info = env.reset(seed=i)
-        steps, done = 0, False
-        while not done:
-            obs, r, done, trunc, info = env.step(masked_random(obs["action_mask"], rng))
-            steps += 1
-        return steps
-    return _rate(episode, seconds)
+
+def gym_episode(env, seed: int, rng: random.Random) -> int:
+    """One episode of ``bench_gym``'s driver; returns its steps."""
+    obs, info = env.reset(seed=seed)
+    steps, done = 0, False
+    while not done:
+        obs, r, done, trunc, info = env.step(masked_random(obs["action_mask"], rng))
+        steps += 1
+    return steps
 
 
 def bench_parallel(seconds: float) -> float:
@@ -215,18 +217,20 @@ def bench_parallel(seconds: float) -> float:
 
     env = sim.parallel_env()
     rng = random.Random(0)
+    return _rate(lambda i: parallel_episode(env, i, rng), seconds)
 
-    def episode(i: int) -> int:
-        obs, infos = env.reset(seed=i)
-        steps = 0
-        while env.agents:
-            acts = {}
-            for a in env.agents:
-                acts[a] = masked_random(obs[a]["action_mask"], rng)
-            obs, rewards, terms, truncs, infos = env.step(acts)
-            steps += 1
-        return steps
-    return _rate(episode, seconds)
+
+def parallel_episode(env, seed: int, rng: random.Random) -> int:
+    """One episode of ``bench_parallel``'s driver; returns its joint steps."""
+    obs, infos = env.reset(seed=seed)
+    steps = 0
+    while env.agents:
+        acts = {}
+        for a in env.agents:
+            acts[a] = masked_random(obs[a]["action_mask"], rng)
+        obs, rewards, terms, truncs, infos = env.step(acts)
+        steps += 1
+    return steps
 
 
 def bench_league(episodes: int, policies: tuple[str, ...] = ("factor", "magpie"),

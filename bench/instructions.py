@@ -10,7 +10,8 @@ that start-up (imports, the town's caches) cancels out::
 (per episode: the difference of the two totals over 40). ``baseline`` is
 ``baseline_episodes_per_s``'s workload (3 factor + 3 magpie, ``agents.play_episode``);
 ``league`` one league worker's (``league.episode.play``, factor against magpie, replays
-written to a temporary folder).
+written to a temporary folder); ``parallel`` and ``gym`` the drivers of
+``parallel_joint_steps_per_s`` and ``gym_steps_per_s`` (an episode is 14 steps).
 """
 
 from __future__ import annotations
@@ -43,7 +44,31 @@ def league(episodes: int) -> None:
         shutil.rmtree(folder)
 
 
-WORKLOADS = {"baseline": baseline, "league": league}
+def parallel(episodes: int) -> None:
+    import random
+
+    import sim
+    from bench.__main__ import parallel_episode
+
+    env, rng = sim.parallel_env(), random.Random(0)
+    for seed in range(episodes):
+        parallel_episode(env, seed, rng)
+
+
+def gym(episodes: int) -> None:
+    import random
+
+    import gymnasium
+
+    import sim  # noqa: F401  (registers guild/Guild-v0)
+    from bench.__main__ import gym_episode
+
+    env, rng = gymnasium.make("guild/Guild-v0"), random.Random(0)
+    for seed in range(episodes):
+        gym_episode(env, seed, rng)
+
+
+WORKLOADS = {"baseline": baseline, "league": league, "parallel": parallel, "gym": gym}
 
 
 def main(argv: list[str] | None = None) -> int:

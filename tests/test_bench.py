@@ -94,6 +94,7 @@ def test_instruction_workloads_play_what_their_figures_play(monkeypatch, tmp_pat
     import tempfile
 
     import agents
+    import bench.__main__ as bench_main
     import bench.instructions as instructions
 
     played = []
@@ -111,6 +112,14 @@ def test_instruction_workloads_play_what_their_figures_play(monkeypatch, tmp_pat
     assert instructions.main(["league", "2"]) == 0
     assert written == [".json", ".json"]  # one replay an episode, then the folder goes
     assert list(tmp_path.iterdir()) == []
+    # the faces' drivers: 14 steps an episode, as the figures count them
+    steps = []
+    for name, driver in (("parallel", "parallel_episode"), ("gym", "gym_episode")):
+        real_driver = getattr(bench_main, driver)
+        monkeypatch.setattr(bench_main, driver, lambda *a, _real=real_driver: steps.append(
+            _real(*a)))
+        assert instructions.main([name, "2"]) == 0
+    assert steps == [14] * 4
     with pytest.raises(SystemExit) as exit_:
         instructions.main(["league", "0"])
     assert exit_.value.code == 2
