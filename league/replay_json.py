@@ -24,7 +24,6 @@ replay, and random payloads against ``STDLIB``).
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 try:
@@ -36,9 +35,9 @@ except ImportError:  # the plain install: the standard library alone
 # per replay or checking a fresh event log for cycles.
 STDLIB = json.JSONEncoder(separators=(",", ":"), check_circular=False)
 
-# Each a literal regex: ``re`` finds a literal two to three times faster than ``bytes in``
-# does (35 KB: 15 against 35 us); single bytes are a memchr either way.
-_MAY_DIFFER = tuple(re.compile(re.escape(m)).search for m in (b"null", b"e-", b"0.0000"))
+# Looked for with ``bytes in`` (a skipping search): in a 35 KB replay the three cost 276,000
+# instructions, against 611,000 as regular expressions (callgrind; ``re`` steps byte by byte).
+_MAY_DIFFER = (b"null", b"e-", b"0.0000")
 
 
 def _refuse(value: Any) -> Any:
@@ -59,6 +58,6 @@ def encode(payload: Any) -> bytes:
             pass
         else:
             if (out.isascii() and b"\x7f" not in out and (b"+" not in out or b"e+" not in out)
-                    and not any(search(out) for search in _MAY_DIFFER)):
+                    and not any(marker in out for marker in _MAY_DIFFER)):
                 return out
     return STDLIB.encode(payload).encode("ascii")
