@@ -138,3 +138,14 @@ def test_waiting_table_scores_zero_and_has_7t_plus_3_events(cfg: GameConfig) -> 
     assert game.results()["scores"] == [0.0] * 6
     assert len(game.events) == 7 * cfg.turns + 3
     assert [e["kind"] for e in game.events[-2:]] == ["turn", "end"]
+
+
+@given(st.text(alphabet=st.sampled_from("ab \n\r\t\x00\x0b\x85\u2003\u3000\x7f"), max_size=12)
+       | st.text(max_size=40))
+def test_one_line_flattens_then_strips_any_text(text: str) -> None:
+    """RULES §19's ``oneLine``: newline, return and tab become spaces, then Unicode whitespace
+    goes from both ends; its shortcut for lines with none of the three changes nothing."""
+    from sim.rules.text import UNICODE_WS, one_line
+
+    flat = text.replace("\n", " ").replace("\r", " ").replace("\t", " ")
+    assert one_line(text) == flat.strip(UNICODE_WS)
