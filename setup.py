@@ -50,6 +50,11 @@ def _retire_records(base: str) -> list[str]:
 class BuildNative(build_ext):
     """build_ext that builds all of the groups or none of them, and records what it compiled."""
 
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        if self.parallel is None:  # the groups' C files compile side by side, one per core
+            self.parallel = os.cpu_count() or 1
+
     def run(self) -> None:
         stamps = _retire_records(HERE if self.inplace else self.build_lib)  # until whole
         if not self.extensions:
