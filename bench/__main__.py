@@ -13,11 +13,14 @@ ones measured on the project's 2-core machine class.
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib.util
 import random
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 
@@ -241,17 +244,32 @@ def bench_league(episodes: int, policies: tuple[str, ...] = ("factor", "magpie")
         return None
     import contextlib
     import io
-    import tempfile
 
     from league import LeagueOptions, run_league
 
-    with tempfile.TemporaryDirectory() as out:
-        opts = LeagueOptions(policies=policies, episodes=episodes, out=out, seed=1, workers=2,
-                             trust=trust)
-        start = time.perf_counter()
-        with contextlib.redirect_stderr(io.StringIO()):
-            run_league(opts)
-        return episodes / (time.perf_counter() - start)
+    opts = LeagueOptions(policies=policies, episodes=episodes, out=_league_folder(), seed=1,
+                         workers=2, trust=trust)
+    start = time.perf_counter()
+    with contextlib.redirect_stderr(io.StringIO()):
+        run_league(opts)
+    return episodes / (time.perf_counter() - start)
+
+
+_LEAGUES: list[str] = []  # the one folder of this process's bench leagues
+
+
+def _league_folder() -> str:
+    """A new folder for one bench league, inside one that goes when the bench ends.
+
+    A league of 1,000 episodes leaves 36 MB of replays. Deleting them at once made the next
+    league slow (on this project's disk, ext4 mounted with ``discard``, creating files is slow
+    for a minute after a large deletion): with ``--rounds`` the league figure fell round after
+    round, 508 to 219 episodes/s, measuring the last round's cleanup rather than the league.
+    """
+    if not _LEAGUES:
+        _LEAGUES.append(tempfile.mkdtemp(prefix="guild-bench-"))
+        atexit.register(shutil.rmtree, _LEAGUES[0], True)
+    return tempfile.mkdtemp(dir=_LEAGUES[0])
 
 
 def bench_feasibility() -> float | None:

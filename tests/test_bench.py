@@ -123,3 +123,23 @@ def test_instruction_workloads_play_what_their_figures_play(monkeypatch, tmp_pat
     with pytest.raises(SystemExit) as exit_:
         instructions.main(["league", "0"])
     assert exit_.value.code == 2
+
+
+def test_bench_leagues_keep_their_replays_until_the_bench_ends(monkeypatch, tmp_path) -> None:
+    """Each bench league gets a folder of its own inside one folder, removed (once) at exit:
+    no league runs right after a large deletion of the bench's own making."""
+    import tempfile
+
+    import bench.__main__ as bench_main
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(bench_main, "_LEAGUES", [])
+    at_exit = []
+    monkeypatch.setattr(bench_main.atexit, "register", lambda fn, *args: at_exit.append((fn, args)))
+    first, second = Path(bench_main._league_folder()), Path(bench_main._league_folder())
+    assert first != second and first.parent == second.parent
+    assert first.parent.parent == tmp_path and first.is_dir() and second.is_dir()
+    assert len(at_exit) == 1
+    fn, args = at_exit[0]
+    fn(*args)
+    assert list(tmp_path.iterdir()) == []
