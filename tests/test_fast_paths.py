@@ -69,3 +69,39 @@ def test_kept_observations_survive_later_steps() -> None:
                     assert all((got[a][k] == want[a][k]).all() for k in want[a])
                     assert got_infos[a]["action_mask"] is got[a]["action_mask"]  # as before
                 assert (got_infos[a]["action_mask"] == want_infos[a]["action_mask"]).all()
+
+
+def test_a_deep_copy_of_a_face_plays_on_its_own_state() -> None:
+    """``copy.deepcopy`` of a face mid-episode (tree search, checkpoints): the copy's bound
+    kernels act on the copy's engine and buffers, the original is untouched, and both go on to
+    the same observations and rewards from the same actions."""
+    import gymnasium
+
+    def same(a, b) -> bool:
+        if isinstance(a, dict):
+            return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+        if isinstance(a, np.ndarray):
+            return a.dtype == b.dtype and (a == b).all()
+        return a == b
+
+    env = sim.parallel_env(seed=2)
+    env.reset()
+    acts = {a: 0 for a in env.agents}
+    env.step(acts)
+    twin = copy.deepcopy(env)
+    twin.step(acts)
+    assert env._row.engine.state.turns_played[0] == 1  # the copy's step left the original
+    assert twin._row.engine.state.turns_played[0] == 2
+    env.step(acts)  # the original catches up: the same turn, the same state
+    assert all((a == b).all() for a, b in zip(env._row.engine.state, twin._row.engine.state))
+    while twin.agents:
+        got, want = env.step(acts), twin.step(acts)
+        assert same(got[0], want[0]) and got[1] == want[1] and got[2] == want[2]
+
+    gym = gymnasium.make("guild/Guild-v0")
+    gym.reset(seed=3)
+    gym.step(0)
+    other = copy.deepcopy(gym)
+    for _ in range(13):
+        got, want = gym.step(0), other.step(0)
+        assert same(got[0], want[0]) and got[1:4] == want[1:4]

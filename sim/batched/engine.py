@@ -173,7 +173,7 @@ class BatchedGuild:
                 self._entries[name] = (found.entry_point,
                                        tuple((a.dtype, a.ndim) for a in arrays))
 
-    def bind(self, name: str, arrays: tuple[np.ndarray, ...]) -> Callable[[], None]:
+    def bind(self, name: str, arrays: tuple[np.ndarray, ...]) -> BoundKernel:
         """Kernel ``name`` on these very ``arrays`` (then this engine's own), as a call without
         arguments: ``run_kernel``'s checks made once, here, instead of at every call.
 
@@ -181,12 +181,12 @@ class BatchedGuild:
         one-row faces, where those checks cost as much as encoding a row): they change the
         arrays' contents only, never their dtype, shape or flags. Compiles without running.
         """
-        own = self.own_args(turns=name != "mask_rows")
-        disp = jit.kernel(name)
-        if not all(_plain(a) for a in arrays):
-            return lambda: disp(*arrays, *own)
-        entry = disp.compile(tuple(disp.typeof_pyval(a) for a in arrays + own))
-        return lambda: entry(*arrays, *own)
+        args = arrays + self.own_args(turns=name != "mask_rows")
+        entry = None
+        if all(_plain(a) for a in arrays):
+            disp = jit.kernel(name)
+            entry = disp.compile(tuple(disp.typeof_pyval(a) for a in args))
+        return BoundKernel(name, entry, args)
 
     def scores(self) -> np.ndarray:
         """Every seat's score, ``[n, 6]`` float64, exactly as ``sim.rules.scoring.score``."""
@@ -222,6 +222,23 @@ class BatchedGuild:
     def offers(self, i: int) -> list[Offer]:
         """Row ``i``'s live offers as the scalar list (``sim.batched.state.row_offers``)."""
         return row_offers(self.state, i)
+
+
+class BoundKernel:
+    """A kernel and every argument it runs on (``BatchedGuild.bind``): calling it runs it.
+
+    The arguments are plain attributes, not a closure's, so that ``copy.deepcopy`` of a face
+    (its engine, its buffers and this) binds the copy to the copied arrays, never the
+    original's; the compiled entry point is shared, as functions are by a copy.
+    """
+
+    __slots__ = ("name", "entry", "args")
+
+    def __init__(self, name: str, entry: Callable | None, args: tuple) -> None:
+        self.name, self.entry, self.args = name, entry, args
+
+    def __call__(self) -> None:
+        (self.entry or jit.kernel(self.name))(*self.args)
 
 
 def _plain(a: np.ndarray) -> bool:

@@ -36,13 +36,16 @@ class RowEpisode:
                                    world=config.world, seed=0)
         self.config = config
         self.scores = [0.0] * SEATS
-        self._obs = np.zeros((SEATS, self.engine.tables.obs_width), np.float32)
         # The kernels of a turn, bound to buffers of this episode's own (``BatchedGuild.bind``):
-        # the joint action, one seat's row, all six seats' rows.
+        # the joint action, one seat's row, all six seats' rows. Each is an array of its own,
+        # no view of another, so that a deep copy of the face binds its copies consistently.
+        width = self.engine.tables.obs_width
+        self._obs = np.zeros((SEATS, width), np.float32)
+        self._obs_seat = np.zeros((1, width), np.float32)
         self._joint = np.zeros((1, SEATS), np.int64)
         self._seat = np.zeros(1, np.int64)
         self._step = self.engine.bind("step_rows", (self._joint,))
-        self._encode_seat = self.engine.bind("encode_rows", (_ROW, self._seat, self._obs[:1]))
+        self._encode_seat = self.engine.bind("encode_rows", (_ROW, self._seat, self._obs_seat))
         self._encode_all = self.engine.bind("encode_rows", (_SIX_ROWS, _SIX_SEATS, self._obs))
         self._turns: list[np.ndarray] = []
         self._replay: Replay | None = None
@@ -81,7 +84,7 @@ class RowEpisode:
         """``seat``'s encoded row, ``[1, obs]``; a reused buffer."""
         self._seat[0] = seat
         self._encode_seat()
-        return self._obs[:1]
+        return self._obs_seat
 
     def results(self) -> dict:
         """``Game.results()`` of this episode, read from the batched row (by the rules' Python
