@@ -14,6 +14,7 @@ read it, then :meth:`reset_done`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -173,20 +174,23 @@ class BatchedGuild:
                 self._entries[name] = (found.entry_point,
                                        tuple((a.dtype, a.ndim) for a in arrays))
 
-    def bind(self, name: str, arrays: tuple[np.ndarray, ...]) -> BoundKernel:
+    def bind(self, name: str, arrays: tuple[np.ndarray, ...]) -> Callable[[], None]:
         """Kernel ``name`` on these very ``arrays`` (then this engine's own), as a call without
         arguments: ``run_kernel``'s checks made once, here, instead of at every call.
 
         For callers that own ``arrays``, keep them and run the kernel on them every turn (the
         one-row faces, where those checks cost as much as encoding a row): they change the
         arrays' contents only, never their dtype, shape or flags. Compiles without running.
+        A ``functools.partial`` (C-fast to call) holds the arguments, not a closure, so that
+        ``copy.deepcopy`` of a face (its engine, its buffers and this) binds the copy to the
+        copied arrays, never the original's; the compiled entry point is shared, as functions
+        are by a copy.
         """
         args = arrays + self.own_args(turns=name != "mask_rows")
-        entry = None
-        if all(_plain(a) for a in arrays):
-            disp = jit.kernel(name)
-            entry = disp.compile(tuple(disp.typeof_pyval(a) for a in args))
-        return BoundKernel(name, entry, args)
+        if not all(_plain(a) for a in arrays):
+            return functools.partial(_dispatch, name, *args)
+        disp = jit.kernel(name)
+        return functools.partial(disp.compile(tuple(disp.typeof_pyval(a) for a in args)), *args)
 
     def scores(self) -> np.ndarray:
         """Every seat's score, ``[n, 6]`` float64, exactly as ``sim.rules.scoring.score``."""
@@ -224,21 +228,10 @@ class BatchedGuild:
         return row_offers(self.state, i)
 
 
-class BoundKernel:
-    """A kernel and every argument it runs on (``BatchedGuild.bind``): calling it runs it.
-
-    The arguments are plain attributes, not a closure's, so that ``copy.deepcopy`` of a face
-    (its engine, its buffers and this) binds the copy to the copied arrays, never the
-    original's; the compiled entry point is shared, as functions are by a copy.
-    """
-
-    __slots__ = ("name", "entry", "args")
-
-    def __init__(self, name: str, entry: Callable | None, args: tuple) -> None:
-        self.name, self.entry, self.args = name, entry, args
-
-    def __call__(self) -> None:
-        (self.entry or jit.kernel(self.name))(*self.args)
+def _dispatch(name: str, *args) -> None:
+    """Kernel ``name`` through numba's dispatcher (what ``bind`` gives for arrays its entry
+    points cannot take)."""
+    jit.kernel(name)(*args)
 
 
 def _plain(a: np.ndarray) -> bool:
