@@ -49,6 +49,9 @@ def system_prompt(game: Game, seat: int) -> str:
     """The system message for ``seat``: the same for every seat except the alias (§18).
 
     Built from the game's town, so a variant town names its own dark rooms and guildmaster.
+    The alias comes last: six seats' messages then share all but their last line, and a
+    server that reuses the longest evaluated prefix (llama.cpp) reads the rules once, not six
+    times a turn.
     """
     w = game.world
     alias = game.aliases[seat]
@@ -58,7 +61,7 @@ def system_prompt(game: Game, seat: int) -> str:
     dark_text = " and ".join(dark) if dark else "no room of this town"
     fee_turns = RETAINER_TURNS
     return "\n".join([
-        f"You are {alias}, one of {SEATS} cogs trading in a small town for "
+        f"You are one of {SEATS} cogs trading in a small town for "
         f"{game.config.turns} turns. You act by writing ONE sentence of plain English each "
         "turn. There is no menu of moves: the town reads your sentence and decides whether the "
         "act happened.",
@@ -103,6 +106,8 @@ def system_prompt(game: Game, seat: int) -> str:
         'end with }. Its keys are "action" (your sentence, at most '
         f'{MAX_SENTENCE_LEN} characters), "say" (one line spoken aloud, or empty, at most '
         f'{MAX_SAY_LEN}) and "notes" (private notes for later turns, at most {MAX_NOTES_LEN}).',
+        "",
+        f"Your name in the town is {alias}.",
     ])
 
 
