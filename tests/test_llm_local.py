@@ -81,7 +81,7 @@ def first_reply(real_server) -> dict:
 
     Timed on one reply to a second seat, as the seats of a league ask: the server already
     holds the rules every seat's system message shares (:func:`agents.llm_prompt.system_prompt`)
-    and reads only the rest (a first request of all took 10-11 s here, the next ones 6-8); a
+    and reads only the rest (reading a first prompt took 10-11 s here, a next seat's 6-7); a
     retry after an invalid reply is not counted (the deadlines of :func:`cut` leave room).
     """
     from agents.llm import LLMPolicy
