@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 from golden import setup_seed, setup_seed_params
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sim import ConfigError, Game, GameConfig
-from sim.rules.rng import NimRand
+from sim.rules.rng import MASK64, NimRand, step
 from sim.rules.world import STANDARD_TOWN
 
 
@@ -23,6 +25,17 @@ def test_rng_vectors_of_rules_3() -> None:
     xs = list(range(9))
     NimRand(17).shuffle(xs)
     assert xs == [5, 3, 2, 0, 7, 8, 1, 4, 6]
+
+
+@given(st.integers(0, MASK64), st.integers(0, MASK64))
+def test_next_on_halves_is_the_64_bit_step(a0: int, a1: int) -> None:
+    """NimRand keeps its state as 32-bit halves; every step equals the whole-word reference."""
+    r = NimRand(1)
+    r.h0, r.l0, r.h1, r.l1 = a0 >> 32, a0 & 0xFFFFFFFF, a1 >> 32, a1 & 0xFFFFFFFF
+    for _ in range(3):
+        result, a0, a1 = step(a0, a1)
+        assert r.next() == result
+        assert (r.a0, r.a1) == (a0, a1)
 
 
 def test_rand_zero_consumes_nothing() -> None:

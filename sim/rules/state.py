@@ -7,6 +7,7 @@ for one onto an ``[episode, ...]`` array for the batched engine.  Sentinel: -1 m
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from .errors import StateError, shown
 from .offers import Offer
@@ -75,27 +76,39 @@ class GameState:
     recorded_reason: str = ""
 
     def carried(self, seat: int) -> int:
-        return sum(self.items[seat])
+        """Units in the seat's pack (a loop: compiled, ``sum`` is a generic call, 4x the work)."""
+        units = 0
+        for n in self.items[seat]:
+            units += n
+        return units
 
     def free(self, seat: int) -> int:
-        return self.world.carry_limit - sum(self.items[seat])
+        return self.world.carry_limit - self.carried(seat)
 
 
 def snapshot(st: GameState) -> dict:
     """The JSON form of a ``turn`` event's state (RULES §15.2); fresh lists, safe to keep."""
-    # Seat by seat through zip (one pass over the columns, no index per field); list.copy is
-    # the cheapest fresh copy (about 400 instructions fewer than list(), 26 copies a snapshot).
-    cogs = zip(st.room, st.prev_room, st.coin, st.items, st.delivered, st.retainer_of,
-               st.retainer_turns, st.robberies, st.robbed)
+    # Seat by seat by index; the columns are read as lists of objects, so that compiled code
+    # copies each value into its dict as it is instead of unboxing and boxing it again (a
+    # fifth of a snapshot's work, against zip or list[int]); list.copy is the cheapest fresh
+    # copy (about 400 instructions fewer than list(), 26 copies a snapshot).
+    room: list[Any] = st.room
+    prev: list[Any] = st.prev_room
+    coin: list[Any] = st.coin
+    employer: list[Any] = st.retainer_of
+    bond: list[Any] = st.retainer_turns
+    robberies: list[Any] = st.robberies
+    robbed: list[Any] = st.robbed
+    shop_coin: list[Any] = st.shop_coin
+    items, delivered = st.items, st.delivered
     return {
         "turn": st.turn,
         "rooms": [f.copy() for f in st.floor],
-        "npcs": [{"stock": stock.copy(), "coin": coin}
-                 for stock, coin in zip(st.stock, st.shop_coin)],
-        "cogs": [{"room": room, "prevRoom": prev, "coin": coin, "items": items.copy(),
-                  "delivered": delivered.copy(), "retainerOf": employer, "retainerTurns": bond,
-                  "robberies": robberies, "robbed": robbed}
-                 for room, prev, coin, items, delivered, employer, bond, robberies, robbed in cogs],
+        "npcs": [{"stock": stock.copy(), "coin": shop_coin[n]} for n, stock in enumerate(st.stock)],
+        "cogs": [{"room": room[s], "prevRoom": prev[s], "coin": coin[s], "items": items[s].copy(),
+                  "delivered": delivered[s].copy(), "retainerOf": employer[s],
+                  "retainerTurns": bond[s], "robberies": robberies[s], "robbed": robbed[s]}
+                 for s in range(len(room))],
     }
 
 

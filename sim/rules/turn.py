@@ -35,10 +35,13 @@ def acting_seat(turn: int, k: int) -> int:
     return (k + turn) % SEATS
 
 
-def initiative(turn: int) -> list[int]:
+# Seats in acting order for each turn mod 6 (a table: a turn reads it, never builds it).
+INITIATIVE = tuple(tuple(acting_seat(turn, k) for k in range(SEATS)) for turn in range(SEATS))
+
+
+def initiative(turn: int) -> tuple[int, ...]:
     """Seats in acting order (§6.3): 0..5 rotated to start at ``acting_seat(turn, 0)``."""
-    first = acting_seat(turn, 0)
-    return [*range(first, SEATS), *range(first)]
+    return INITIATIVE[turn % SEATS]
 
 
 def resolution_class(kind: str, names_keeper: bool) -> int:
@@ -119,18 +122,19 @@ def resolve_turn(st: GameState, intents: Sequence[Intent], sentences: Sequence[s
             a = Outcome(seat, k, rooms[seat], it)
             resolve_say(a)
             emit(seat, a)
-    # Classes 2..7, in initiative order within a class (a stable sort keeps it).
-    for k in sorted(range(SEATS), key=[classes[seat] for seat in order].__getitem__):
-        seat = order[k]
-        if acts[seat] is not None:  # a say, already emitted
-            continue
-        it = intents[seat]
-        a = Outcome(seat, k, rooms[seat], it)
-        if it.kind == "give":
-            (resolve.give_to_keeper if classes[seat] == 2 else resolve.give_to_cog)(st, a, it)
-        else:
-            RESOLVERS[it.kind](st, a, it)
-        emit(seat, a)
+    # Classes 2..7, in initiative order within a class.
+    for cls in range(SPEECH_CLASS + 1, LAST_CLASS + 1):
+        for k in range(SEATS):
+            seat = order[k]
+            if classes[seat] != cls or acts[seat] is not None:  # a say is already emitted
+                continue
+            it = intents[seat]
+            a = Outcome(seat, k, rooms[seat], it)
+            if it.kind == "give":
+                (resolve.give_to_keeper if cls == 2 else resolve.give_to_cog)(st, a, it)
+            else:
+                RESOLVERS[it.kind](st, a, it)
+            emit(seat, a)
     st.turns_played += 1
     st.turn += 1
     if st.turns_played < st.turns:
