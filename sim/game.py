@@ -179,11 +179,7 @@ class Game:
 
     def _intent_for(self, action: str | Intent, seat: int, stored: bool) -> tuple[Intent, str]:
         st = self.state
-        if type(action) is ParsedSentence:  # parsed by its writer (a baseline), stored form
-            if CHECK_PARSED:
-                _check_parsed(self, action, seat)
-            return action.intent, str(action)
-        if isinstance(action, str):
+        if isinstance(action, str):  # a ParsedSentence too (play_turn takes its intent as is)
             sentence = action if stored else cut(one_line(action), MAX_SENTENCE_LEN)
             return _parse_cached(self.world, st.aliases, self._aliases_low, seat, st.room[seat],
                                  st.offers, st.turn, sentence), sentence
@@ -216,15 +212,22 @@ class Game:
             scripted = [False] * SEATS
         else:
             _check_six(scripted, "scripted")
-            scripted = [bool(x) for x in scripted]
+            scripted = list(map(bool, scripted))
         intents, sentences = [], []
+        structured = False  # whether an action is an Intent (its act records it, below)
         for seat, action in enumerate(actions):
+            if type(action) is ParsedSentence:  # parsed by its writer (a baseline), stored form
+                intents.append(_check_parsed(self, action, seat) if CHECK_PARSED
+                               else action.intent)
+                sentences.append(str(action))
+                continue
             if stored and isinstance(action, str) and len(action) > MAX_SENTENCE_LEN:
                 raise TurnError(f"actions[{seat}]: a stored sentence has at most "
                                 f"{MAX_SENTENCE_LEN} runes; got {len(action)}")
             it, sentence = self._intent_for(action, seat, stored)
             intents.append(it)
             sentences.append(sentence)
+            structured = structured or isinstance(action, Intent)
         if not any(says):  # most turns: nobody speaks
             stored_says = says
         elif stored:  # a replay: the recorded fields are already one-lined and cut
@@ -237,9 +240,10 @@ class Game:
                 if n:
                     st.notes[seat] = n if stored else cut(one_line(n), MAX_NOTES_LEN)
         acts = _resolve_turn(st, intents, sentences, stored_says, scripted, self.events)
-        for seat, action in enumerate(actions):
-            if isinstance(action, Intent):
-                acts[seat]["structured"] = intents[seat].to_json()
+        if structured:
+            for seat, action in enumerate(actions):
+                if isinstance(action, Intent):
+                    acts[seat]["structured"] = intents[seat].to_json()
         return acts
 
     def end_early(self) -> None:
@@ -271,12 +275,14 @@ class Game:
 CHECK_PARSED = os.environ.get("GUILD_CHECK_PARSED", "0") == "1"
 
 
-def _check_parsed(game: Game, said: ParsedSentence, seat: int) -> None:
+def _check_parsed(game: Game, said: ParsedSentence, seat: int) -> Intent:
+    """The intent ``said`` carries, once parsing its text again gave the same."""
     st = game.state
     it = parse(game.world, st.aliases, seat, st.room[seat], st.offers, st.turn, str(said))
     if it != said.intent:
         raise TurnError(f"actions[{seat}]: ParsedSentence {str(said)!r} carries "
                         f"{said.intent!r} but parses to {it!r}")
+    return said.intent
 
 
 _PARSES_MAX = 1 << 16

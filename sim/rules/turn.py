@@ -81,7 +81,7 @@ def open_turn(st: GameState, events: list) -> None:
     if turn > 0:
         restock(st)
     st.heard_log = st.room_log
-    st.room_log = [[] for _ in range(st.world.n_rooms)]
+    st.room_log = [[] for _ in st.heard_log]  # one fresh log per room
     events.append(turn_event(snapshot(st)))
 
 
@@ -101,19 +101,6 @@ def resolve_turn(st: GameState, intents: Sequence[Intent], sentences: Sequence[s
     st.hint[:] = [False] * SEATS
     acts: list[dict | None] = [None] * SEATS
     classes = [class_of(it) for it in intents]
-
-    turn, notes = st.turn, st.notes
-    last_sentence, last_reason, last_room = st.last_sentence, st.last_reason, st.last_room
-
-    def emit(seat: int, a: Outcome) -> None:
-        sentence = sentences[seat]
-        ev = act_event(turn, a, sentence, says[seat], notes[seat], scripted[seat])
-        events.append(ev)
-        acts[seat] = ev
-        last_sentence[seat] = sentence
-        last_reason[seat] = a.reason
-        last_room[seat] = a.room
-
     # Class 1: speech, for every seat with something to say; say intents are emitted here.
     for k, seat in enumerate(order):
         it = intents[seat]
@@ -121,7 +108,7 @@ def resolve_turn(st: GameState, intents: Sequence[Intent], sentences: Sequence[s
                                                                   says[seat], it):
             a = Outcome(seat, k, rooms[seat], it)
             resolve_say(a)
-            emit(seat, a)
+            acts[seat] = record_act(st, a, sentences[seat], says[seat], scripted[seat], events)
     # Classes 2..7, in initiative order within a class.
     for cls in range(SPEECH_CLASS + 1, LAST_CLASS + 1):
         for k in range(SEATS):
@@ -134,7 +121,7 @@ def resolve_turn(st: GameState, intents: Sequence[Intent], sentences: Sequence[s
                 (resolve.give_to_keeper if cls == 2 else resolve.give_to_cog)(st, a, it)
             else:
                 RESOLVERS[it.kind](st, a, it)
-            emit(seat, a)
+            acts[seat] = record_act(st, a, sentences[seat], says[seat], scripted[seat], events)
     st.turns_played += 1
     st.turn += 1
     if st.turns_played < st.turns:
@@ -144,6 +131,19 @@ def resolve_turn(st: GameState, intents: Sequence[Intent], sentences: Sequence[s
         events.append(turn_event(snapshot(st)))
         settle(st, "complete", events)
     return acts  # type: ignore[return-value]
+
+
+def record_act(st: GameState, a: Outcome, sentence: str, say: str, scripted: bool,
+               events: list) -> dict:
+    """Log a resolved act (§15.1) and keep it as the seat's last act (what its next
+    observation reports); returns the event."""
+    seat = a.seat
+    ev = act_event(st.turn, a, sentence, say, st.notes[seat], scripted)
+    events.append(ev)
+    st.last_sentence[seat] = sentence
+    st.last_reason[seat] = a.reason
+    st.last_room[seat] = a.room
+    return ev
 
 
 def settle(st: GameState, reason: str, events: list) -> None:
