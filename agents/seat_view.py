@@ -61,8 +61,8 @@ class SeatView:
         self.turn = st.turn
         self.room = here
         self.coin = st.coin[seat]
-        self.items = items = st.items[seat]      # own pack, by good id
-        self.free = w.carry_limit - _units(items)
+        self.items = st.items[seat]      # own pack, by good id
+        self.free = st.free(seat)
         self.keeper = npc = w.keeper_in_room[here]   # keeper standing here, -1 if none
         self.stock = st.stock[npc] if npc >= 0 else None   # its stock (shown in its table)
 
@@ -155,15 +155,7 @@ class BaselineView(SeatView):
 
     def carries(self, other: int) -> bool:
         """HIDDEN STATE: whether seat ``other`` holds at least one good (magpie rule 1)."""
-        return _units(self._state.items[other]) > 0
-
-
-def _units(items: list[int]) -> int:
-    """Units in a pack (a loop: compiled, ``sum`` is a generic call, 4x the work)."""
-    units = 0
-    for n in items:
-        units += n
-    return units
+        return self._state.carried(other) > 0
 
 
 def _rebuild(cls: type[SeatView], fields: tuple[Any, ...],
