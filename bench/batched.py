@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=4096, help="episodes in lockstep (4096)")
     args = ap.parse_args(argv)
     secs = 1.0 if args.quick else 5.0
-    from bench.__main__ import SEAT_STEPS, bench_structured
+    from bench.workloads import SEAT_STEPS, bench_structured
 
     scalar = bench_structured(secs) * SEAT_STEPS
     print(f"scalar_structured_seat_steps_per_s: {scalar:.0f} seat-steps/s")

@@ -20,7 +20,7 @@ import argparse
 import shutil
 import tempfile
 
-from bench.__main__ import BASELINE_LINEUP, TURNS
+from bench.workloads import BASELINE_LINEUP, TURNS
 
 
 def baseline(episodes: int) -> None:
@@ -48,7 +48,7 @@ def parallel(episodes: int) -> None:
     import random
 
     import sim
-    from bench.__main__ import parallel_episode
+    from bench.workloads import parallel_episode
 
     env, rng = sim.parallel_env(), random.Random(0)
     for seed in range(episodes):
@@ -61,7 +61,7 @@ def gym(episodes: int) -> None:
     import gymnasium
 
     import sim  # noqa: F401  (registers guild/Guild-v0)
-    from bench.__main__ import gym_episode
+    from bench.workloads import gym_episode
 
     env, rng = gymnasium.make("guild/Guild-v0"), random.Random(0)
     for seed in range(episodes):

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.__main__ import TURNS, masked_random, random_legal_intents, record_structured
+from bench.workloads import TURNS, masked_random, random_legal_intents, record_structured
 from sim import Game, GameConfig
 
 
@@ -94,8 +94,8 @@ def test_instruction_workloads_play_what_their_figures_play(monkeypatch, tmp_pat
     import tempfile
 
     import agents
-    import bench.__main__ as bench_main
     import bench.instructions as instructions
+    import bench.workloads as workloads
 
     played = []
     real = agents.play_episode
@@ -115,8 +115,8 @@ def test_instruction_workloads_play_what_their_figures_play(monkeypatch, tmp_pat
     # the faces' drivers: 14 steps an episode, as the figures count them
     steps = []
     for name, driver in (("parallel", "parallel_episode"), ("gym", "gym_episode")):
-        real_driver = getattr(bench_main, driver)
-        monkeypatch.setattr(bench_main, driver, lambda *a, _real=real_driver: steps.append(
+        real_driver = getattr(workloads, driver)
+        monkeypatch.setattr(workloads, driver, lambda *a, _real=real_driver: steps.append(
             _real(*a)))
         assert instructions.main([name, "2"]) == 0
     assert steps == [14] * 4
