@@ -56,6 +56,9 @@ BEHAVIOURS: dict[str, tuple[Answer, Answer]] = {
     "e401": ((401, "bad key", 0.0), (401, "bad key", 0.0)),
     "slow": ((200, "", 3.0), (200, "", 3.0)),
     "slowish": ((200, "", 0.3), (200, "", 0.3)),
+    # a reply slow enough that six requests started together all start before the first ends,
+    # even on a loaded machine (0.3 s was not: one CI run started the sixth 0.3036 s late)
+    "unhurried": ((200, "", 1.0), (200, "", 1.0)),
 }
 
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+import tomllib
 
 import bench.compare as compare
 from bench.compare import ROOT, Side
@@ -67,11 +68,17 @@ def test_a_revision_is_checked_out_into_a_worktree_and_compiled_there(monkeypatc
     builds: list[list[str]] = []
 
     def run(cmd, *args, **kwargs):
-        if "build_ext" in cmd:  # the compile itself takes a minute: record it instead
-            builds.append([os.path.basename(c) for c in cmd[1:]] + [kwargs["env"]["GUILD_BUILD"]])
+        if "build_ext" in cmd or "--target" in cmd:  # the build takes minutes: record it
+            env = kwargs["env"]
+            builds.append([os.path.basename(c) for c in cmd[1:]]
+                          + [env["GUILD_BUILD"], env["PYTHONPATH"] == target])
             return subprocess.CompletedProcess(cmd, 0, "", "")
         return real_run(cmd, *args, **kwargs)
 
+    target = str(tmp_path / "build-requires")
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:  # HEAD's, as checked out
+        requires = tomllib.load(f)["build-system"]["requires"]
+    assert any(r.startswith("mypy") for r in requires)
     monkeypatch.setattr(compare.subprocess, "run", run)
     tree, label = compare.checkout("HEAD", str(tmp_path))
     try:
@@ -81,7 +88,12 @@ def test_a_revision_is_checked_out_into_a_worktree_and_compiled_there(monkeypatc
                         text=True).stdout.strip() == head
         assert label == f"HEAD ({head[:12]})"
         assert os.path.isfile(os.path.join(tree, "sim", "game.py"))
-        assert builds == [["setup.py", "-q", "build_ext", "--inplace", "auto"]]
+        # the revision's own build requirements (mypy carries mypyc) into a folder of their
+        # own, then the compile with that folder on the path
+        assert builds == [
+            ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--target",
+             "build-requires", *requires, "auto", True],
+            ["setup.py", "-q", "build_ext", "--inplace", "auto", True]]
     finally:
         real_run(["git", "-C", ROOT, "worktree", "remove", "--force", tree], capture_output=True)
     assert compare.checkout(ROOT, str(tmp_path)) == (ROOT, ROOT)  # a folder is taken as it is

@@ -236,10 +236,10 @@ def test_a_whole_episode_with_six_llm_seats_completes(server):
 
 
 def test_the_six_requests_of_a_turn_overlap(server):
-    shared = policy(server, "slowish")  # one object for all six seats is fine too
+    shared = policy(server, "unhurried")  # one object for all six seats is fine too
     game = play_episode(GameConfig(seed=9, turns=6), [shared] * SEATS)
     assert game.done
-    groups = turn_groups(server.by_model("slowish"))
+    groups = turn_groups(server.by_model("unhurried"))
     assert sorted(groups) == [1, 2, 3, 4, 5, 6]
     for turn, reqs in groups.items():
         assert len(reqs) == SEATS
