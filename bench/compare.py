@@ -116,8 +116,11 @@ def checkout(other: str, work: str) -> tuple[str, str]:
                          "revision of this repository")
     rev = found.stdout.strip()
     tree = os.path.join(work, "other")
-    subprocess.run(["git", "-C", ROOT, "worktree", "add", "--detach", "--quiet", tree, rev],
-                   check=True, capture_output=True)
+    added = subprocess.run(["git", "-C", ROOT, "worktree", "add", "--detach", "--quiet", tree,
+                            rev], capture_output=True, text=True)
+    if added.returncode != 0:
+        why = (added.stderr.strip().splitlines() or ["no message"])[-1]
+        raise ValueError(f"could not check out {other!r} into a worktree: {why[:200]}")
     if os.path.exists(os.path.join(tree, "sim", "native.py")):
         build(tree, rev, os.path.join(work, "build-requires"))
     return tree, f"{other} ({rev[:12]})"

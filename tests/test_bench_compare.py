@@ -97,6 +97,10 @@ def test_a_revision_is_checked_out_into_a_worktree_and_compiled_there(monkeypatc
     finally:
         real_run(["git", "-C", ROOT, "worktree", "remove", "--force", tree], capture_output=True)
     assert compare.checkout(ROOT, str(tmp_path)) == (ROOT, ROOT)  # a folder is taken as it is
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "in-the-way").write_text("")
+    with pytest.raises(ValueError, match="could not check out 'HEAD' into a worktree: .*exists"):
+        compare.checkout("HEAD", str(tmp_path))
 
 
 @pytest.mark.parametrize("args, message", [
