@@ -190,6 +190,20 @@ def main(argv: list[str] | None = None) -> int:
     if steps is not None:
         print(_line("gym_steps_per_s", steps))
     print(_line("parallel_joint_steps_per_s", bench_parallel(secs)))
+    # The leagues before training: a league of our baselines forks its workers from this
+    # process, and after the train bench (torch loaded, a network trained) its leagues ran at
+    # 889-1,415 episodes/s against 1,351-1,745 just before it, in one process (2026-12-04).
+    n = _league_episodes(secs)
+    rate = bench_league(n)
+    if rate is not None:
+        print(_line("league_episodes_per_s", rate))
+        # a policy that answers at once, and one that reads its observation first, vs factor
+        for label, name in (("", "Waiter"), ("_observing", "Observer")):
+            fast = (f"bench.policies:{name}", "factor")
+            apart, trusted = bench_league(n, fast), bench_league(n, fast, trust=True)
+            print(f"league_isolated{label}_episodes_per_s: {apart:.1f} episodes/s")
+            print(f"league_trusted{label}_episodes_per_s: {trusted:.1f} episodes/s")
+            print(f"league_isolated{label}_vs_trusted: {apart / trusted:.2f} x")
     from bench import batched
 
     n = 4096
@@ -206,17 +220,6 @@ def main(argv: list[str] | None = None) -> int:
     if figures is not None:  # nothing without torch
         print(f"train_steps_per_s: {figures[0]:.0f} steps/s")
         print(f"train_engine_share: {100 * figures[1]:.0f} %")
-    n = _league_episodes(secs)
-    rate = bench_league(n)
-    if rate is not None:
-        print(_line("league_episodes_per_s", rate))
-        # a policy that answers at once, and one that reads its observation first, vs factor
-        for label, name in (("", "Waiter"), ("_observing", "Observer")):
-            fast = (f"bench.policies:{name}", "factor")
-            apart, trusted = bench_league(n, fast), bench_league(n, fast, trust=True)
-            print(f"league_isolated{label}_episodes_per_s: {apart:.1f} episodes/s")
-            print(f"league_trusted{label}_episodes_per_s: {trusted:.1f} episodes/s")
-            print(f"league_isolated{label}_vs_trusted: {apart / trusted:.2f} x")
     gate = bench_feasibility()
     if gate is not None:
         print(f"feasibility_gate_s: {gate:.2f} s")
