@@ -27,6 +27,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
+from bench.workloads import parse_pool
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)  # this checkout
 WORKLOADS_FILE = os.path.join(HERE, "workloads.py")
@@ -94,14 +96,6 @@ def measure(tree: str, workload: str, seconds: float, pool: list[str] | None = N
         raise ValueError(f"{workload} failed: {why[:300]}")
     answer = json.loads(lines[-1])
     return answer["value"], answer["builds"]
-
-
-def parse_pool() -> list[str]:
-    """The parser figure's sentences as this checkout has them, handed to both sides."""
-    from bench.workloads import SENTENCE_POOL
-    from sim.language.vocab import PHRASEBOOK
-
-    return list(SENTENCE_POOL + PHRASEBOOK)
 
 
 def checkout(other: str, work: str) -> tuple[str, str]:
@@ -184,6 +178,7 @@ def table(sides: tuple[Side, Side], workloads: list[str]) -> str:
 
 def run(sides: tuple[Side, Side], workloads: list[str], rounds: int, seconds: float) -> None:
     """``rounds`` rounds; in each, every workload on both sides, the first side alternating."""
+    # the parser's sentences as this checkout has them, handed to both sides
     pool = parse_pool() if "parse_sentences_per_s" in workloads else None
     for r in range(rounds):
         for name in workloads:

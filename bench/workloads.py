@@ -140,16 +140,21 @@ def bench_sentences(seconds: float) -> float:
     return _rate(episode, seconds)
 
 
+def parse_pool() -> list[str]:
+    """The parser figure's sentences: ``SENTENCE_POOL`` and the phrasebook's examples
+    (``bench.compare`` hands another checkout this very list, which may predate the
+    phrasebook)."""
+    from sim.language.vocab import PHRASEBOOK
+
+    return list(SENTENCE_POOL + PHRASEBOOK)
+
+
 def bench_parse(seconds: float, pool: Sequence[str] | None = None) -> float:
-    """Sentences/s of the raw parser (no memo) over ``pool``: by default ``SENTENCE_POOL`` and
-    the phrasebook's example sentences (``bench.compare`` hands another checkout this very
-    list, which may predate the phrasebook)."""
+    """Sentences/s of the raw parser (no memo) over ``pool`` (default ``parse_pool()``)."""
     from sim.language.parser import parse
 
     if pool is None:
-        from sim.language.vocab import PHRASEBOOK
-
-        pool = SENTENCE_POOL + PHRASEBOOK
+        pool = parse_pool()
     game = Game(GameConfig(seed=3))
     st = game.state
 

@@ -57,7 +57,8 @@ BEHAVIOURS: dict[str, tuple[Answer, Answer]] = {
     "slow": ((200, "", 3.0), (200, "", 3.0)),
     "slowish": ((200, "", 0.3), (200, "", 0.3)),
     # a reply slow enough that six requests started together all start before the first ends,
-    # even on a loaded machine (0.3 s was not: one CI run started the sixth 0.3036 s late)
+    # even on a loaded machine (0.3 s was not: in one CI run the sixth request started 3.6 ms
+    # after the first reply ended)
     "unhurried": ((200, "", 1.0), (200, "", 1.0)),
 }
 

@@ -12,13 +12,14 @@ import tomllib
 
 import bench.compare as compare
 from bench.compare import ROOT, Side
+from bench.workloads import parse_pool
 
 
 def test_a_run_imports_the_engine_of_the_checkout_it_measures(tmp_path) -> None:
     """The child process measures the tree's own ``sim``: a tree whose ``sim`` cannot import
     fails with that tree's error, and a tree without one is refused rather than measured with
     the installed engine."""
-    value, builds = compare.measure(ROOT, "parse_sentences_per_s", 0.05, compare.parse_pool())
+    value, builds = compare.measure(ROOT, "parse_sentences_per_s", 0.05, parse_pool())
     assert value > 0 and "sim.native" in builds
     fake = tmp_path / "fake"
     (fake / "sim").mkdir(parents=True)
