@@ -22,9 +22,10 @@ from __future__ import annotations
 import os
 import stat
 import threading
+import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -48,6 +49,15 @@ MAX_WIDTH = 4096  # a sanity bound on the layers a model file may ask for
 MAX_LAYERS = 16   # ... and on their number
 MAX_WIDTH_IN = 1 << 16  # ... and on the observation's width (this game's is 460)
 MAX_MODEL_BYTES = 1 << 30  # a model file larger than this is refused unread
+# Bounds on what a model file unpacks to, read from its zip directory before torch.load: a file
+# of 567 KB held a deflated 512 MB tensor and took 1.09 GB to load.  guild train's models are
+# under 1 MB (2 x 128 units: its largest record, the 460 x 128 first layer, is 236 KB); one
+# record holds one tensor, at most a 4096 x 4096 float32 layer (MAX_WIDTH) is 64 MB; a model of
+# MAX_LAYERS layers in two trunks has under 80 records.
+MAX_RECORD_BYTES = 64 << 20
+MAX_UNPACKED_BYTES = 256 << 20
+MAX_RECORDS = 1024
+MAX_DIRECTORY_BYTES = 1 << 20  # the zip's central directory: 63 bytes a record in torch's
 KEYS = ("format", "format_version", "table_version", "obs_width", "n_actions", "network",
         "weights", "provenance")
 
@@ -208,13 +218,68 @@ def net_from_dict(data: Any, path: Path) -> PolicyNet:
 
 def _load(path: Path) -> Any:
     try:
+        _check_file(path, os.stat(path))  # before open: opening a FIFO blocks
         with open(path, "rb") as f:
+            _check_file(path, os.fstat(f.fileno()))
+            check_archive(f, path)
+            f.seek(0)
             return torch.load(f, map_location="cpu", weights_only=True)
+    except ModelError:
+        raise
     except OSError as e:
         raise ModelError(f"ppo model {str(path)!r} cannot be read ({e.strerror})") from None
     except Exception as e:  # torch raises many kinds for foreign or truncated files
         raise ModelError(f"ppo model {str(path)!r} is not a readable torch model file "
                          f"({load_error(e)})") from None
+
+
+def _check_file(path: Path, st: os.stat_result) -> None:
+    if not stat.S_ISREG(st.st_mode):  # a FIFO would block, /dev/zero never end
+        raise ModelError(f"ppo model {str(path)!r} is not a regular file")
+    if st.st_size > MAX_MODEL_BYTES:
+        raise ModelError(f"ppo model {str(path)!r} is larger than {MAX_MODEL_BYTES >> 20} MB "
+                         f"({st.st_size:,} bytes): not a model of this trainer")
+
+
+def check_archive(f: BinaryIO, path: Path) -> None:
+    """Refuse (:class:`ModelError`) a model file that would unpack to more than any model holds,
+    from its zip directory alone (nothing is decompressed): more than
+    :data:`MAX_RECORDS` records or a directory over :data:`MAX_DIRECTORY_BYTES`, a record over
+    :data:`MAX_RECORD_BYTES` or all of them over :data:`MAX_UNPACKED_BYTES` unpacked.
+    ``torch.save`` writes a zip archive; another file is not a model."""
+    def bad(what: str) -> ModelError:
+        return ModelError(f"ppo model {str(path)!r} {what}; a model file holds at most "
+                          f"{MAX_RECORDS} records of {MAX_RECORD_BYTES >> 20} MB each and "
+                          f"{MAX_UNPACKED_BYTES >> 20} MB in all unpacked (guild train's are "
+                          "under 1 MB)")
+
+    try:
+        # The directory's size and record count, as ZipFile will read them, before it reads
+        # them (a huge directory would be a huge list of ZipInfo). A private helper of zipfile
+        # (in every Python since 2.x); without it the checks below still bound the records.
+        end = getattr(zipfile, "_EndRecData", lambda _: None)(f)
+        if end is not None and (end[zipfile._ECD_ENTRIES_TOTAL] > MAX_RECORDS
+                                or end[zipfile._ECD_SIZE] > MAX_DIRECTORY_BYTES):
+            raise bad(f"lists {end[zipfile._ECD_ENTRIES_TOTAL]:,} records in a directory of "
+                      f"{end[zipfile._ECD_SIZE]:,} bytes")
+        f.seek(0)
+        with zipfile.ZipFile(f) as archive:
+            records = archive.infolist()
+    except ModelError:
+        raise
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as e:
+        raise ModelError(f"ppo model {str(path)!r} is not a readable torch model file (not a "
+                         f"zip archive as torch.save writes: {load_error(e)})") from None
+    if len(records) > MAX_RECORDS:
+        raise bad(f"holds {len(records):,} records")
+    total = 0
+    for record in records:
+        if record.file_size > MAX_RECORD_BYTES:
+            raise bad(f"would unpack record {record.filename[:60]!r} to "
+                      f"{record.file_size:,} bytes")
+        total += record.file_size
+    if total > MAX_UNPACKED_BYTES:
+        raise bad(f"would unpack to {total:,} bytes")
 
 
 def load_error(e: Exception) -> str:
@@ -237,11 +302,7 @@ def load_model(path: str | os.PathLike) -> tuple[PolicyNet, dict]:
         st = p.stat()
     except OSError as e:
         raise ModelError(f"ppo model {str(path)!r} cannot be read ({e.strerror})") from None
-    if not stat.S_ISREG(st.st_mode):  # a FIFO would block, /dev/zero never end
-        raise ModelError(f"ppo model {str(path)!r} is not a regular file")
-    if st.st_size > MAX_MODEL_BYTES:
-        raise ModelError(f"ppo model {str(path)!r} is larger than {MAX_MODEL_BYTES >> 20} MB "
-                         f"({st.st_size:,} bytes): not a model of this trainer")
+    _check_file(Path(path), st)
     key = (str(p), st.st_mtime_ns, st.st_size)
     with _LOCK:
         hit = _CACHE.get(key)

@@ -20,7 +20,9 @@ Writes to ``--out``: ``model.pt`` (play it with ``make_policy("ppo:OUT")`` or ``
 the end), ``curve.csv``, ``curve.png``, ``tb/`` (TensorBoard, when installed) and
 ``summary.json``, whose ``"policy"`` is the spec that plays the model; the command prints the
 summary as one JSON line and then, last, the spec alone. A new run refuses an ``--out`` that
-holds another run's files, and two trainings never write one ``--out`` at once. Ctrl-C and
+holds another run's files, any run refuses a filesystem root, a league's folder and a non-empty
+folder that is not a run's (:func:`check_out`), and two trainings never write one ``--out`` at
+once. Ctrl-C and
 SIGTERM keep a checkpoint of the last whole update before exiting (130, 143), so ``--resume``
 continues exactly.
 
@@ -35,6 +37,8 @@ import argparse
 import contextlib
 import json
 import math
+import os
+import re
 import signal
 import sys
 import threading
@@ -210,9 +214,9 @@ def train(options: TrainOptions, *, say: Say = _quiet, log: Say = _quiet, warn: 
     ``curve.png``), ``progress(done, figures)`` after every update (``done``: the fraction of
     the steps or minutes spent, whichever is further; ``figures``: steps, steps/s, score).
     Raises :class:`TrainingError` (one line) before any work for bad options, a missing
-    torch, a missing GPU, an unusable ``--out`` or checkpoint, an ``--out`` holding another
-    run without ``resume`` (its files are never overwritten), or one another training is
-    writing (``OUT/.train.lock``).
+    torch, a missing GPU, an unusable ``--out`` (:func:`check_out`) or checkpoint, an
+    ``--out`` holding another run without ``resume`` (its files are never overwritten), or
+    one another training is writing (``OUT/.train.lock``).
     """
     try:
         import torch
@@ -223,6 +227,7 @@ def train(options: TrainOptions, *, say: Say = _quiet, log: Say = _quiet, warn: 
     out = Path(options.out)
     if out.exists() and not out.is_dir():
         raise TrainingError(f"--out {options.out!r} is not a directory")
+    check_out(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -254,6 +259,43 @@ def train(options: TrainOptions, *, say: Say = _quiet, log: Say = _quiet, warn: 
 # What a run leaves in --out; a new run (no --resume) refuses a directory holding any of them.
 RUN_FILES = ("checkpoint.pt", "model.pt", "summary.json", "curve.csv")
 LOCK_NAME = ".train.lock"
+# All a run may leave: its files, plot, TensorBoard folder and lock, and the temporary files of
+# its atomic writes (".model.pt.tmp1234", agents.ppo.atomic_save, ppo_records.write_text).
+OWN_NAMES = (*RUN_FILES, "curve.png", "tb", LOCK_NAME)
+_OWN_TEMP = re.compile(rf"\.(?:{'|'.join(map(re.escape, RUN_FILES))})\.tmp\d+")
+# A league's folder holds these (league.store.MANIFEST, RESULTS; agents never imports league).
+LEAGUE_FILES = ("league.json", "results.jsonl")
+
+
+def check_out(out: Path) -> None:
+    """Refuse (:class:`TrainingError`, one line) an ``--out`` that is the root of a filesystem,
+    a league's folder, or a folder holding files that no training run writes when it holds no
+    run's own (:data:`RUN_FILES`): a run writes and, resumed, replaces its files in ``--out``.
+    An empty folder, a new one and a run's folder (``--resume`` continues it; a new run is
+    refused there, see :func:`train`) pass."""
+    shown = str(out)
+    real = Path(os.path.realpath(out))
+    if real.parent == real:  # "/", a drive's root, or a link to one
+        raise TrainingError(f"--out {shown!r} is the root of a filesystem; give the run a "
+                            "folder of its own (e.g. runs/train)")
+    if not out.is_dir():
+        return  # created for the run
+    try:
+        names = sorted(os.listdir(out))
+    except OSError as e:
+        raise TrainingError(f"cannot read --out {shown!r} ({e.strerror})") from None
+    league = [n for n in LEAGUE_FILES if n in names]
+    if league:
+        raise TrainingError(f"--out {shown!r} is a league's folder (it holds "
+                            f"{', '.join(league)}); give the run a folder of its own")
+    if any(n in RUN_FILES for n in names):
+        return  # a training run's folder
+    foreign = [n for n in names if n not in OWN_NAMES and not _OWN_TEMP.fullmatch(n)]
+    if foreign:
+        more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+        raise TrainingError(f"--out {shown!r} is not empty and not a training run's folder "
+                            f"(it holds {', '.join(repr(n) for n in foreign[:3])}{more}); "
+                            "choose an empty or a new folder")
 
 
 @contextlib.contextmanager

@@ -10,7 +10,7 @@ from .language.parser import parse
 from .language.phrasing import canonical_sentence, outcome_text
 from .language.textview import render_observation
 from .rules.checks import check_structured, validate_ids
-from .rules.errors import ConfigError, TurnError, shown
+from .rules.errors import ConfigError, StateError, TurnError, shown
 from .rules.intents import Intent, ParsedSentence
 from .rules.observation import observe
 from .rules.scoring import results
@@ -253,6 +253,9 @@ class Game:
 
     def restore(self, state: dict) -> None:
         """Replace floors, shops and seats with a snapshot-form state (validated first)."""
+        if not isinstance(state, dict):  # checked here: the compiled restore raises TypeError
+            raise StateError(f"state must be a dict in snapshot form; got "
+                             f"{type(state).__name__}")
         if self.state.done:
             raise TurnError("restore: the episode is over")
         restore(self.state, state)

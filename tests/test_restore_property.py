@@ -6,11 +6,14 @@ from __future__ import annotations
 import copy
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sim import Game, GameConfig
 from sim.codec.action_table import legal_mask, to_intent
+from sim.rules.errors import StateError
+from sim.rules.state import COG_KEYS, NPC_KEYS, STATE_KEYS
 from sim.rules.world import SEATS
 
 FAST = settings(max_examples=40, deadline=None,
@@ -97,3 +100,60 @@ def test_mutated_snapshots_are_refused_or_restored_exactly(game: Game,
     purses = [c["coin"] for c in got["cogs"]] + [n["coin"] for n in got["npcs"]]
     assert sum(purses) < 2 ** 31  # coin only moves, so no purse can ever leave int32
     assert all(abs(x) < 2 ** 53 for x in fresh.results()["wealth"])
+
+
+# --- any JSON-like value: refused with StateError or restored, never another exception ----------
+json_like = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=6) | st.dictionaries(
+        st.sampled_from([*STATE_KEYS, "kind", *NPC_KEYS, *COG_KEYS, "x"]), inner, max_size=6),
+    max_leaves=30)
+
+
+def _restores_or_refuses(game: Game, state: object) -> None:
+    before = game.snapshot()
+    try:
+        game.restore(state)  # type: ignore[arg-type]
+    except StateError:
+        assert game.snapshot() == before
+
+
+@FAST
+@given(json_like)
+def test_any_json_value_is_restored_or_refused_with_a_state_error(x: object) -> None:
+    # Compiled (mypyc), the rules' restore raises TypeError for a non-dict argument itself.
+    _restores_or_refuses(Game(GameConfig(seed=3)), x)
+
+
+@FAST
+@given(st.sampled_from(["rooms", "npcs", "cogs", "turn", "kind"]), json_like, st.booleans())
+def test_json_values_in_a_snapshot_are_restored_or_refused_with_a_state_error(
+        key: str, x: object, nested: bool) -> None:
+    game = Game(GameConfig(seed=3))
+    snap = game.snapshot()
+    if nested:  # where a dict is expected: a shop's or a seat's record
+        part = "npcs" if key in ("npcs", "rooms") else "cogs"
+        snap[part][0] = x
+    else:
+        snap[key] = x
+    _restores_or_refuses(game, snap)
+
+
+def test_a_non_dict_state_is_refused_before_the_rules_see_it(monkeypatch) -> None:
+    """``Game.restore`` checks the type itself: the compiled ``sim.rules.state.restore`` (mypyc,
+    ``sim.native``) raises ``TypeError`` for an argument that is not a dict before its own
+    checks run; this stands in for it in a pure-Python install."""
+    import sim.game
+    from sim.rules import state as rules_state
+
+    def compiled_like(st_, state):
+        if not isinstance(state, dict):
+            raise TypeError(f"dict object expected; got {type(state).__name__}")
+        return rules_state.restore(st_, state)
+
+    monkeypatch.setattr(sim.game, "restore", compiled_like)
+    game = Game(GameConfig(seed=3))
+    for bad in ([1, 2, 3], None, "state", 7, (1,)):
+        with pytest.raises(StateError, match="must be a dict in snapshot form"):
+            game.restore(bad)  # type: ignore[arg-type]
+    game.restore(game.snapshot())  # a dict still reaches the rules

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+import zipfile
 from contextlib import redirect_stdout
 from dataclasses import replace
 from pathlib import Path
@@ -99,6 +100,80 @@ def test_a_new_run_never_overwrites_the_run_already_in_out(run, capsys) -> None:
     assert "--resume" in _one_line(capsys.readouterr().err)
     assert _digests(run) == kept
 
+
+
+def _no_writes(monkeypatch) -> None:
+    """Fail the test if training gets as far as taking its lock in ``--out`` (the first thing
+    it writes there): a refusal must come before."""
+    from agents import training
+
+    def hold(out):
+        pytest.fail(f"training took its lock in {out}")
+
+    monkeypatch.setattr(training, "_hold", hold)
+
+
+def _league_folder(tmp_path: Path, name: str) -> Path:
+    """A folder holding the league file ``name`` (``league.json`` or ``results.jsonl``)."""
+    folder = tmp_path / f"league-{name}"
+    folder.mkdir()
+    (folder / name).write_text("{}\n")
+    return folder
+
+
+def test_out_refuses_a_filesystem_root_a_league_and_a_folder_of_other_files(
+        tmp_path, monkeypatch, capsys) -> None:
+    from league.store import MANIFEST, RESULTS
+
+    foreign = tmp_path / "notes"
+    foreign.mkdir()
+    (foreign / "thesis.tex").write_text("mine")
+    (foreign / "data.csv").write_text("1,2")
+    root_link = tmp_path / "root"
+    root_link.symlink_to("/")
+    cases = {"/": "root of a filesystem", str(root_link): "root of a filesystem",
+             str(_league_folder(tmp_path, MANIFEST)): "league",
+             str(_league_folder(tmp_path, RESULTS)): "league",
+             str(foreign): "not a training run's"}
+    _no_writes(monkeypatch)
+    for out, words in cases.items():
+        kept = _digests(Path(out)) if out.startswith(str(tmp_path)) else None
+        for argv in ([], ["--resume"]):
+            assert guild(["train", "--out", out, *TINY, "--steps", str(UPDATE), *argv]) == 2
+            line = _one_line(capsys.readouterr().err)
+            assert line.startswith("train: error: ") and words in line, (out, argv, line)
+        assert kept is None or _digests(Path(out)) == kept
+    assert "'thesis.tex'" in line and "'data.csv'" in line
+    with pytest.raises(TrainingError, match="league"):  # the library refuses alike
+        train(TrainOptions(out=str(tmp_path / f"league-{MANIFEST}"), steps=UPDATE, envs=ENVS,
+                           eval_episodes=2))
+
+
+def test_out_still_takes_a_new_an_empty_or_a_runs_own_folder(run, tmp_path) -> None:
+    from agents.training import check_out
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    leftovers = tmp_path / "killed"  # a run killed before its first files, with a plot folder
+    leftovers.mkdir()
+    for name in (".train.lock", ".model.pt.tmp123", "curve.png"):
+        (leftovers / name).write_text("")
+    (leftovers / "tb").mkdir()
+    mixed = tmp_path / "mixed"  # a run's folder with a note beside it: still the run's
+    mixed.mkdir()
+    (mixed / "model.pt").write_bytes((run / "model.pt").read_bytes())
+    (mixed / "notes.txt").write_text("seed 7")
+    for out in (tmp_path / "new" / "run", empty, leftovers, mixed, run):
+        check_out(out)
+    code, printed = _train(leftovers, "--steps", str(UPDATE))
+    assert code == 0 and (leftovers / "model.pt").is_file(), printed
+
+
+def test_the_league_file_names_are_the_stores() -> None:
+    from agents.training import LEAGUE_FILES
+    from league.store import MANIFEST, RESULTS
+
+    assert set(LEAGUE_FILES) == {MANIFEST, RESULTS}
 
 def test_two_trainings_never_write_into_the_same_out_at_once(tmp_path) -> None:
     options = TrainOptions(out=str(tmp_path / "run"), steps=2 * UPDATE, envs=ENVS,
@@ -210,6 +285,64 @@ def test_model_files_that_are_devices_or_huge_are_refused_unread(tmp_path) -> No
     with pytest.raises(ModelError, match="larger than"):
         make_policy(f"ppo:{huge}")
 
+
+
+def _with_record(src: Path, dst: Path, name: str, mib: int) -> None:
+    """``src`` (a model file: a zip) rewritten with its record ``name`` replaced by ``mib`` MiB
+    of zeros, deflated: written in chunks, about 0.3 MB on disk for 300 MiB."""
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for info in zin.infolist():
+            if info.filename != name:
+                zout.writestr(info, zin.read(info))
+                continue
+            big = zipfile.ZipInfo(name)
+            big.compress_type = zipfile.ZIP_DEFLATED
+            with zout.open(big, "w", force_zip64=True) as f:
+                chunk = bytes(1 << 20)
+                for _ in range(mib):
+                    f.write(chunk)
+
+
+def test_a_model_file_that_unpacks_to_too_much_is_refused_from_its_directory(
+        tmp_path, monkeypatch, capsys) -> None:
+    """A 567 KB file holding a deflated 512 MB tensor was read whole by torch.load (1.09 GB)."""
+    from agents import ppo
+
+    good = tmp_path / "model.pt"
+    save_model(PolicyNet(460, 267), good, {})  # guild train's network (2 x 128, shared)
+    with zipfile.ZipFile(good) as z:
+        tensor = next(i.filename for i in z.infolist() if "/data/" in i.filename)
+    bomb = tmp_path / "bomb.pt"
+    _with_record(good, bomb, tensor, 300)
+    assert bomb.stat().st_size < 2 << 20
+    for make in (make_policy, BATCHED_POLICIES.make):
+        start = time.perf_counter()
+        with pytest.raises(ModelError, match="would unpack record") as e:
+            make(f"ppo:{bomb}")
+        assert time.perf_counter() - start < 0.5  # nothing was decompressed
+        message = _one_line(str(e.value))
+        assert str(bomb) in message and "64 MB" in message and "256 MB" in message
+    assert guild(["evaluate", f"ppo:{bomb}", "--seeds", "0..1"]) == 2
+    assert "would unpack" in _one_line(capsys.readouterr().err)
+    make_policy(f"ppo:{good}").net()  # a genuine model still loads
+    # the sum and the number of records, each bounded too (lowered here below a real model)
+    total = sum(i.file_size for i in zipfile.ZipFile(good).infolist())
+    for bound, value, words in (("MAX_UNPACKED_BYTES", total - 1, "would unpack to"),
+                                ("MAX_RECORDS", 3, "records")):
+        with monkeypatch.context() as m:
+            m.setattr(ppo, bound, value)
+            with pytest.raises(ModelError, match=words):
+                ppo.read_model(good)
+
+
+def test_read_model_refuses_a_device_before_reading(tmp_path) -> None:
+    from agents import ppo
+
+    with pytest.raises(ModelError, match="not a regular file"):
+        ppo.read_model("/dev/zero")
+    with pytest.raises(ModelError, match="not a readable torch model file"):
+        (tmp_path / "x.pt").write_bytes(b"\x00" * 100)  # not a zip: refused, one line
+        ppo.read_model(tmp_path / "x.pt")
 
 def test_evaluate_refuses_a_model_of_another_town_in_one_line(tmp_path, capsys) -> None:
     path = tmp_path / "model.pt"

@@ -6,16 +6,22 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from conftest import needs, needs_module
+from leagues import one_error_line
 
 from agents import play_episode
 from league import html_viewer as viewer
 from league.cli import main
+from league.errors import LeagueError
+from league.verify import MAX_REPLAY_BYTES
 from sim import Game, GameConfig
 
+ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync"]
@@ -161,6 +167,53 @@ def test_bad_files_give_one_line_and_exit_2(replay_path: Path, tmp_path: Path, c
     assert main(["view", str(replay_path), "-o", str(tmp_path / "no" / "dir.html")]) == 2
     assert "cannot write" in capsys.readouterr().err
 
+
+
+def _guild_process(*args: str) -> subprocess.CompletedProcess:
+    """``guild ARGS`` in a child process with a deadline and 1 GiB of address space, so that a
+    command that reads a device until memory runs out, or blocks on a FIFO, fails the test
+    instead of taking the machine or hanging it."""
+    def limit() -> None:
+        import resource  # POSIX
+
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    return subprocess.run([sys.executable, "-m", "league", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, preexec_fn=limit)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo") or not os.path.exists("/dev/zero"),
+                    reason="needs FIFOs and /dev/zero (POSIX)")
+def test_view_reads_regular_files_only_refused_before_reading(replay_path: Path,
+                                                              tmp_path: Path) -> None:
+    """/dev/zero grew to 3.7 GB and ended in a MemoryError traceback; a FIFO blocked."""
+    fifo = tmp_path / "replay.json"
+    os.mkfifo(fifo)
+    page = str(tmp_path / "x.html")
+    for args in (["/dev/zero"], [str(fifo)], [str(replay_path), "--world", str(fifo)],
+                 [str(replay_path), "--world", "/dev/zero"]):
+        done = _guild_process("view", *args, "-o", page)
+        assert done.returncode == 2, (args, done.stderr[-500:])
+        line = one_error_line(done.stderr)
+        assert line.startswith("guild view: error: ") and "not a regular file" in line, line
+    assert not Path(page).exists()
+    # in this process too: refused by stat, nothing opened
+    with pytest.raises(LeagueError, match="not a regular file"):
+        viewer.load_replay(fifo)
+    with pytest.raises(LeagueError, match="is a directory"):
+        viewer.load_replay(tmp_path)
+    assert main(["view", str(replay_path), "-o", page]) == 0  # a replay file still is one
+
+
+def test_view_refuses_a_replay_over_the_cap_unread(tmp_path: Path, monkeypatch,
+                                                   capsys) -> None:
+    huge = tmp_path / "huge.json"
+    with huge.open("wb") as f:  # sparse: no disk used, and never read
+        f.truncate(MAX_REPLAY_BYTES + 1)
+    monkeypatch.setattr(os, "open", lambda *a, **k: pytest.fail("the file was opened"))
+    assert main(["view", str(huge), "-o", str(tmp_path / "x.html")]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert f"over {MAX_REPLAY_BYTES >> 20} MB" in line, line
 
 def test_a_variant_town_needs_its_world_file(tmp_path: Path, capsys) -> None:
     from sim import load_config
