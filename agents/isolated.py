@@ -50,7 +50,7 @@ from .seat_protocol import (
     view,
     view_fields,
 )
-from .seat_zygote import close_zygotes
+from .seat_zygote import Launch, close_zygotes
 
 DEFAULT_MEMORY_MB = 4096
 DEFAULT_CPU_S = 3600
@@ -80,15 +80,18 @@ _IDLE: dict[tuple, list[SeatProcess]] = {}
 _IDLE_LOCK = threading.Lock()
 
 
-def _take(key: tuple) -> SeatProcess | None:
-    """A live idle process for the same program and limits (started by an earlier episode)."""
+def _take(key: tuple, seed: int) -> SeatProcess | None:
+    """A live idle process for the same program and limits (started by an earlier episode)
+    that has never played the town ``seed``: a seat carries no memory from one rotation of a
+    town to the next (the six episodes of a league's group share their seed)."""
     with _IDLE_LOCK:
         idle = _IDLE.get(key, [])
-        while idle:
-            proc = idle.pop()
-            if proc.alive():
-                return proc
-            proc.kill()
+        for i in range(len(idle) - 1, -1, -1):
+            proc = idle[i]
+            if not proc.alive():
+                idle.pop(i).kill()
+            elif seed not in proc.seeds:
+                return idle.pop(i)
     return None
 
 
@@ -127,11 +130,13 @@ class IsolatedPolicy:
 
     def __init__(self, argv: list[str], name: str = "", timeout: float | None = None,
                  memory_mb: int = DEFAULT_MEMORY_MB, cpu_s: int = DEFAULT_CPU_S,
-                 env: dict[str, str] | None = None, hosted: str | None = None) -> None:
+                 env: dict[str, str] | None = None, hosted: str | None = None,
+                 launch: Launch | None = None) -> None:
         if not argv:
             raise ValueError("an isolated policy needs a command")
         self.argv = list(argv)
         self.hosted = hosted  # a Python spec forked from the zygote instead of run as argv
+        self.launch = launch  # the sandbox its processes start in (None: none)
         self.name = name or shlex.join(argv)
         self.timeout = timeout
         self.memory_mb = memory_mb
@@ -191,6 +196,7 @@ class IsolatedPolicy:
             proc = self._process()
             if self._fresh:
                 self._fresh = False
+                proc.seeds.add(self._seed)
                 reply = proc.ask(self._reset, max(self.timeout or 0.0, START_TIMEOUT))
                 error, self._fields = _reset_reply(reply)
                 if error is not None:
@@ -219,7 +225,7 @@ class IsolatedPolicy:
 
     @property
     def _key(self) -> tuple:
-        return (tuple(self.argv), self.memory_mb, self.cpu_s)
+        return (tuple(self.argv), self.memory_mb, self.cpu_s, self.launch)
 
     def probe(self) -> None:
         """Start the program and reset it once: a ``ValueError`` naming the policy when it
@@ -239,11 +245,15 @@ class IsolatedPolicy:
         if self._proc is None or not self._proc.alive():
             if self._proc is not None:
                 self._proc.kill()
-            self._proc = _take(self._key) or self._start()
+            self._proc = _take(self._key, self._seed) or self._start()
             self._fresh = True
         return self._proc
 
     def _start(self) -> SeatProcess:
+        if self.launch is not None:
+            return SeatProcess.forked(self.hosted or self.name, self.memory_mb, self.cpu_s,
+                                      launch=self.launch,
+                                      argv=None if self.hosted else self.argv)
         if self.hosted is not None:
             return SeatProcess.forked(self.hosted, self.memory_mb, self.cpu_s, self.env)
         return SeatProcess.command(self.argv, self.memory_mb, self.cpu_s, self.env)
@@ -284,9 +294,10 @@ def from_spec(spec: str, **params: Any) -> IsolatedPolicy:
     return IsolatedPolicy(argv, name=f"exec:{spec}", **params)
 
 
-def hosted(spec: str, **params: Any) -> IsolatedPolicy:
+def hosted(spec: str, name: str | None = None, **params: Any) -> IsolatedPolicy:
     """A Python policy spec (``module:Name``, ``sb3:PATH``) run apart by ``agents.seat_host``,
-    with this interpreter and its import path, so what the league can import the seat can."""
+    with this interpreter and its import path, so what the league can import the seat can (in
+    a sandbox, ``launch``: what the sandbox shows it)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p or os.getcwd() for p in sys.path)}
-    return IsolatedPolicy([sys.executable, "-m", "agents.seat_host", spec], name=spec, env=env,
-                          hosted=spec, **params)
+    return IsolatedPolicy([sys.executable, "-m", "agents.seat_host", spec], name=name or spec,
+                          env=env, hosted=spec, **params)

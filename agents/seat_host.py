@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -114,6 +115,19 @@ def answer(policy: Any, view: SeatGame, seat: int) -> dict:
     return {"action": action, "say": decision.say, "notes": decision.notes}
 
 
+def _where(e: BaseException, spec: str) -> str:
+    """`` (at file.py:LINE)``: the innermost frame of the traceback in the policy's own
+    top-level package (else the innermost), named by its file's last two path parts."""
+    frames = traceback.extract_tb(e.__traceback__)
+    if not frames:
+        return ""
+    home = spec.split(":", 1)[0].split(".")[0]
+    pick = next((f for f in reversed(frames) if f"/{home}" in f.filename), frames[-1])
+    name = "/".join(pick.filename.split("/")[-2:]) if "/__init__" in pick.filename else \
+        pick.filename.rsplit("/", 1)[-1]
+    return f" (at {name}:{pick.lineno})"
+
+
 def serve(spec: str, requests: Any, replies: Any) -> None:
     """Answer requests until standard input closes."""
     policy: Any = None
@@ -151,7 +165,7 @@ def serve(spec: str, requests: Any, replies: Any) -> None:
             else:
                 reply = answer(policy, SeatGame(request, speech, fetch, used), request["seat"])
         except Exception as e:  # the policy's own failure: a fault of this seat
-            reply = {"error": f"{type(e).__name__}: {e}"[:300]}
+            reply = {"error": f"{f'{type(e).__name__}: {e}'[:160]}{_where(e, spec)}"[:300]}
         write(reply)
 
 

@@ -22,7 +22,7 @@ from collections import deque
 from typing import Any
 
 from .seat_protocol import MAX_LINE, encode_line
-from .seat_zygote import die_with_parent, zygote
+from .seat_zygote import Launch, die_with_parent, zygote
 
 TAIL_BYTES = 2048
 
@@ -68,8 +68,10 @@ class SeatProcess:
 
     def __init__(self, pid: int, stdin: int, stdout: int, stderr: int,
                  popen: subprocess.Popen | None = None, pidfd: int | None = None,
-                 status: Any = None) -> None:
+                 status: Any = None, group: bool = True) -> None:
         self.pid = pid
+        self.seeds: set[int] = set()  # the towns it has played (never twice: agents.isolated)
+        self._group = group  # pid is ours to signal, with its process group
         self._popen, self._status = popen, status
         self._pidfd = -1 if pidfd is None else pidfd
         self.tail = _Tail(stderr)
@@ -106,14 +108,17 @@ class SeatProcess:
 
     @classmethod
     def forked(cls, spec: str, memory_mb: int, cpu_s: int,
-               env: dict[str, str] | None = None) -> SeatProcess:
-        """Fork ``python -m agents.seat_host spec`` from the zygote for ``env``."""
+               env: dict[str, str] | None = None, launch: Launch | None = None,
+               argv: list[str] | None = None) -> SeatProcess:
+        """Fork ``python -m agents.seat_host spec`` (or, given ``argv``, start that program)
+        from the zygote for ``env``, or from the one in the sandbox ``launch`` describes."""
         pipes = [os.pipe() for _ in range(3)]
         theirs = [pipes[0][0], pipes[1][1], pipes[2][1]]
+        request: dict[str, Any] = {"memory_mb": memory_mb, "cpu_s": cpu_s}
+        request.update({"exec": argv} if argv is not None else {"spawn": spec})
         try:
-            z = zygote(env)
-            pid = z.spawn(spec, memory_mb, cpu_s, theirs)
-            pidfd = os.pidfd_open(pid)
+            z = zygote(env, launch)
+            pid, pidfd = z.spawn(request, theirs)
         except (OSError, ValueError, KeyError) as e:
             for r, w in pipes:
                 os.close(r)
@@ -121,7 +126,8 @@ class SeatProcess:
             raise SeatFaultError("crashed", f"cannot start a seat for {spec!r}: {e}") from None
         for fd in theirs:
             os.close(fd)
-        return cls(pid, pipes[0][1], pipes[1][0], pipes[2][0], pidfd=pidfd, status=z.status)
+        return cls(pid, pipes[0][1], pipes[1][0], pipes[2][0], pidfd=pidfd, status=z.status,
+                   group=launch is None)
 
     def ask(self, message: dict, timeout: float | None) -> bytes:
         """Send one request; return the answer line (without its newline)."""
@@ -189,8 +195,13 @@ class SeatProcess:
         return code
 
     def _ended(self, what: str) -> SeatFaultError:
-        code = self.exit_code(5)
-        how = f"killed by signal {-code}" if code is not None and code < 0 else f"status {code}"
+        """A fault for a program that closed its output: it is ended at once (one that closed
+        its output and went on running must not cost the league a wait)."""
+        code = self.exit_code(0.05)
+        if code is None:
+            self.kill()
+            return SeatFaultError("crashed", f"{what} (closed its output; ended){self._note()}")
+        how = f"killed by signal {-code}" if code < 0 else f"status {code}"
         return SeatFaultError("crashed", f"{what} ({how}){self._note()}")
 
     def _note(self) -> str:
@@ -198,8 +209,13 @@ class SeatProcess:
         return f"; stderr: {tail}" if tail else ""
 
     def kill(self) -> None:
-        """End the program and everything it started (its process group)."""
-        for kill in (os.killpg, os.kill):  # kill: in case it has not left the zygote's group
+        """End the program and everything it started (its process group; in a sandbox, its
+        pid namespace, which ends with the process the pidfd holds)."""
+        if self._pidfd >= 0:
+            with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+        # outside a sandbox, its group too (os.kill: in case it has not left the zygote's yet)
+        for kill in (os.killpg, os.kill) if self._group else ():
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 kill(self.pid, signal.SIGKILL)
         for fd in (self._in, self._out):

@@ -91,6 +91,40 @@ def _league_figure(secs: float) -> float | None:
     return bench_league(_league_episodes(secs))
 
 
+def _isolated_ratio(secs: float) -> float | None:
+    """League episodes/s with the Waiter in sandboxed seat processes over the same in-process."""
+    n = _league_episodes(secs)
+    fast = ("bench.policies:Waiter", "factor")
+    apart, trusted = bench_league(n, fast), bench_league(n, fast, trust=True)
+    return None if apart is None or trusted is None else apart / trusted
+
+
+def bench_sandbox_start() -> tuple[float, float] | None:
+    """Seconds to a first answer from a sandboxed seat: cold (bubblewrap and the zygote start)
+    and warm (a seat forked from the running zygote, in namespaces of its own)."""
+    if importlib.util.find_spec("league") is None:
+        return None
+    from agents.isolated import close_all
+    from league import sandbox
+    from league.episode import Settings, league_policy
+    from sim import Game, GameConfig
+
+    if sandbox.problem() is not None:
+        return None
+    settings = Settings(policies=("bench.policies:Waiter",))
+    times = []
+    for _ in range(2):
+        game = Game(GameConfig(seed=len(times)))
+        start = time.perf_counter()
+        policy = league_policy("bench.policies:Waiter", settings)
+        policy.reset(len(times))
+        policy.act(game, 0)
+        times.append(time.perf_counter() - start)
+        policy._restart()  # the next one forks a new seat
+    close_all()
+    return times[0], times[1]
+
+
 # The figures ``--only`` can run alone: name -> (measure(seconds), unit, decimals).
 FIGURES: dict[str, tuple[Callable[[float], float | None], str, int]] = {
     "scalar_structured_episodes_per_s": (bench_structured, "episodes/s", 1),
@@ -101,6 +135,7 @@ FIGURES: dict[str, tuple[Callable[[float], float | None], str, int]] = {
     "gym_steps_per_s": (bench_gym, "steps/s", 0),
     "parallel_joint_steps_per_s": (bench_parallel, "joint-steps/s", 0),
     "league_episodes_per_s": (_league_figure, "episodes/s", 1),
+    "league_isolated_vs_trusted": (_isolated_ratio, "x", 2),
 }
 
 
@@ -204,6 +239,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"league_isolated{label}_episodes_per_s: {apart:.1f} episodes/s")
             print(f"league_trusted{label}_episodes_per_s: {trusted:.1f} episodes/s")
             print(f"league_isolated{label}_vs_trusted: {apart / trusted:.2f} x")
+        start = bench_sandbox_start()
+        if start is not None:
+            print(f"sandbox_seat_cold_start_s: {start[0]:.3f} s")
+            print(f"sandbox_seat_warm_start_s: {start[1]:.3f} s")
     from bench import batched
 
     n = 4096

@@ -2,12 +2,12 @@
 
 ``guild league`` (``league.cli``) runs a whole league (``league.tournament``): duplicate-style
 groups of six seat rotations (``league.lineups``), each episode played with its faults falling
-back to ``factor`` and its time bounded (``league.episode``), every finished episode written
-durably and resumed (``league.store``, ``league.atomic``), on worker processes or Ray
-(``league.backends``), ranked by mean score with a bootstrap interval (``league.ladder``), and
-every replay re-derived on ``guild verify`` (``league.verify``). The other commands:
-``guild view`` (``league.html_viewer``), ``guild play`` (``league.terminal``), ``guild train``
-(``league.train``, running ``agents.training``) and ``guild export-sft``
+back (to waiting, or ``factor``) and its time bounded (``league.episode``), every finished
+episode written durably and resumed (``league.store``, ``league.atomic``), on worker processes
+or Ray (``league.backends``), ranked by mean score with a bootstrap interval
+(``league.ladder``), and every replay re-derived on ``guild verify`` (``league.verify``). The
+other commands: ``guild view`` (``league.html_viewer``), ``guild play`` (``league.terminal``),
+``guild train`` (``league.train``, running ``agents.training``) and ``guild export-sft``
 (``league.export_sft``).
 """
 

@@ -24,9 +24,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from agents import make_policy
-
-from .episode import Settings, play
+from .episode import Settings, check_policy, play
 from .errors import LeagueError
 from .lineups import EpisodeSpec
 from .workers import Batch, Item, WorkerDiedError, chunk_size, run_chunk, run_processes
@@ -118,7 +116,7 @@ def run_ray(specs: Sequence[EpisodeSpec], settings: Settings, workers: int,
     pending: deque[Any] = deque()
     try:
         try:
-            _probe(ray, settings.policies)
+            _probe(ray, settings)
         except LeagueError as e:
             if ours:
                 raise
@@ -230,15 +228,17 @@ ray.init(address=sys.argv[1], include_dashboard=False, log_to_driver=False, logg
 """
 
 
-def _probe(ray: Any, policies: Sequence[str]) -> None:
-    """Build every policy once on every node with CPUs; refuse the league if one fails there."""
+def _probe(ray: Any, settings: Settings) -> None:
+    """Build every policy once on every node with CPUs (one that runs apart in its sandbox, so
+    a node where the sandbox cannot start refuses the league); refuse the league if one fails
+    there."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     check = ray.remote(num_cpus=1, max_retries=0)(_policy_trouble)
     nodes = [n["NodeID"] for n in ray.nodes() if n.get("Alive") and
              n.get("Resources", {}).get("CPU", 0) >= 1]
     refs = [check.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
-            .remote(tuple(policies)) for node in nodes]
+            .remote(settings) for node in nodes]
     try:
         answers = ray.get(refs, timeout=PROBE_TIMEOUT)
     except ray.exceptions.GetTimeoutError:
@@ -271,13 +271,14 @@ def _get(ray: Any, ref: Any) -> list[Item]:
 _BUILT: set[str] = set()  # policies this worker process has built once
 
 
-def _policy_trouble(policies: Sequence[str]) -> str | None:
-    """None if every policy builds in this worker; else one line naming the policy and us."""
-    for spec in policies:
+def _policy_trouble(settings: Settings) -> str | None:
+    """None if every policy builds in this worker (one that runs apart: in its sandbox, which
+    must start on this node); else one line naming the policy and us."""
+    for spec in settings.policies:
         if spec in _BUILT:
             continue
         try:
-            make_policy(spec)
+            check_policy(spec, settings)
         except Exception as e:  # a user's policy may raise anything while being built
             where = f"{socket.gethostname()} ({_node_ip()}), pid {os.getpid()}"
             return (f"policy {spec!r} cannot be built on Ray worker {where}: "
@@ -287,7 +288,7 @@ def _policy_trouble(policies: Sequence[str]) -> str | None:
 
 
 def _ray_chunk(specs: Sequence[EpisodeSpec], settings: Settings) -> list[Item] | str:
-    return _policy_trouble(settings.policies) or run_chunk(specs, settings)
+    return _policy_trouble(settings) or run_chunk(specs, settings)
 
 
 def _node_ip() -> str:

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import Any
 
 from agents import Factor, Magpie, RandomPolicy
@@ -86,7 +87,8 @@ class Seat:
     """A seat's policy and what the episode knows about it."""
 
     policy: Any
-    broken: bool = False           # factor plays the seat for the rest of the episode
+    broken: bool = False           # the fallback plays the seat for the rest of the episode
+    fallback: str = "factor"       # what plays a decision the policy does not make: factor, wait
     overrun: Call | None = None   # the call that overran, until it returns
     thread: SeatThread | None = field(default=None, repr=False)
     # What the policy is, read once per episode rather than once per decision:
@@ -143,8 +145,19 @@ def fault_of(s: Seat, e: BaseException) -> tuple[str, str]:
     its own kind, and the seat is restarted, not broken, unless the error is fatal."""
     if isinstance(e, SeatFaultError):
         s.broken = s.broken or e.fatal
-        return e.kind, str(e)
-    return "raised", f"raised {check(e)}"
+        note = str(e)
+        if note.endswith(_PLAYS_FACTOR):  # the seat process's words; the league says who plays
+            note = f"{note[:-len(_PLAYS_FACTOR)]}; {plays(s.fallback)}"
+        return e.kind, note
+    return "raised", f"raised {check(e, s.policy)}"
+
+
+_PLAYS_FACTOR = "; plays factor"
+
+
+def plays(fallback: str) -> str:
+    """What a fault note says plays the seat instead: ``plays factor`` or ``waits``."""
+    return "waits" if fallback == "wait" else f"plays {fallback}"
 
 
 def describe(e: BaseException) -> str:
@@ -152,8 +165,59 @@ def describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {msg}" if msg else type(e).__name__
 
 
-def check(e: BaseException) -> str:
-    """Describe a policy's exception; re-raise what is no policy's fault (e.g. Ctrl-C)."""
+MESSAGE_CHARS = 160  # of an exception's message in a fault note (notes are cut at 300)
+WHERE_CHARS = 80     # of its ``file:line``
+
+
+def explain(e: BaseException, policy: object = None) -> str:
+    """A policy's exception for its fault note: type, message (bounded) and where it was
+    raised: ``RuntimeError: boom (at my_bot.py:17)``. The place is the innermost frame of the
+    traceback in the policy's own code (its top-level package), else the innermost frame."""
+    text = describe(e)
+    if len(text) > MESSAGE_CHARS:
+        text = text[:MESSAGE_CHARS - 3] + "..."
+    at = where(e, policy)
+    return f"{text} (at {at})" if at else text
+
+
+def where(e: BaseException, policy: object = None) -> str | None:
+    """``file:line`` of the frame of ``e``'s traceback that :func:`explain` names (None
+    without a traceback). The file is shown as its module's path (``pkg/mod.py``), so a note
+    reads the same on every machine and in every working directory."""
+    frames = []
+    tb = e.__traceback__
+    while tb is not None:
+        frames.append(tb)
+        tb = tb.tb_next
+    if not frames:
+        return None
+    home = _package(type(policy).__module__) if policy is not None else ""
+    pick = next((tb for tb in reversed(frames)
+                 if home and _package(tb.tb_frame.f_globals.get("__name__")) == home),
+                frames[-1])
+    path = _shown_path(pick.tb_frame.f_code.co_filename, pick.tb_frame.f_globals.get("__name__"))
+    at = f"{path}:{pick.tb_lineno}"
+    return at if len(at) <= WHERE_CHARS else "..." + at[-(WHERE_CHARS - 3):]
+
+
+def _package(module: object) -> str:
+    return module.split(".")[0] if isinstance(module, str) else ""
+
+
+def _shown_path(filename: str, module: object) -> str:
+    """The last parts of ``filename`` that its module's dotted name covers (else its name)."""
+    parts = PurePath(filename).parts
+    if not parts:
+        return filename
+    if not isinstance(module, str) or module == "__main__" or not module:
+        return parts[-1]
+    n = module.count(".") + 1 + (parts[-1] == "__init__.py")
+    return "/".join(parts[-n:])
+
+
+def check(e: BaseException, policy: object = None) -> str:
+    """Describe a policy's exception (:func:`explain`); re-raise what is no policy's fault
+    (e.g. Ctrl-C)."""
     if not isinstance(e, (Exception, SystemExit)):
         raise e
-    return describe(e)
+    return explain(e, policy)

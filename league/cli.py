@@ -34,6 +34,14 @@ Group g's lineup is the next six entries of the policy list repeated (p[(6g+j) m
 shuffled; its seed comes from sha256 of --seed and g (see league/lineups.py). Re-running the
 same command resumes an interrupted league; a larger --episodes extends a finished one.
 Outputs in --out: league.json, results.jsonl, replays/<id>.json, ladder.json (ladder.png).
+
+No free rides: a decision a policy does not make (it raised, returned garbage or an action
+the rules refuse, overran --decision-timeout, crashed, or its reset failed) is played by the
+seat's fallback, marked scripted and counted. By default llm: seats fall back to factor and
+every other seat waits ("I wait and watch the road."); --fallback wait or --fallback factor
+sets it for every seat (it is part of the league's configuration). A policy more than 10% of
+whose decisions were not its own is unranked: listed below the ranked policies, with rank
+null in ladder.json and the reason.
 """
 
 
@@ -76,12 +84,24 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the honest-town variant: every robbery is forbidden")
     lg.add_argument("--no-speech", action="store_true", help="blank every spoken line")
     lg.add_argument("--decision-timeout", type=_positive_float, metavar="SEC",
-                    help="a decision taking longer is discarded and factor plays it")
+                    help="a decision taking longer is discarded and the fallback plays it "
+                    "(default: none for our in-process seats; 10 s for seats that run apart, "
+                    "which also get an episode deadline of 60 s + turns x (timeout + 1 s) "
+                    "unless --episode-timeout is given)")
+    lg.add_argument("--fallback", choices=("wait", "factor"), default=None,
+                    help="what plays a decision a policy fails to make, for every seat: wait "
+                    "(the do-nothing sentence) or factor (default: factor for llm: seats, "
+                    "wait for the others)")
     lg.add_argument("--seat-memory", type=_seat_memory, default=DEFAULT_MEMORY_MB, metavar="MB",
                     help=f"address-space cap of each seat process ({DEFAULT_MEMORY_MB})")
     lg.add_argument("--trust", action="store_true",
                     help="run every policy in the league's process (your own code only; "
                     "or prefix one spec with trusted:)")
+    lg.add_argument("--sandbox", choices=("bwrap", "none"), default="bwrap",
+                    help="how seats that run apart (module:, sb3:, exec:) run: bwrap (default: "
+                    "a bubblewrap sandbox each, no view of the machine, the league or the "
+                    "others; needs bubblewrap) or none (a plain process of your user: only "
+                    "for code you trust)")
     lg.add_argument("--episode-timeout", type=_positive_float, metavar="SEC",
                     help="end an episode between turns after SEC seconds (reason deadline)")
     lg.add_argument("--plot", action="store_true", help="also write ladder.png (matplotlib)")
@@ -215,7 +235,7 @@ def _league(args: argparse.Namespace) -> int:
         turns=args.turns, honest_town=args.honest_town, no_speech=args.no_speech,
         decision_timeout=args.decision_timeout, episode_timeout=args.episode_timeout,
         plot=args.plot, backend=args.backend, address=args.address, trust=args.trust,
-        seat_memory=args.seat_memory)
+        seat_memory=args.seat_memory, fallback=args.fallback, sandbox=args.sandbox)
     progress = _ProgressBar()
     try:
         run = run_league(options, on_note=_note, on_progress=progress)

@@ -1,23 +1,31 @@
-"""Playing one league episode: policies decide, faults fall back to ``factor``, time is bounded.
+"""Playing one league episode: policies decide, faults fall back, time is bounded.
 
 This is the part that runs inside worker processes (or Ray tasks). It imports only ``sim`` and
 ``agents`` plus the policies' own modules, and returns plain JSON-ready data.
 
 Faults (issue 7 scope 5). For each decision the seat's policy is called; the decision is
-replaced by the ``factor`` baseline's sentence, recorded ``scripted`` (RULES §6.1, §21), when
-the policy
+replaced by the seat's *fallback*, recorded ``scripted`` (RULES §6.1, §21), when the policy
 
 - raises (any ``Exception``, or ``SystemExit``),
 - returns garbage: neither a sentence (``str``) nor an ``Intent`` the rules accept for that
   seat now (``play_turn`` would refuse it), or
 - takes longer than ``decision_timeout`` seconds.
 
+The fallback (``Settings.fallback``, ``guild league --fallback``) is ``wait`` (the sentence
+``I wait and watch the road.``, the original's do-nothing act) or ``factor`` (the ``factor``
+baseline's sentence). By default language-model seats (``llm:``) fall back to ``factor``, as in
+the original, and every other seat waits: a policy that fails gains nothing by failing, so a
+policy that raises on every decision scores as a seat that only waits, not as ``factor``. Each
+results row and replay says what each seat fell back to (``fallbackPlay``). A language-model
+seat's own fallback (its client plays ``factor`` after a second invalid reply, marked scripted
+and counted in ``fallbacks``) is the policy's decision and is not replaced.
+
 Time limits (issue 14). When ``decision_timeout`` or ``episode_timeout`` is set, every policy
 call (``reset`` and ``act``) runs in a worker thread of its seat, and the episode waits for it
 only until the limit; this works in any thread, on any platform, inside worker processes and
 Ray tasks alike (no signals). A Python thread cannot be killed, so a call that overruns is
 *abandoned*: it may go on running, and reading the game, in the background, but its answer is
-never used and its policy is never asked again -- the seat is marked broken and ``factor``
+never used and its policy is never asked again -- the seat is marked broken and its fallback
 plays it for the rest of the episode. A ``timeout`` fault is counted for the call that overran
 and for every later decision of the seat that comes while that call is still running (each is
 a decision the policy did not make in time). Worker threads are daemons, so an abandoned call
@@ -27,7 +35,7 @@ are the built-in baselines (``factor``, ``magpie``, ``random``) always. Timeouts
 machine, so a policy near its limit can make a league non-reproducible; everything else is
 deterministic.
 
-A policy whose ``reset`` raises or overruns plays ``factor`` for the whole episode (its state is
+A policy whose ``reset`` raises or overruns plays its fallback for the whole episode (its state is
 unknown); every decision counts as a fallback.
 
 The episode limit ``episode_timeout`` is checked before each turn and bounds every wait; when
@@ -56,13 +64,15 @@ from pathlib import Path
 from typing import Any
 
 from agents import Decision, Factor, is_scripted, make_policy
-from agents.isolated import DEFAULT_MEMORY_MB, hosted
+from agents.baseline_rules import WAIT
+from agents.isolated import DEFAULT_MEMORY_MB, START_TIMEOUT, hosted
 from agents.isolated import from_spec as exec_policy
 from sim import Game, GameConfig, Intent
 from sim.rules.world import SEATS
 
+from . import sandbox
 from .atomic import write_atomic
-from .calls import Seat, check, describe, fault_of, past, until
+from .calls import Seat, check, describe, explain, fault_of, past, plays, until
 from .lineups import EpisodeSpec
 from .replay_json import STDLIB, encode
 
@@ -71,7 +81,9 @@ RESULT_KEYS = ("names", "scores", "coin", "wealth", "questPoints", "delivered", 
 FAULT_KINDS = ("raised", "garbage", "timeout", "crashed")
 
 _log = logging.getLogger(__name__)
-_FALLBACK = Factor()
+_FACTOR = Factor()
+FALLBACKS = ("wait", "factor")  # what plays a decision a seat's policy does not make
+FallbackAct = Callable[[Game, int], str]
 
 Fault = Callable[[int, str, str], None]
 _JSON = STDLIB  # what a replay's bytes are (``encode`` makes the same ones faster)
@@ -90,8 +102,12 @@ class Settings:
     replay_dir: str | None = None  # write replays here; None returns them to the caller
     trust: bool = False            # run every policy in-process (--trust)
     seat_memory: int = DEFAULT_MEMORY_MB  # address-space cap of a seat process, MB
+    sandbox: str = "bwrap"         # how seats that run apart run (league.sandbox.MODES)
+    hidden: tuple[str, ...] = ()   # folders no sandbox may see (the league's --out)
+    fallback: str | None = None    # wait or factor for every seat; None: factor for llm:, else wait
 
 
+APART_DECISION_TIMEOUT = 10.0  # seconds a seat that runs apart has per decision by default
 IN_PROCESS = ("factor", "magpie", "random")   # ours: the engine's side
 IN_PROCESS_PREFIXES = ("ppo:", "llm:")
 TRUSTED = "trusted:"
@@ -114,6 +130,23 @@ def trusted(name: str, settings: Settings) -> bool:
     return settings.trust or low in IN_PROCESS or low.startswith(IN_PROCESS_PREFIXES)
 
 
+def fallback_play(name: str, fallback: str | None) -> str:
+    """What plays seat ``name``'s decisions that its policy does not make: ``wait`` or
+    ``factor``. ``fallback`` (``--fallback``) decides for every seat; without it language-model
+    seats (``llm:``, as in the original) fall back to ``factor`` and all others wait."""
+    if fallback is not None:
+        return fallback
+    spec = name.strip().lower()
+    return "factor" if spec.removeprefix(TRUSTED).startswith("llm:") else "wait"
+
+
+def _wait(game: Game, seat: int) -> str:
+    return WAIT
+
+
+_FALLBACK_ACTS: dict[str, FallbackAct] = {"wait": _wait, "factor": _FACTOR.act}
+
+
 def check_policy(name: str, settings: Settings) -> None:
     """Build the policy once before a league starts (ValueError naming it when it cannot be).
 
@@ -132,10 +165,30 @@ def league_policy(name: str, settings: Settings) -> Any:
         return make_policy(spec[len(TRUSTED):])
     if trusted(spec, settings):
         return make_policy(spec)
-    limits = {"timeout": settings.decision_timeout, "memory_mb": settings.seat_memory}
+    limits = {"timeout": decision_limit(settings), "memory_mb": settings.seat_memory}
     if spec.lower().startswith("exec:"):
-        return exec_policy(spec[len("exec:"):], **limits)
-    return hosted(spec, **limits)
+        policy = exec_policy(spec[len("exec:"):], **limits)
+        if settings.sandbox == "bwrap":
+            files, policy.argv = sandbox.exec_files(policy.argv)
+            policy.launch = sandbox.launch(files, [], settings.hidden)
+        return policy
+    if settings.sandbox != "bwrap":
+        return hosted(spec, **limits)
+    files, path, runs = sandbox.policy_files(spec)
+    return hosted(runs, name=spec, launch=sandbox.launch(files, path, settings.hidden),
+                  **limits)
+
+
+def decision_limit(settings: Settings) -> float:
+    """A seat that runs apart always has a decision timeout (``--decision-timeout``, else
+    :data:`APART_DECISION_TIMEOUT`): a program that sleeps must not hang the league."""
+    return settings.decision_timeout or APART_DECISION_TIMEOUT
+
+
+def episode_limit(settings: Settings) -> float:
+    """The episode deadline when a seat runs apart and none was set: every decision at its
+    limit, plus a start for the seat processes (``agents.isolated.START_TIMEOUT``)."""
+    return START_TIMEOUT + settings.turns * (decision_limit(settings) + 1.0)
 
 
 # --- one episode -------------------------------------------------------------------------------
@@ -152,11 +205,19 @@ def play(spec: EpisodeSpec, settings: Settings) -> tuple[dict, str | None]:
     limit = settings.decision_timeout
     deadline = (started + settings.episode_timeout if settings.episode_timeout is not None
                 else None)
+    if deadline is None and not all(trusted(name, settings) for name in spec.lineup):
+        deadline = started + episode_limit(settings)  # a seat runs apart: always a deadline
     threaded = limit is not None or deadline is not None
     config = GameConfig(seed=spec.seed, turns=settings.turns, thievery=settings.thievery,
                         speech=settings.speech, players=spec.lineup)
     game = Game(config)
     fallbacks = [0] * SEATS
+    fallback_plays = [fallback_play(name, settings.fallback) for name in spec.lineup]
+    acts = [_FALLBACK_ACTS[k] for k in fallback_plays]
+
+    def fallback(game: Game, seat: int) -> str:
+        return acts[seat](game, seat)
+
     faults: list[dict[str, int]] = [{} for _ in range(SEATS)]
     notes = [""] * SEATS
 
@@ -173,10 +234,11 @@ def play(spec: EpisodeSpec, settings: Settings) -> tuple[dict, str | None]:
     seats: list[Seat] = []
     for seat, name in enumerate(spec.lineup):
         try:
-            seats.append(Seat(league_policy(name, settings)))
+            seats.append(Seat(league_policy(name, settings), fallback=fallback_plays[seat]))
         except Exception as e:
-            seats.append(Seat(_FALLBACK, broken=True))
-            fault(seat, "raised", f"could not be built ({describe(e)}); plays factor")
+            seats.append(Seat(_FACTOR, broken=True, fallback=fallback_plays[seat]))
+            fault(seat, "raised", f"could not be built ({explain(e)}); "
+                                  f"{plays(fallback_plays[seat])}")
     try:
         for seat, s in enumerate(seats):
             reset = getattr(s.policy, "reset", None)
@@ -185,16 +247,17 @@ def play(spec: EpisodeSpec, settings: Settings) -> tuple[dict, str | None]:
                 if not call.wait(until(call.started, limit, deadline)):
                     s.broken, s.overrun = True, call
                     if not past(deadline):
-                        fault(seat, "timeout", f"reset took over {limit} s; plays factor")
+                        fault(seat, "timeout", f"reset took over {limit} s; {plays(s.fallback)}")
                 elif call.error is not None:
                     s.broken = True
-                    fault(seat, "raised", f"reset raised {check(call.error)}; plays factor")
+                    fault(seat, "raised", f"reset raised {check(call.error, s.policy)}; "
+                                          f"{plays(s.fallback)}")
         scripted_by_policy = [is_scripted(s.policy) for s in seats]
         while not game.done:
             if past(deadline):
                 game.end_early()
                 break
-            turn = _decide(game, seats, limit, deadline, threaded, fault)
+            turn = _decide(game, seats, limit, deadline, threaded, fault, fallback)
             if turn is None:  # the episode deadline passed during the decisions
                 game.end_early()
                 break
@@ -205,11 +268,11 @@ def play(spec: EpisodeSpec, settings: Settings) -> tuple[dict, str | None]:
                     continue
                 except ValueError:  # refused, nothing changed: replace the refused seats
                     decisions, fell = [Decision(a) for a in answers], [False] * SEATS
-                    _replace_refused(game, decisions, fell, fault)
+                    _replace_refused(game, decisions, fell, fault, fallback)
                     _play_decisions(game, decisions, fell, scripted_by_policy)
             else:
                 decisions = answers
-                _play_turn(game, decisions, fell, scripted_by_policy, fault)
+                _play_turn(game, decisions, fell, scripted_by_policy, fault, fallback)
             for seat in range(SEATS):
                 fallbacks[seat] += fell[seat] or (decisions[seat].scripted
                                                   and not scripted_by_policy[seat])
@@ -218,6 +281,10 @@ def play(spec: EpisodeSpec, settings: Settings) -> tuple[dict, str | None]:
             s.close()
     payload = game.replay_payload(list(spec.lineup))
     payload["trusted"] = [trusted(name, settings) for name in spec.lineup]
+    # how each seat ran: in the league's process (null), in a sandbox ("bwrap"), or apart
+    # without one ("none")
+    payload["sandbox"] = [None if t else settings.sandbox for t in payload["trusted"]]
+    payload["fallbackPlay"] = fallback_plays
     records = _take_records(seats, remark)
     if records:
         payload["llm"] = records
@@ -231,14 +298,15 @@ def play(spec: EpisodeSpec, settings: Settings) -> tuple[dict, str | None]:
     row = {"id": spec.id, "index": spec.index, "group": spec.group, "rotation": spec.rotation,
            "seed": spec.seed, "lineup": list(spec.lineup)}
     row.update((k, results[k]) for k in RESULT_KEYS)
-    row.update(trusted=payload["trusted"], fallbacks=fallbacks, faults=faults, faultNotes=notes,
-               wallTime=round(time.perf_counter() - started, 4))
+    row.update(trusted=payload["trusted"], fallbacks=fallbacks, fallbackPlay=fallback_plays,
+               faults=faults, faultNotes=notes, wallTime=round(time.perf_counter() - started, 4))
     return row, text_out
 
 
 def _decide(game: Game, seats: list[Seat], limit: float | None, deadline: float | None,
-            threaded: bool, fault: Fault) -> tuple[list[Any], list[bool] | None] | None:
-    """Six decisions for this turn and which seats fell back to ``factor``.
+            threaded: bool, fault: Fault,
+            fallback: FallbackAct) -> tuple[list[Any], list[bool] | None] | None:
+    """Six decisions for this turn and which seats fell back (``fallback`` plays them).
 
     Concurrent seats are all started first, in their threads; the others are asked one after
     another meanwhile. None when the episode deadline passed: the turn is abandoned. A seat
@@ -274,7 +342,7 @@ def _decide(game: Game, seats: list[Seat], limit: float | None, deadline: float 
             if past(deadline):
                 return None
             s.broken, s.overrun = True, call
-            errors[seat] = ("timeout", f"took over {limit} s; plays factor from now on")
+            errors[seat] = ("timeout", f"took over {limit} s; {plays(s.fallback)} from now on")
         elif call.error is not None:
             errors[seat] = fault_of(s, call.error)
         else:
@@ -294,7 +362,7 @@ def _decide(game: Game, seats: list[Seat], limit: float | None, deadline: float 
         else:
             decision = _valid(answers[seat], seat, fault)
         fell.append(decision is None)
-        decisions.append(Decision(_FALLBACK.act(game, seat)) if decision is None else decision)
+        decisions.append(Decision(fallback(game, seat)) if decision is None else decision)
     return decisions, fell
 
 
@@ -329,8 +397,8 @@ def _take_records(seats: list[Seat], remark: Callable[[int, str], None]) -> list
         except Exception as e:
             _log.warning("seat %d: take_records raised; its records are not in the replay",
                          seat, exc_info=True)
-            remark(seat, f"take_records raised {describe(e)}; its records are not in the "
-                         "replay")
+            remark(seat, f"take_records raised {explain(e, s.policy)}; its records are not "
+                         "in the replay")
             continue
         if isinstance(got, list):
             out.extend(r for r in got if isinstance(r, dict))
@@ -339,8 +407,8 @@ def _take_records(seats: list[Seat], remark: Callable[[int, str], None]) -> list
 
 
 def _play_turn(game: Game, decisions: list[Decision], fell: list[bool],
-               scripted_by_policy: list[bool], fault: Any) -> None:
-    """``play_turn``; an ``Intent`` the rules refuse is garbage and ``factor`` plays that seat.
+               scripted_by_policy: list[bool], fault: Any, fallback: FallbackAct) -> None:
+    """``play_turn``; an ``Intent`` the rules refuse is garbage and the fallback plays that seat.
 
     ``play_turn`` checks every action before it changes anything, so a refused call can be
     retried with the offending seats replaced. Fallback decisions are recorded scripted.
@@ -350,7 +418,7 @@ def _play_turn(game: Game, decisions: list[Decision], fell: list[bool],
         return
     except ValueError:
         pass
-    _replace_refused(game, decisions, fell, fault)
+    _replace_refused(game, decisions, fell, fault, fallback)
     _play_decisions(game, decisions, fell, scripted_by_policy)
 
 
@@ -363,12 +431,12 @@ def _play_decisions(game: Game, decisions: list[Decision], fell: list[bool],
 
 
 def _replace_refused(game: Game, decisions: list[Decision], fell: list[bool],
-                     fault: Any) -> None:
-    """Let ``factor`` play each seat whose action the rules refuse (a ``garbage`` fault)."""
+                     fault: Any, fallback: FallbackAct) -> None:
+    """Let the fallback play each seat whose action the rules refuse (a ``garbage`` fault)."""
     for seat, d in enumerate(decisions):
         try:
             game.intent_for(d.action, seat)
         except ValueError as e:
             fault(seat, "garbage", f"returned an action the rules refuse ({describe(e)})")
-            decisions[seat] = Decision(_FALLBACK.act(game, seat))
+            decisions[seat] = Decision(fallback(game, seat))
             fell[seat] = True

@@ -10,6 +10,15 @@ resample and the interval is left empty (``null``).
 Commission completion comes from the results alone: each commission adds ``4 x delivered`` to
 ``questPoints`` plus 8 once complete (RULES §13), so a seat completed
 ``(questPoints - 4 x delivered) / 8`` of its two commissions.
+
+No free rides. A policy is ranked on its own play: one with more than 10% of its decisions not
+its own (``fallbacks``: a decision the fallback played after a fault, or a scripted fallback of
+the policy's own; a decision that fell back counts once, whatever its faults) is *unranked*
+(``"ranked": false`` and ``"unranked"``: the reason). Unranked policies are listed below all
+ranked ones, ordered among themselves as the ranked ones are (by mean score), with ``"rank":
+null``: a rank would place them in a competition they did not play themselves. ``faults``
+counts every fault (``raised``, ``garbage``, ``timeout``, ``crashed``) of the policy's seats,
+including those of a reset; ``notOwnShare`` is ``fallbacks / decisions``.
 """
 
 from __future__ import annotations
@@ -28,6 +37,10 @@ if TYPE_CHECKING:
 
 COMMISSIONS_PER_SEAT = 2
 BOOTSTRAP_SAMPLES = 2000
+UNRANKED_ABOVE = 10  # percent of a policy's decisions not its own above which it is unranked
+RANKING = ("policies with more than 10% of their decisions not their own (fallbacks) are "
+           "unranked: listed below the ranked ones, rank null")
+FAULT_ORDER = ("raised", "garbage", "timeout", "crashed")  # league.episode.FAULT_KINDS
 
 
 def build(rows: Sequence[dict], policies: Sequence[str], league_seed: int) -> dict:
@@ -43,6 +56,7 @@ def build(rows: Sequence[dict], policies: Sequence[str], league_seed: int) -> di
         sums = np.zeros(len(groups))
         counts = np.zeros(len(groups))
         episodes = seats = completed = robberies = robbed = fallbacks = decisions = 0
+        kinds: Counter[str] = Counter()
         for r in rows:
             mine = [s for s, p in enumerate(r["lineup"]) if p == name]
             if not mine:
@@ -57,6 +71,7 @@ def build(rows: Sequence[dict], policies: Sequence[str], league_seed: int) -> di
                 robbed += r["robbed"][s]
                 fallbacks += r["fallbacks"][s]
                 decisions += r["turns"]
+                kinds.update(r["faults"][s])
         mean = float(sums.sum() / seats) if seats else None
         entries.append({
             "policy": name,
@@ -71,17 +86,33 @@ def build(rows: Sequence[dict], policies: Sequence[str], league_seed: int) -> di
             "robbed": robbed,
             "robberiesPerSeat": _round(robberies / seats if seats else None),
             "robbedPerSeat": _round(robbed / seats if seats else None),
+            "faults": sum(kinds.values()),
             "fallbacks": fallbacks,
             "decisions": decisions,
+            "notOwnShare": _round(fallbacks / decisions if decisions else None),
+            **_standing(fallbacks, decisions, kinds),
         })
-    entries.sort(key=lambda e: (e["meanScore"] is None, -(e["meanScore"] or 0.0), e["policy"]))
-    for rank, e in enumerate(entries, start=1):
-        e["rank"] = rank
+    entries.sort(key=lambda e: (not e["ranked"], e["meanScore"] is None,
+                                -(e["meanScore"] or 0.0), e["policy"]))
+    ranks = iter(range(1, len(entries) + 1))
     return {"episodes": len(rows), "groups": len(groups), "completeGroups": full,
             "statistic": "mean episode score per seat (RULES §13)",
             "interval": f"95% percentile bootstrap over rotation groups, {BOOTSTRAP_SAMPLES} "
                         "resamples, seeded from the league seed",
-            "policies": [{"rank": e.pop("rank"), **e} for e in entries]}
+            "ranking": RANKING,
+            "policies": [{"rank": next(ranks) if e["ranked"] else None, **e} for e in entries]}
+
+
+def _standing(fallbacks: int, decisions: int, kinds: Counter[str]) -> dict:
+    """``ranked``, and why not (``unranked``, else None)."""
+    if 100 * fallbacks <= UNRANKED_ABOVE * decisions:
+        return {"ranked": True, "unranked": None}
+    order = [*FAULT_ORDER, *sorted(k for k in kinds if k not in FAULT_ORDER)]
+    faults = ", ".join(f"{k} {kinds[k]}" for k in order if kinds[k])
+    why = f"faults: {faults}" if faults else "no faults: fallbacks of its own"
+    return {"ranked": False,
+            "unranked": f"{100 * fallbacks / decisions:.1f}% of its decisions ({fallbacks} of "
+                        f"{decisions}) were not its own ({why})"}
 
 
 def _bootstrap(sums: np.ndarray, counts: np.ndarray, seed: int) -> list[float] | None:
@@ -109,19 +140,26 @@ def _round(x: float | None) -> float | None:
 
 
 def table(ladder: dict) -> str:
-    """The ladder as a fixed-width text table (what ``guild league`` prints)."""
+    """The ladder as a fixed-width text table (what ``guild league`` prints); an unranked
+    policy's rank is ``-``, and why it is unranked follows the table."""
     head = ("rank", "policy", "mean", "95% CI", "episodes", "seats", "commissions",
-            "robs/seat", "robbed/seat", "fallbacks")
+            "robs/seat", "robbed/seat", "faults", "fallbacks")
     lines = []
+    unranked = []
     for e in ladder["policies"]:
         ci = e["ci95"]
+        if e.get("unranked"):
+            unranked.append(f"unranked: {e['policy']}: {e['unranked']}")
+        share = e.get("notOwnShare")
         lines.append((
-            str(e["rank"]), e["policy"], _num(e["meanScore"], "+.3f"),
+            "-" if e["rank"] is None else str(e["rank"]), e["policy"],
+            _num(e["meanScore"], "+.3f"),
             f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "n/a",
             str(e["episodes"]), str(e["seats"]),
             f"{e['commissionsCompleted']}/{e['commissions']} ({_num(e['completionRate'], '.0%')})",
             _num(e["robberiesPerSeat"], ".2f"), _num(e["robbedPerSeat"], ".2f"),
-            str(e["fallbacks"])))
+            str(e.get("faults", "n/a")),
+            f"{e['fallbacks']}" + (f" ({share:.1%})" if share is not None else "")))
     widths = [max(len(h), *(len(r[i]) for r in lines)) for i, h in enumerate(head)]
     left = {1}  # the policy name reads best left-aligned; numbers right-aligned
 
@@ -137,7 +175,10 @@ def table(ladder: dict) -> str:
     if ladder["completeGroups"] < ladder["groups"]:
         note += (f"; the last group is incomplete ({ladder['episodes'] % 6} of 6 rotations), so "
                  "seat luck does not fully cancel")
-    return "\n".join(out + [note])
+    if unranked:
+        note += (f"; a policy with more than {UNRANKED_ABOVE}% of its decisions not its own "
+                 "(fallbacks) is unranked")
+    return "\n".join(out + [note] + unranked)
 
 
 def _num(x: float | None, spec: str) -> str:
@@ -152,7 +193,7 @@ def plot(ladder: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     entries = [e for e in ladder["policies"] if e["meanScore"] is not None][::-1]
-    names = [e["policy"] for e in entries]
+    names = [e["policy"] + (" (unranked)" if e.get("unranked") else "") for e in entries]
     means = [e["meanScore"] for e in entries]
     err = [[m - e["ci95"][0] if e["ci95"] else 0.0 for m, e in zip(means, entries)],
            [e["ci95"][1] - m if e["ci95"] else 0.0 for m, e in zip(means, entries)]]

@@ -44,8 +44,9 @@ RESULTS = "results.jsonl"
 MANIFEST = "league.json"
 LADDER = "ladder.json"
 REPLAYS = "replays"
+# manifest keys that must match to resume
 IDENTITY = ("format", "policies", "seed", "turns", "thievery", "speech", "decisionTimeout",
-            "episodeTimeout", "lineups")  # manifest keys that must match to resume
+            "episodeTimeout", "lineups", "fallback", "trust", "sandbox")
 
 
 def load_results(path: Path, repair: bool = False) -> tuple[list[dict], bool]:
@@ -263,7 +264,8 @@ def _option(key: str) -> str:
     return {"policies": "--policies", "seed": "--seed", "turns": "--turns",
             "thievery": "thievery (--honest-town)", "speech": "speech (--no-speech)",
             "decisionTimeout": "--decision-timeout", "episodeTimeout": "--episode-timeout",
-            "lineups": "the lineup scheme", "format": "the file format"}.get(key, key)
+            "lineups": "the lineup scheme", "format": "the file format",
+            "fallback": "--fallback"}.get(key, key)
 
 
 def _show(value: Any) -> str:

@@ -17,15 +17,15 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from agents.isolated import DEFAULT_MEMORY_MB, close_all
 from sim import GameConfig
 from sim.rules.world import MAX_TURNS, MIN_TURNS
 
-from . import backends, ladder
+from . import backends, ladder, sandbox
 from .atomic import write_atomic
-from .episode import FAULT_KINDS, Settings, check_policy
+from .episode import FALLBACKS, FAULT_KINDS, Settings, check_policy, trusted
 from .errors import LeagueError
 from .lineups import SCHEME, EpisodeSpec, Schedule, episode_spec, schedule
 from .store import FORMAT, LADDER, LeagueDir, sync_files
@@ -50,6 +50,13 @@ class LeagueOptions:
     address: str | None = None
     trust: bool = False
     seat_memory: int = DEFAULT_MEMORY_MB
+    sandbox: str = "bwrap"
+    fallback: str | None = None  # --fallback: wait or factor (None: factor for llm:, else wait)
+
+    def apart(self) -> bool:
+        """Whether any policy runs apart from the league's process (in a seat process)."""
+        settings = Settings(policies=self.policies, trust=self.trust)
+        return not all(trusted(name, settings) for name in self.policies)
 
     def manifest(self, episodes: int) -> dict:
         """``league.json``: everything that decides the episodes, plus the count asked for."""
@@ -58,6 +65,8 @@ class LeagueOptions:
                 "speech": not self.no_speech, "decisionTimeout": self.decision_timeout,
                 "episodeTimeout": self.episode_timeout, "lineups": SCHEME,
                 **({"trust": True} if self.trust else {}),
+                **({"sandbox": self.sandbox} if self.apart() else {}),
+                **({"fallback": self.fallback} if self.fallback is not None else {}),
                 "episodes": episodes}
 
 
@@ -114,8 +123,18 @@ def check_options(o: LeagueOptions) -> None:
         if value is not None and not 0 < value <= MAX_SECONDS:
             raise LeagueError(f"{flag} must be a positive number of seconds, at most "
                               f"{MAX_SECONDS:g}; got {value}")
+    if o.sandbox not in sandbox.MODES:
+        raise LeagueError(f"--sandbox must be one of {', '.join(sandbox.MODES)}; "
+                          f"got {o.sandbox!r}")
+    if o.sandbox == "bwrap" and o.apart():
+        try:
+            sandbox.require()
+        except sandbox.SandboxError as e:
+            raise LeagueError(str(e)) from None
     if o.backend not in ("local", "ray"):
         raise LeagueError(f"--backend must be local or ray; got {o.backend!r}")
+    if o.fallback is not None and o.fallback not in FALLBACKS:
+        raise LeagueError(f"--fallback must be {' or '.join(FALLBACKS)}; got {o.fallback!r}")
     if o.address and o.backend != "ray":
         raise LeagueError("--address is for --backend ray")
     if o.backend == "ray" and not backends.ray_available():
@@ -126,7 +145,8 @@ def check_options(o: LeagueOptions) -> None:
         except ImportError:
             raise LeagueError("--plot needs matplotlib: pip install 'guild-game[plot]'") from None
     settings = Settings(policies=o.policies, decision_timeout=o.decision_timeout, trust=o.trust,
-                        seat_memory=o.seat_memory)
+                        seat_memory=o.seat_memory, sandbox=o.sandbox,
+                        hidden=(os.path.abspath(o.out),))
     for spec in o.policies:
         try:
             check_policy(spec, settings)
@@ -172,6 +192,8 @@ def run_league(o: LeagueOptions, *, on_note: Note | None = None,
             note(f"league: cut the unfinished last line of {d.results} (an interrupted run)")
         before = len(rows)
         d.write_manifest(o.manifest(max(o.episodes, before)))
+        if o.fallback is None and rows and "fallbackPlay" not in rows[0]:
+            o = replace(o, fallback="factor")  # begun before --fallback: factor played them all
         _replay_lost(d, o, rows, note)
         specs = schedule(o.policies, o.seed, before, o.episodes)
         try:
@@ -196,7 +218,8 @@ def _episodes(d: LeagueDir, o: LeagueOptions,
                         speech=not o.no_speech, decision_timeout=o.decision_timeout,
                         episode_timeout=o.episode_timeout,
                         replay_dir=None if o.backend == "ray" else str(d.replays),
-                        trust=o.trust, seat_memory=o.seat_memory)
+                        trust=o.trust, seat_memory=o.seat_memory, sandbox=o.sandbox,
+                        hidden=(str(d.root.absolute()),), fallback=o.fallback)
     workers = min(o.workers, len(specs))
     if o.backend == "ray":
         return backends.run_ray(specs, settings, o.workers, o.address)
@@ -222,7 +245,8 @@ def _replay_lost(d: LeagueDir, o: LeagueOptions, rows: list[dict], note: Note) -
                 if replay_text is not None:  # under the league's lock: the only writer
                     write_atomic(d.replays / f"{row['id']}.json", replay_text, sync=False,
                                  sole=True)
-                if _timeless(row) != _timeless(rows[row["index"]]):
+                old = rows[row["index"]]
+                if _timeless(row, old) != _timeless(old, old):
                     differ.append(row["id"])
     sync_files(d.replays, [f"{s.id}.json" for s in lost])
     note(f"league: played {len(lost)} episodes again whose replay was missing "
@@ -232,8 +256,9 @@ def _replay_lost(d: LeagueDir, o: LeagueOptions, rows: list[dict], note: Note) -
              "guild verify will show where")
 
 
-def _timeless(row: dict) -> dict:
-    return {k: v for k, v in row.items() if k != "wallTime"}
+def _timeless(row: dict, like: dict) -> dict:
+    """The keys of ``like`` (a line written before ``fallbackPlay`` lacks it) but wall time."""
+    return {k: row.get(k) for k in like if k != "wallTime"}
 
 
 def _play_into(d: LeagueDir, o: LeagueOptions, specs: Schedule, rows: list[dict],
@@ -268,7 +293,8 @@ def fault_summary(rows: list[dict]) -> list[str]:
             kinds = r["faults"][seat]
             if not kinds:
                 continue
-            w = seen.setdefault(name, {"n": 0, "kinds": {}, "first": None})
+            w = seen.setdefault(name, {"n": 0, "kinds": {}, "first": None, "play": set()})
+            w["play"].add(r.get("fallbackPlay", ["factor"] * len(r["lineup"]))[seat])
             w["n"] += r["fallbacks"][seat]
             for k, v in kinds.items():
                 w["kinds"][k] = w["kinds"].get(k, 0) + v
@@ -277,7 +303,9 @@ def fault_summary(rows: list[dict]) -> list[str]:
     out = []
     for name, w in seen.items():
         kinds = ", ".join(f"{k} {w['kinds'][k]}" for k in FAULT_KINDS if k in w["kinds"])
-        out.append(f"league: policy {name!r} faulted ({kinds}); factor played {w['n']} of its "
+        who = ("it waited in" if w["play"] == {"wait"} else "factor played"
+               if w["play"] == {"factor"} else "its fallback played")
+        out.append(f"league: policy {name!r} faulted ({kinds}); {who} {w['n']} of its "
                    f"decisions; first: {w['first']}")
     return out
 

@@ -6,7 +6,8 @@ seed and lineup, re-derives with ``sim.replay`` (RULES §15.4: every recorded sn
 reason follow from the recorded acts) and gives exactly the line's 11 result keys (and the
 payload's own ``results``). Across the league (``league.verify_claims``): every episode that
 ``league.json`` claims is in ``results.jsonl`` exactly once, the fallbacks and faults agree with
-the replays' scripted marks, and ``ladder.json`` is the ladder of the results.
+the replays' scripted marks, each seat's ``fallbackPlay`` (what played its fallbacks) is what
+``league.json``'s ``--fallback`` gives, and ``ladder.json`` is the ladder of the results.
 
 Every disagreement is one line naming the file or episode; a directory that is not a league
 (no ``league.json``, unreadable files) is a ``LeagueError`` instead.
@@ -88,6 +89,7 @@ def verify_dir(root: str | Path) -> Report:
         elif seat_marks is not None:
             marks[n] = seat_marks
     bad.update(claims.fallback_problems(rows, marks))
+    bad.update(claims.fallback_play_problems(rows, manifest))
     for n in sorted(bad):
         problems.append(f"{_shown(rows[n].get('id', '?'))} ({RESULTS} line {n + 1}): {bad[n]}")
     if all(not any(k not in r for k in ROW_KEYS) for r in rows):
@@ -181,6 +183,8 @@ def _check_replay(root: Path, row: dict) -> tuple[str | None, claims.Marks | Non
                     f"{derived[key]!r}"), None
     if payload.get("results") != derived:
         return f"replay {shown}'s own results differ from what its events give", None
+    if "fallbackPlay" in row and payload.get("fallbackPlay") != row["fallbackPlay"]:
+        return f"replay {shown}'s fallbackPlay differs from the results line's", None
     return None, claims.replay_marks(events)
 
 

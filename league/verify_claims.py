@@ -1,7 +1,7 @@
 """What ``guild verify`` checks beyond each replay: the league's claims about itself.
 
 A replay that re-derives proves one episode; the league also claims how many episodes it
-played (``league.json``), who fell back to ``factor`` and why (``results.jsonl``), and a ladder
+played (``league.json``), who fell back, to what and why (``results.jsonl``), and a ladder
 (``ladder.json``). Each of these is a number a reader trusts without a replay to hand, so each
 is recomputed here from the files that back it, and every disagreement is one line naming the
 file or episode.
@@ -19,7 +19,7 @@ from agents import Factor, Magpie, RandomPolicy, is_scripted
 from sim.rules.world import SEATS
 
 from . import ladder
-from .episode import FAULT_KINDS
+from .episode import FAULT_KINDS, fallback_play
 from .lineups import EpisodeSpec
 from .store import LADDER, MANIFEST, RESULTS
 
@@ -90,8 +90,9 @@ def replay_marks(events: list) -> Marks:
 def fallback_problems(rows: Sequence[dict], marks: dict[int, Marks]) -> dict[int, str]:
     """Per results line (0-based) whose fallbacks or faults the replay contradicts, why.
 
-    How ``league.episode`` counts: a decision is a fallback when ``factor`` played it (the
-    policy raised, returned garbage or overran, or its seat was given up after a fault) or when
+    How ``league.episode`` counts: a decision is a fallback when the seat's fallback (waiting
+    or ``factor``) played it (the policy raised, returned garbage or overran, or its seat was
+    given up after a fault) or when
     a policy that is not scripted by nature answered with a scripted decision of its own. Every
     fallback is marked scripted in the replay; so is every act of a scripted policy. Hence, per
     seat: a policy that is not scripted has exactly as many fallbacks as scripted acts; a
@@ -113,6 +114,37 @@ def fallback_problems(rows: Sequence[dict], marks: dict[int, Marks]) -> dict[int
             if problem is not None:
                 out[n] = f"seat {seat} ({name}): {problem}"
                 break
+    return out
+
+
+def fallback_play_problems(rows: Sequence[dict], manifest: dict) -> dict[int, str]:
+    """Per results line (0-based) whose ``fallbackPlay`` is not what ``league.json`` gives.
+
+    ``--fallback`` (the manifest's ``fallback``, absent by default) decides each seat's
+    fallback from its policy name (``league.episode.fallback_play``). Lines written before
+    ``fallbackPlay`` existed lack it; they come first, and a league begun with them went on with
+    ``factor`` for every seat (as ``league.tournament`` resumes it). A line without it after one
+    with it, or in a league whose manifest names a fallback, has lost it.
+    """
+    chosen = manifest.get("fallback")
+    legacy = bool(rows) and "fallbackPlay" not in rows[0]
+    rule = "factor" if legacy and chosen is None else chosen
+    out: dict[int, str] = {}
+    seen = False
+    for n, row in enumerate(rows):
+        if "fallbackPlay" not in row:
+            if seen or chosen is not None:
+                out[n] = "the line lacks fallbackPlay, which every line of this league has"
+            continue
+        seen = True
+        lineup = row.get("lineup")
+        if not (isinstance(lineup, list) and all(isinstance(x, str) for x in lineup)):
+            continue  # a line that is not its episode: check_episode says so
+        expected = [fallback_play(name, rule) for name in lineup]
+        if row["fallbackPlay"] != expected:
+            given = f"--fallback {chosen}" if chosen is not None else "the default fallback"
+            out[n] = (f"{RESULTS} claims fallbackPlay {_cut(json.dumps(row['fallbackPlay']))} "
+                      f"but {given} gives {json.dumps(expected)}")
     return out
 
 
@@ -150,7 +182,7 @@ def _seat_problem(name: str, acts: int, marked: int, fallbacks: int, faults: dic
     if fallbacks > acts:
         return f"{claim}, but the seat made only {acts} decisions"
     if fallbacks and not faults and not (scripted is None and fallbacks == acts):
-        return f"{claim}, but a scripted policy falls back to factor only after a fault"
+        return f"{claim}, but a scripted policy falls back only after a fault"
     return None
 
 
@@ -175,12 +207,28 @@ def ladder_problems(root: Path, rows: Sequence[dict], manifest: dict) -> list[st
         return [f"{LADDER} cannot be recomputed: {RESULTS} lacks what the ladder needs "
                 f"({type(e).__name__}: {e})"]
     derived = json.loads(json.dumps(derived))
+    if (isinstance(claimed, dict) and "ranking" not in claimed
+            and not any("fallbackPlay" in r for r in rows)):
+        derived = _before_ranking(derived)  # a league played, and ranked, before the rule
     diffs: list[str] = []
     _diff(claimed, derived, "", diffs)
     shown = [f"{LADDER}: {d}" for d in diffs[:5]]
     if len(diffs) > 5:
         shown[-1] += f" (and {len(diffs) - 5} more differences)"
     return shown
+
+
+NEW_KEYS = ("faults", "notOwnShare", "ranked", "unranked")  # of an entry, with the ranking rule
+
+
+def _before_ranking(derived: dict) -> dict:
+    """The ladder as it was written before unranked policies: every policy ranked by mean
+    score, without the keys the rule added."""
+    entries = [{k: v for k, v in e.items() if k not in NEW_KEYS} for e in derived["policies"]]
+    entries.sort(key=lambda e: (e["meanScore"] is None, -(e["meanScore"] or 0.0), e["policy"]))
+    for rank, e in enumerate(entries, start=1):
+        e["rank"] = rank
+    return {**{k: v for k, v in derived.items() if k != "ranking"}, "policies": entries}
 
 
 def _diff(claimed: Any, derived: Any, where: str, out: list[str]) -> None:

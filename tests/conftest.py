@@ -57,6 +57,22 @@ def needs_module(name: str, install: str | None = None) -> ModuleType:
     return importlib.import_module(name)
 
 
+@pytest.fixture(autouse=True)
+def _sandbox_or_skip(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test whose league runs seats in a sandbox needs bubblewrap: where it cannot start,
+    the league's refusal becomes :func:`needs` (a skip here, a failure in CI)."""
+    from league import sandbox
+
+    why = sandbox.problem()
+    if why is None:
+        return
+
+    def require() -> None:
+        needs(False, f"a bubblewrap sandbox ({why}; apt-get install bubblewrap)")
+
+    monkeypatch.setattr(sandbox, "require", require)
+
+
 # --- in CI, no skip passes -----------------------------------------------------------------
 
 _SKIPPED: list[pytest.TestReport | pytest.CollectReport] = []

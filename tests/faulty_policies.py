@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -87,3 +88,17 @@ class BadRecords:
 
     def take_records(self) -> list[dict]:
         raise RuntimeError("lost the log")
+
+
+class Waiter:
+    """A well-behaved policy that only ever waits (what a failing seat plays by default)."""
+
+    def act(self, game: Game, seat: int) -> str:
+        return WAIT
+
+
+class DeepRaiser:
+    """Fails inside the standard library (``json``), called from its own code."""
+
+    def act(self, game: Game, seat: int) -> str:
+        return json.loads("{not json")

@@ -35,8 +35,9 @@ def _league(out: Path, policies: str, *extra: str, timeout: float = 2.0) -> list
 @pytest.mark.parametrize("cheat", sorted(CHEATS))
 def test_a_cheat_gains_nothing_and_the_league_finishes(cheat: str, tmp_path: Path) -> None:
     out = tmp_path / cheat
-    # the sleeper costs a timeout and a restart per decision: a short limit keeps it quick
-    results = _league(out, f"factor,{C}{cheat}",
+    # the sleeper costs a timeout and a restart per decision: a short limit keeps it quick;
+    # factor plays the cheat's failed decisions, so its games are all-factor games
+    results = _league(out, f"factor,{C}{cheat}", "--fallback", "factor",
                       timeout=0.2 if cheat == "SleepsPastSignals" else 2.0)
     mine, theirs = [], []
     for r in results:

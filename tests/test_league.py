@@ -351,8 +351,8 @@ def test_the_ladder_is_a_function_of_the_episodes_not_their_order(league12, data
 def test_equal_scores_give_a_zero_width_interval(score, groups) -> None:
     keys = {k: [0] * 6 for k in ("questPoints", "delivered", "robberies", "robbed",
                                  "fallbacks")}
-    rs = [{"group": g, "lineup": ["a"] * 6, "scores": [score] * 6, "turns": 14, **keys}
-          for g in range(groups) for _ in range(6)]
+    rs = [{"group": g, "lineup": ["a"] * 6, "scores": [score] * 6, "turns": 14,
+           "faults": [{}] * 6, **keys} for g in range(groups) for _ in range(6)]
     e = build_ladder(rs, ["a"], 0)["policies"][0]
     assert e["meanScore"] == pytest.approx(score) and e["seats"] == 36 * groups
     assert e["ci95"] == [pytest.approx(score)] * 2

@@ -1,12 +1,16 @@
-"""League faults (issue 7, 14): faulty and slow policies fall back to factor, time limits work
-off the main thread, the library prints nothing, and user mistakes give one line and exit 2."""
+"""League faults (issue 7, 14): faulty and slow policies fall back (they wait, or factor plays
+them), gain no rank by failing, time limits work off the main thread, the library prints
+nothing, and user mistakes give one line and exit 2."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import threading
+from pathlib import Path
 
 import pytest
+from faulty_policies import WAIT, BadReset, Raiser
 from leagues import (
     F,
     copy_league,
@@ -19,7 +23,9 @@ from leagues import (
 from league import (
     LeagueOptions,
     Settings,
+    build_ladder,
     episode_spec,
+    ladder_table,
     play_episode_spec,
     run_league,
 )
@@ -28,7 +34,7 @@ from league.store import LeagueDir
 
 # --- faults and time limits ------------------------------------------------------------------
 
-def test_faulty_policies_fall_back_to_factor_and_the_league_finishes(tmp_path, capsys) -> None:
+def test_faulty_policies_fall_back_to_waiting_and_the_league_finishes(tmp_path, capsys) -> None:
     faulty = ["Raiser", "Garbage", "BadIntent", "Sleeper", "BadReset"]
     kinds = {"Raiser": {"raised": 6}, "Garbage": {"garbage": 6}, "BadIntent": {"garbage": 6},
              "Sleeper": {"timeout": 6}, "BadReset": {"raised": 1}}
@@ -46,13 +52,17 @@ def test_faulty_policies_fall_back_to_factor_and_the_league_finishes(tmp_path, c
             else:
                 assert r["fallbacks"][seat] == 6
                 assert r["faults"][seat] == kinds[short]
+                assert r["fallbackPlay"][seat] == payload["fallbackPlay"][seat] == "wait"
                 acts = [e for e in payload["events"] if e["kind"] == "act" and e["seat"] == seat]
                 assert len(acts) == 6 and all(e["scripted"] for e in acts)
+                assert all(e["sentence"] == WAIT for e in acts)  # seats apart wait too
     ladder = json.loads((out / "ladder.json").read_text())
     assert {e["policy"]: e["fallbacks"] for e in ladder["policies"]} == {
         "factor": 0, **{F + n: 36 for n in faulty}}
+    by_policy = {e["policy"]: e for e in ladder["policies"]}
     for n in faulty:
-        assert f"policy '{F}{n}' faulted" in err
+        assert f"policy '{F}{n}' faulted" in err and "it waited in 36 of its decisions" in err
+        assert by_policy[F + n]["ranked"] is False and by_policy[F + n]["rank"] is None
     assert main(["verify", str(out)]) == 0
 
 
@@ -109,6 +119,175 @@ def test_a_worker_that_dies_stops_the_league_with_one_line(tmp_path, capsys) -> 
     assert "worker process died" in one_error_line(capsys.readouterr().err)
 
 
+# --- no free rides: what plays a failed decision, and the ladder ------------------------------
+
+T = f"trusted:{F}"  # in the league's process: fast, and a traceback to read
+
+
+def _league(out: Path, policies: str, *extra: str) -> list[dict]:
+    assert main(league_args(out, 6, "--turns", "6", *extra, policies=policies, workers=1)) == 0
+    return rows(out)
+
+
+def _scores(rs: list[dict]) -> list[list[float]]:
+    return [r["scores"] for r in rs]
+
+
+def _acts(out: Path, row: dict, seat: int) -> list[dict]:
+    payload = json.loads((out / "replays" / f"{row['id']}.json").read_text())
+    assert payload["fallbackPlay"] == row["fallbackPlay"]
+    return [e for e in payload["events"] if e["kind"] == "act" and e["seat"] == seat]
+
+
+def test_a_policy_that_always_raises_waits_scores_as_a_waiting_seat_and_is_unranked(
+        tmp_path, capsys) -> None:
+    raiser = _league(tmp_path / "raiser", f"factor,{T}Raiser")
+    waiter = _league(tmp_path / "waiter", f"factor,{T}Waiter")  # waits of its own accord
+    assert _scores(raiser) == _scores(waiter)  # failing gains it nothing over doing nothing
+    assert _scores(raiser) != _scores(_league(tmp_path / "factor", f"factor,{T}Raiser",
+                                              "--fallback", "factor"))
+    seats = 0
+    for r in raiser:
+        for seat, name in enumerate(r["lineup"]):
+            if name == f"{T}Raiser":
+                seats += 1
+                assert r["fallbackPlay"][seat] == "wait"
+                assert r["faults"][seat] == {"raised": 6} and r["fallbacks"][seat] == 6
+                acts = _acts(tmp_path / "raiser", r, seat)
+                assert [(e["sentence"], e["scripted"]) for e in acts] == [(WAIT, True)] * 6
+    ladder = json.loads((tmp_path / "raiser" / "ladder.json").read_text())
+    top, bottom = ladder["policies"]
+    assert (top["policy"], top["rank"], top["ranked"], top["unranked"]) == ("factor", 1, True,
+                                                                            None)
+    assert (top["faults"], top["fallbacks"], top["notOwnShare"]) == (0, 0, 0.0)
+    n = 6 * seats
+    assert {k: bottom[k] for k in ("policy", "rank", "ranked", "faults", "fallbacks",
+                                   "decisions", "notOwnShare", "unranked")} == {
+        "policy": f"{T}Raiser", "rank": None, "ranked": False, "faults": n, "fallbacks": n,
+        "decisions": n, "notOwnShare": 1.0,
+        "unranked": f"100.0% of its decisions ({n} of {n}) were not its own (faults: raised {n})"}
+    out = capsys.readouterr().out.splitlines()
+    row = next(x for x in out if f"{T}Raiser" in x and not x.startswith("unranked"))
+    assert row.split()[0] == "-" and row.split()[-3:] == [str(n), str(n), "(100.0%)"]
+    assert f"unranked: {T}Raiser: 100.0% of its decisions ({n} of {n})" in "\n".join(out)
+    assert main(["verify", str(tmp_path / "raiser")]) == 0
+
+
+def test_fallback_factor_gives_the_old_play_back(tmp_path) -> None:
+    out = tmp_path / "factor"
+    raiser = _league(out, f"factor,{T}Raiser", "--fallback", "factor")
+    # factor played every decision the Raiser failed: the games of factor in its place
+    assert _scores(raiser) == _scores(_league(tmp_path / "ff", "factor,trusted:factor"))
+    assert all(r["fallbackPlay"] == ["factor"] * 6 for r in raiser)
+    assert json.loads((out / "league.json").read_text())["fallback"] == "factor"
+    ladder = json.loads((out / "ladder.json").read_text())
+    assert [(e["policy"], e["rank"]) for e in ladder["policies"]] == [("factor", 1),
+                                                                      (f"{T}Raiser", None)]
+    assert main(["verify", str(out)]) == 0
+
+
+def test_llm_seats_keep_factor_as_their_fallback_by_default(tmp_path) -> None:
+    from fake_llm import FakeLLM
+
+    out = tmp_path / "llm"
+    with FakeLLM(lifetime=60) as server:
+        llm = f"llm:slowish@{server.url}"  # answers in 0.3 s: past the 0.1 s limit
+        assert main(["league", "--policies", f"{llm},{T}Raiser", "--episodes", "1", "--turns",
+                     "6", "--workers", "1", "--seed", "4", "--decision-timeout", "0.1",
+                     "--out", str(out)]) == 0
+    (row,) = rows(out)
+    assert sorted(set(row["lineup"])) == sorted({llm, f"{T}Raiser"})
+    for seat, name in enumerate(row["lineup"]):
+        sentences = [e["sentence"] for e in _acts(out, row, seat)]
+        if name == llm:
+            assert row["fallbackPlay"][seat] == "factor" and row["fallbacks"][seat] == 6
+            assert "took over 0.1 s; plays factor from now on" in row["faultNotes"][seat]
+            assert any(x != WAIT for x in sentences)  # factor's play, not waiting
+        else:
+            assert row["fallbackPlay"][seat] == "wait" and sentences == [WAIT] * 6
+    assert "fallback" not in json.loads((out / "league.json").read_text())
+
+
+def test_a_resume_with_another_fallback_is_refused_in_one_line(tmp_path, capsys) -> None:
+    out = tmp_path / "wait"
+    _league(out, f"factor,{T}Raiser", "--fallback", "wait")
+    capsys.readouterr()
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    for extra, was in ((["--fallback", "factor"], '"factor"'), ([], "null")):
+        argv = league_args(out, 12, "--turns", "6", *extra, policies=f"factor,{T}Raiser")
+        assert main(argv) == 2
+        assert one_error_line(capsys.readouterr().err).endswith(
+            f'(--fallback was "wait", now {was}); use the same options or another --out')
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert main(league_args(out, 12, "--turns", "6", "--fallback", "wait",
+                            policies=f"factor,{T}Raiser")) == 0  # the same value resumes
+    assert len(rows(out)) == 12
+
+
+def _line_of(function: object, text: str) -> int:
+    source, start = inspect.getsourcelines(function)
+    return start + next(i for i, line in enumerate(source) if text in line)
+
+
+def test_the_fault_note_names_the_exception_and_the_file_and_line(tmp_path) -> None:
+    spec = episode_spec([f"{T}Raiser", f"{T}BadReset", f"{T}DeepRaiser"], 0, 0)
+    row, _ = play_episode_spec(spec, Settings(policies=tuple(spec.lineup), turns=6))
+    from faulty_policies import DeepRaiser
+
+    expected = {
+        "Raiser": "turn 0: raised RuntimeError: boom (at faulty_policies.py:"
+                  f"{_line_of(Raiser.act, 'raise RuntimeError')})",
+        "BadReset": "turn 0: reset raised ValueError: cannot reset (at faulty_policies.py:"
+                    f"{_line_of(BadReset.reset, 'raise ValueError')}); waits",
+        # raised deep in json, named where the policy's own code called it
+        "DeepRaiser": "turn 0: raised JSONDecodeError: Expecting property name enclosed in "
+                      "double quotes: line 1 column 2 (char 1) (at faulty_policies.py:"
+                      f"{_line_of(DeepRaiser.act, 'json.loads')})"}
+    for seat, name in enumerate(row["lineup"]):
+        assert row["faultNotes"][seat] == expected[name.removeprefix(T)]
+
+
+def test_a_long_exception_message_is_cut_and_keeps_its_place() -> None:
+    from league.calls import explain
+
+    def chatty() -> None:
+        raise RuntimeError("why " * 5000)
+
+    try:
+        chatty()
+    except RuntimeError as e:
+        note = explain(e)
+    assert note.startswith("RuntimeError: why why") and len(note) < 300
+    assert note.endswith(f"test_league_faults.py:{_line_of(chatty, 'raise')})")
+
+
+def _ladder_row(scores: list[float], fallbacks: list[int], faults: list[dict]) -> dict:
+    return {"group": 0, "lineup": list("abcdef"), "scores": scores, "turns": 10,
+            "questPoints": [0] * 6, "delivered": [0] * 6, "robberies": [0] * 6,
+            "robbed": [0] * 6, "fallbacks": fallbacks, "faults": faults}
+
+
+def test_more_than_a_tenth_of_decisions_not_its_own_unranks_a_policy() -> None:
+    # one seat each, 10 decisions each: 1 fallback (10%) is ranked, 2 (20%) is not
+    row = _ladder_row([1, 5, 2, 4, 0, 3], [1, 2, 0, 10, 0, 0],
+                      [{"raised": 1}, {"timeout": 1, "raised": 1}, {}, {}, {}, {}])
+    ladder = build_ladder([row], list("abcdef"), 0)
+    got = [(e["policy"], e["rank"], e["ranked"], e["faults"], e["notOwnShare"])
+           for e in ladder["policies"]]
+    assert got == [("f", 1, True, 0, 0.0), ("c", 2, True, 0, 0.0), ("a", 3, True, 1, 0.1),
+                   ("e", 4, True, 0, 0.0),  # below them, by score: b and d scored the most
+                   ("b", None, False, 2, 0.2), ("d", None, False, 0, 1.0)]
+    why = {e["policy"]: e["unranked"] for e in ladder["policies"]}
+    assert why["b"] == ("20.0% of its decisions (2 of 10) were not its own (faults: raised 1, "
+                        "timeout 1)")
+    assert why["d"] == ("100.0% of its decisions (10 of 10) were not its own (no faults: "
+                        "fallbacks of its own)")
+    assert why["a"] is None
+    text = ladder_table(ladder).splitlines()
+    assert [x.split()[0] for x in text[2:8]] == ["1", "2", "3", "4", "-", "-"]
+    assert text[-2:] == [f"unranked: b: {why['b']}", f"unranked: d: {why['d']}"]
+
+
 # --- user mistakes: one line, exit 2 ---------------------------------------------------------
 
 def test_user_mistakes_exit_2_with_one_line(league12, tmp_path, capsys) -> None:
@@ -138,7 +317,8 @@ def test_user_mistakes_exit_2_with_one_line(league12, tmp_path, capsys) -> None:
     assert not (tmp_path / "a").exists()  # nothing was written for a refused command
 
 
-@pytest.mark.parametrize("change", ["seed", "policies", "turns", "honest-town", "timeout"])
+@pytest.mark.parametrize("change", ["seed", "policies", "turns", "honest-town", "timeout",
+                                    "fallback"])
 def test_a_directory_of_another_configuration_is_refused(league12, tmp_path, capsys,
                                                          change) -> None:
     out = copy_league(league12[0], tmp_path)
@@ -147,7 +327,8 @@ def test_a_directory_of_another_configuration_is_refused(league12, tmp_path, cap
             "policies": league_args(out, policies="factor,magpie"),
             "turns": league_args(out, 12, "--turns", "10"),
             "honest-town": league_args(out, 12, "--honest-town"),
-            "timeout": league_args(out, 12, "--decision-timeout", "5")}[change]
+            "timeout": league_args(out, 12, "--decision-timeout", "5"),
+            "fallback": league_args(out, 12, "--fallback", "wait")}[change]
     assert main(argv) == 2
     assert "different configuration" in one_error_line(capsys.readouterr().err)
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before

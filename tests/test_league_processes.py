@@ -52,7 +52,10 @@ def start(out: Path, episodes: int, policies: str, mark: str, *extra: str
           ) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS)]),
            "GUILD_TEST_SLOW": "0.01", MARK: mark}
-    cmd = [sys.executable, "-m", "league", *league_args(out, episodes, "--turns", "6", *extra,
+    # Seats without a sandbox: these tests find every process of the league by an environment
+    # mark, which a sandboxed seat does not inherit (tests/test_sandbox.py covers those).
+    cmd = [sys.executable, "-m", "league", *league_args(out, episodes, "--turns", "6",
+                                                        "--sandbox", "none", *extra,
                                                         policies=policies, seed=3)]
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)

@@ -106,6 +106,51 @@ def test_an_edited_fault_record_fails(league12, tmp_path, capsys) -> None:
                "without a fault note" in x for x in got)
 
 
+def test_an_edited_or_lost_fallback_play_fails(league12, tmp_path, capsys) -> None:
+    out = copy_league(league12[0], tmp_path)
+    _edit_row(out, 2, lambda r: r["fallbackPlay"].__setitem__(0, "factor"))
+    _edit_row(out, 6, lambda r: r.pop("fallbackPlay"))
+    code, got = _verify(out, capsys)
+    assert code == 1
+    assert any(x.startswith("verify: e000002 (results.jsonl line 3): ") and "fallbackPlay" in x
+               for x in got)
+    assert "verify: e000006 (results.jsonl line 7): the line lacks fallbackPlay, which every " \
+           "line of this league has" in got
+
+
+def test_an_unranked_policy_given_a_rank_fails(tmp_path, capsys) -> None:
+    out = tmp_path / "l"
+    assert main(league_args(out, 6, "--turns", "6", workers=1,
+                            policies="factor,trusted:faulty_policies:Raiser")) == 0
+    _edit_json(out / "ladder.json", lambda d: d["policies"][1].update(rank=2, ranked=True))
+    code, got = _verify(out, capsys)
+    assert code == 1 and "verify: ladder.json: policies[trusted:faulty_policies:Raiser].rank " \
+                         "is 2 but results.jsonl gives null" in got
+
+
+def test_a_league_from_before_fallback_play_verifies_and_goes_on_with_factor(
+        league12, tmp_path, capsys) -> None:
+    """Lines, replays and ladder as they were written before ``--fallback``: still valid, and
+    the league goes on as it began, with factor playing every fallback."""
+    out = copy_league(league12[0], tmp_path)
+    _write_lines(out, [json.dumps({k: v for k, v in json.loads(x).items() if k != "fallbackPlay"})
+                       for x in lines(out)])
+    for replay in (out / "replays").iterdir():
+        _edit_json(replay, lambda p: p.pop("fallbackPlay"))
+    _edit_json(out / "ladder.json", lambda d: [d.pop("ranking")] + [
+        [e.pop(k) for k in ("faults", "notOwnShare", "ranked", "unranked")]
+        for e in d["policies"]])
+    assert _verify(out, capsys)[0] == 0
+    (out / "replays" / "e000003.json").unlink()
+    assert main(league_args(out, 18)) == 0  # plays e000003 again, and six more
+    assert "came out differently" not in capsys.readouterr().err
+    assert "fallback" not in json.loads((out / "league.json").read_text())
+    new = [json.loads(x) for x in lines(out)]
+    assert all("fallbackPlay" not in r for r in new[:12])
+    assert all(r["fallbackPlay"] == ["factor"] * 6 for r in new[12:])
+    assert _verify(out, capsys)[0] == 0
+
+
 def test_an_edited_ladder_mean_fails(league12, tmp_path, capsys) -> None:
     out = copy_league(league12[0], tmp_path)
     ladder = json.loads((out / "ladder.json").read_text())
