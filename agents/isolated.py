@@ -53,6 +53,7 @@ from .seat_protocol import (
 from .seat_zygote import Launch, close_zygotes
 
 DEFAULT_MEMORY_MB = 4096
+MAX_TIMEOUTS = 2            # timeouts in one episode after which a seat plays no more of it
 DEFAULT_CPU_S = 3600
 START_TIMEOUT = 60.0        # seconds for a reset (the program starts and imports)
 
@@ -131,12 +132,13 @@ class IsolatedPolicy:
     def __init__(self, argv: list[str], name: str = "", timeout: float | None = None,
                  memory_mb: int = DEFAULT_MEMORY_MB, cpu_s: int = DEFAULT_CPU_S,
                  env: dict[str, str] | None = None, hosted: str | None = None,
-                 launch: Launch | None = None) -> None:
+                 launch: Launch | None = None, seat_key: bytes | None = None) -> None:
         if not argv:
             raise ValueError("an isolated policy needs a command")
         self.argv = list(argv)
         self.hosted = hosted  # a Python spec forked from the zygote instead of run as argv
         self.launch = launch  # the sandbox its processes start in (None: none)
+        self.seat_key = seat_key  # the league's key for reset seeds (None: a public draw)
         self.name = name or shlex.join(argv)
         self.timeout = timeout
         self.memory_mb = memory_mb
@@ -149,6 +151,8 @@ class IsolatedPolicy:
         self._fields = VIEW_FIELDS        # what the program asked to receive with each act
         self._until: float | None = None  # an act request is out: its answer is due by then
         self._posted: SeatFaultError | None = None  # what went wrong posting this turn's act
+        self._timeouts = 0                # this episode's (a second one ends its play)
+        self._faulted = False             # its process failed a decision: not pooled again
 
     def __repr__(self) -> str:
         return f"IsolatedPolicy({self.name!r})"
@@ -157,6 +161,7 @@ class IsolatedPolicy:
         """Remember the episode's seed; the reset message goes with the first decision."""
         self._seed = 0 if seed is None else int(seed)
         self._reset = None
+        self._timeouts = 0
 
     def post(self, game: Game, seat: int) -> None:
         """Send this turn's request now, so the program thinks while the league asks the other
@@ -169,28 +174,40 @@ class IsolatedPolicy:
     def act(self, game: Game, seat: int) -> Decision:
         posted, self._posted = self._posted, None
         if posted is not None:
-            raise posted
+            raise self._judged(posted)
         if self._until is None:
             self._ask(game, seat)
         try:
             return self._answer(game, seat)
-        except SeatFaultError:
+        except SeatFaultError as e:
             self._restart()
-            raise
+            raise self._judged(e) from None
         except AnswerError as e:  # a well-behaved process whose policy answered nonsense
+            self._faulted = True
             raise SeatFaultError("garbage", str(e)) from None
         except ProtocolError as e:
             self._restart()
             raise SeatFaultError("garbage", str(e)) from None
         except SeatError as e:
+            self._faulted = True
             raise SeatFaultError("raised", f"its policy failed: {e}") from None
+
+    def _judged(self, e: SeatFaultError) -> SeatFaultError:
+        """A second timeout in one episode ends the seat's play for that episode (its fallback
+        plays the rest): a program that sleeps costs the league one limit, not one a turn."""
+        if e.kind == "timeout":
+            self._timeouts += 1
+            if self._timeouts >= MAX_TIMEOUTS and not e.fatal:
+                return SeatFaultError(e.kind, f"{e}; a second timeout this episode: its "
+                                      "fallback plays the rest", fatal=True)
+        return e
 
     def _ask(self, game: Game, seat: int) -> None:
         """Send the act request (the episode's reset first, when due)."""
         if self._until is not None:  # an answer never read: the program is out of step
             self._restart()
         if self._reset is None:
-            self._reset = reset_request(game, seat, self._seed)
+            self._reset = reset_request(game, seat, self._seed, self.seat_key)
             self._fresh = True
         try:
             proc = self._process()
@@ -270,8 +287,8 @@ class IsolatedPolicy:
         """Hand the process to the next episode's policy of the same program (a reset message
         starts every episode, and a fresh policy object in ``agents.seat_host``); one with an
         answer still due is out of step, so it is ended instead."""
-        if self._until is not None:
-            self._restart()
+        if self._until is not None or self._faulted:  # out of step, or it failed: what it
+            self._restart()                             # started may still run; end it all
         if self._proc is not None:
             _give_back(self._key, self._proc)
             self._proc = None

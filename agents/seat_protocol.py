@@ -34,6 +34,7 @@ first, fetches what its policy reads, and names those fields at the next reset.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from typing import Any
 
@@ -55,16 +56,21 @@ class ProtocolError(ValueError):
     """An answer that is not one (not JSON, wrong fields, too long): a ``garbage`` fault."""
 
 
-def seat_seed(game_seed: int, seat: int) -> int:
-    """The seed a seat running apart is reset with: stable, but not the town's own seed."""
-    digest = hashlib.sha256(f"guild-seat:{game_seed}:{seat}".encode()).digest()
+def seat_seed(game_seed: int, seat: int, key: bytes | None = None) -> int:
+    """The seed a seat running apart is reset with: stable, but not the town's own seed.
+
+    With the league's secret ``key`` it is an HMAC, which no search of game seeds can match
+    to a town; without one (a public draw) a hash of the game seed."""
+    text = f"guild-seat:{game_seed}:{seat}".encode()
+    digest = (hmac.new(key, text, hashlib.sha256).digest() if key is not None
+              else hashlib.sha256(text).digest())
     return int.from_bytes(digest[:7], "big")
 
 
-def reset_request(game: Game, seat: int, seed: int) -> dict:
+def reset_request(game: Game, seat: int, seed: int, key: bytes | None = None) -> dict:
     c = game.config
-    return {"type": "reset", "seed": seat_seed(seed, seat), "seat": seat, "turns": c.turns,
-            "speech": c.speech, "thievery": c.thievery}
+    return {"type": "reset", "seed": seat_seed(seed, seat, key), "seat": seat,
+            "turns": c.turns, "speech": c.speech, "thievery": c.thievery}
 
 
 def act_request(game: Game, seat: int, fields: tuple[str, ...] = VIEW_FIELDS) -> dict:

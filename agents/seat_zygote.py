@@ -117,7 +117,8 @@ def _pid1(alive: int) -> None:
     os.setsid()  # a group of its own: a signal to its group never reaches its keeper
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     # Counted in its own user namespace; the sandbox's limit still bounds all of its seats.
-    resource.setrlimit(resource.RLIMIT_NPROC, (SEAT_NPROC, SEAT_NPROC))
+    limit = min(SEAT_NPROC, resource.getrlimit(resource.RLIMIT_NPROC)[1])
+    resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
     _drop_capabilities()
     os.chdir(SCRATCH)
 
@@ -242,6 +243,9 @@ def main() -> int:
     scratch_mb = None
     if sys.argv[2:3] == ["--isolate"]:  # in a sandbox, under a uid of its own
         scratch_mb, nproc = int(sys.argv[3]), int(sys.argv[4])
+        hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]  # a lower one set on the league
+        if hard != resource.RLIM_INFINITY:
+            nproc = min(nproc, hard)
         resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
     from agents import seat_host  # noqa: F401  (every seat's imports, paid once here)
 

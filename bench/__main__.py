@@ -49,7 +49,7 @@ def bench_league(episodes: int, policies: tuple[str, ...] = ("factor", "magpie")
     from league import LeagueOptions, run_league
 
     opts = LeagueOptions(policies=policies, episodes=episodes, out=_league_folder(), seed=1,
-                         workers=2, trust=trust)
+                         public_draw=True, workers=2, trust=trust)
     start = time.perf_counter()
     with contextlib.redirect_stderr(io.StringIO()):
         run_league(opts)

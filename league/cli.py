@@ -27,6 +27,7 @@ from .lineups import parse_policies
 from .progress import Progress
 from .tournament import MAX_SECONDS, LeagueOptions, default_workers, run_league
 from .verify import verify_dir
+from .verify_signature import public_key_arg
 
 EPILOG_LEAGUE = """\
 Episodes come in groups of six: one seed and one lineup under all six cyclic seat rotations.
@@ -42,6 +43,25 @@ every other seat waits ("I wait and watch the road."); --fallback wait or --fall
 sets it for every seat (it is part of the league's configuration). A policy more than 10% of
 whose decisions were not its own is unranked: listed below the ranked policies, with rank
 null in ladder.json and the reason.
+
+Signed: at the end of every run the league signs signature.json (the sha256 of league.json,
+results.jsonl, ladder.json and every replay) with its Ed25519 key, kept outside --out:
+--signing-key FILE, else $XDG_CONFIG_HOME/guild/league-key.pem (~/.config/guild/...),
+created on first use with mode 0600. league.json holds the public key (signedBy);
+resuming with another key is refused. Publish that key (64 hex digits) apart from the
+league, so that readers can run guild verify --public-key HEX (verify prints its fingerprint).
+"""
+
+EPILOG_VERIFY = """\
+Checks every replay (it re-derives from its seed and acts, and gives its results line), the
+lineups, fallbacks, faults and ladder against league.json, and plays again every seat whose
+policy is deterministic: each act of a factor, magpie or random seat (and of a ppo: seat whose
+model file is here with the sha256 league.json records) must be the one that policy chooses.
+Then the signature: signature.json must be signed by the key in league.json (signedBy) and
+every file must have the digest it signed. Without --public-key that proves only that whoever
+holds that key signed it (verify prints its fingerprint: compare it with the publisher's); with
+--public-key HEX any other key fails. A league without signature.json from before leagues
+were signed verifies as before, noted as unsigned. Exit 1 if anything fails.
 """
 
 
@@ -74,7 +94,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "llm:MODEL@URL or module.path:Name")
     lg.add_argument("--episodes", type=int, required=True, metavar="N",
                     help="episodes in the league (groups of six rotations)")
-    lg.add_argument("--seed", type=int, default=0, metavar="S", help="league seed (0)")
+    lg.add_argument("--seed", type=int, default=None, metavar="S",
+                    help="draw the towns in public from S, reproducibly (whoever knows S "
+                    "knows every town; with seats that run apart it needs --public-draw); "
+                    "default: a secret draw, committed to in league.json and revealed there "
+                    "when the league ends")
+    lg.add_argument("--public-draw", action="store_true",
+                    help="accept --seed's public draw in a league with seats that run apart")
     lg.add_argument("--workers", type=int, default=None, metavar="W",
                     help="worker processes or Ray tasks in flight (default: the CPUs here)")
     lg.add_argument("--out", required=True, metavar="DIR", help="output directory")
@@ -108,8 +134,17 @@ def build_parser() -> argparse.ArgumentParser:
     lg.add_argument("--backend", choices=("local", "ray"), default="local",
                     help="worker processes here (local) or Ray tasks (ray)")
     lg.add_argument("--address", metavar="ADDR", help="Ray cluster address (with --backend ray)")
-    vf = sub.add_parser("verify", help="re-derive every replay and check the results")
+    lg.add_argument("--signing-key", metavar="FILE",
+                    help="the league's Ed25519 private key (PEM), created there if missing; "
+                    "never inside --out (default: $XDG_CONFIG_HOME/guild/league-key.pem, else "
+                    "~/.config/guild/league-key.pem)")
+    vf = sub.add_parser("verify", help="re-derive every replay and check the results",
+                        epilog=EPILOG_VERIFY,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     vf.add_argument("dir", metavar="DIR", help="a league's --out directory")
+    vf.add_argument("--public-key", type=public_key_arg, metavar="HEX",
+                    help="require the league to be signed by this Ed25519 public key (the 64 "
+                    "hex digits its publisher gives; league.json's signedBy.publicKey)")
     for module in _extra_commands():
         module.register(sub)
     return parser
@@ -231,11 +266,13 @@ def _note(message: str) -> None:
 def _league(args: argparse.Namespace) -> int:
     options = LeagueOptions(
         policies=tuple(parse_policies(args.policies)), episodes=args.episodes, out=args.out,
-        seed=args.seed, workers=args.workers if args.workers is not None else default_workers(),
+        seed=args.seed, public_draw=args.public_draw,
+        workers=args.workers if args.workers is not None else default_workers(),
         turns=args.turns, honest_town=args.honest_town, no_speech=args.no_speech,
         decision_timeout=args.decision_timeout, episode_timeout=args.episode_timeout,
         plot=args.plot, backend=args.backend, address=args.address, trust=args.trust,
-        seat_memory=args.seat_memory, fallback=args.fallback, sandbox=args.sandbox)
+        seat_memory=args.seat_memory, fallback=args.fallback, sandbox=args.sandbox,
+        signing_key=args.signing_key)
     progress = _ProgressBar()
     try:
         run = run_league(options, on_note=_note, on_progress=progress)
@@ -249,7 +286,7 @@ def _league(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    report = verify_dir(args.dir)
+    report = verify_dir(args.dir, public_key=args.public_key)
     if report.torn:
         print(f"verify: ignoring the unfinished last line of {args.dir}/results.jsonl (an "
               "interrupted run)", file=sys.stderr)

@@ -104,6 +104,7 @@ class Settings:
     seat_memory: int = DEFAULT_MEMORY_MB  # address-space cap of a seat process, MB
     sandbox: str = "bwrap"         # how seats that run apart run (league.sandbox.MODES)
     hidden: tuple[str, ...] = ()   # folders no sandbox may see (the league's --out)
+    seat_key: bytes | None = None  # a secret draw's key for seats' reset seeds (lineups)
     fallback: str | None = None    # wait or factor for every seat; None: factor for llm:, else wait
 
 
@@ -165,7 +166,8 @@ def league_policy(name: str, settings: Settings) -> Any:
         return make_policy(spec[len(TRUSTED):])
     if trusted(spec, settings):
         return make_policy(spec)
-    limits = {"timeout": decision_limit(settings), "memory_mb": settings.seat_memory}
+    limits = {"timeout": decision_limit(settings), "memory_mb": settings.seat_memory,
+              "seat_key": settings.seat_key}
     if spec.lower().startswith("exec:"):
         policy = exec_policy(spec[len("exec:"):], **limits)
         if settings.sandbox == "bwrap":

@@ -43,7 +43,7 @@ RANKING = ("policies with more than 10% of their decisions not their own (fallba
 FAULT_ORDER = ("raised", "garbage", "timeout", "crashed")  # league.episode.FAULT_KINDS
 
 
-def build(rows: Sequence[dict], policies: Sequence[str], league_seed: int) -> dict:
+def build(rows: Sequence[dict], policies: Sequence[str], league_seed: int | str) -> dict:
     """The ladder of a league's finished episodes (the content of ``ladder.json``)."""
     import numpy as np  # here: a league's workers never rank, and need no numpy
 
@@ -130,7 +130,15 @@ def _bootstrap(sums: np.ndarray, counts: np.ndarray, seed: int) -> list[float] |
     return [_round(float(lo)), _round(float(hi))]
 
 
-def _seed(league_seed: int, policy: str) -> int:
+def bootstrap_seed(seed: int | None, commitments: list[dict] | None) -> int | str:
+    """What seeds the bootstrap (``league.json``'s ``seed``, or for a secret draw the first
+    secret's commitment, which is known from the league's start)."""
+    if seed is not None or not commitments:
+        return seed if seed is not None else 0
+    return str(commitments[0].get("sha256"))
+
+
+def _seed(league_seed: int | str, policy: str) -> int:
     h = hashlib.sha256(f"guild-ladder:{league_seed}:{policy}".encode()).digest()
     return int.from_bytes(h[:8], "big")
 

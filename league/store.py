@@ -7,6 +7,8 @@ Layout of ``DIR``::
     results.jsonl        one line per finished episode, in episode order
     replays/<id>.json    the replay payload of each episode (RULES §15.5)
     ladder.json          the ladder, rewritten after every run
+    signature.json       the league's Ed25519 signature of the digests of all the above, written
+                         last in every run (``league.signing``)
     .lock                held while a league runs, so two runs cannot interleave
 
 Durability: a replay is written to a temp file and renamed into place (``league.atomic``); the
@@ -33,7 +35,7 @@ from typing import Any
 
 from .atomic import TMP_SUFFIX, write_atomic
 from .errors import LeagueError
-from .lineups import episode_spec
+from .lineups import Draw, episode_spec
 from .replay_json import encode
 
 _log = logging.getLogger(__name__)
@@ -43,10 +45,14 @@ FORMAT = "guild.league.v1"
 RESULTS = "results.jsonl"
 MANIFEST = "league.json"
 LADDER = "ladder.json"
+SECRETS = "secret.json"  # a secret draw's secrets (league.lineups.SecretDraw), mode 0600
 REPLAYS = "replays"
 # manifest keys that must match to resume
 IDENTITY = ("format", "policies", "seed", "turns", "thievery", "speech", "decisionTimeout",
-            "episodeTimeout", "lineups", "fallback", "trust", "sandbox")
+            "episodeTimeout", "lineups", "fallback", "trust", "sandbox", "draw")
+# ... and of a signed league (league.signing): the public key, the ppo: models' digests. A league
+# begun before leagues were signed lacks them all, and is signed from its next run on.
+SIGNED_IDENTITY = ("signedBy", "models")
 
 
 def load_results(path: Path, repair: bool = False) -> tuple[list[dict], bool]:
@@ -81,11 +87,11 @@ def load_results(path: Path, repair: bool = False) -> tuple[list[dict], bool]:
     return rows, torn
 
 
-def check_rows(rows: Sequence[dict], manifest: dict, path: Path) -> None:
+def check_rows(rows: Sequence[dict], manifest: dict, path: Path, draw: Draw) -> None:
     """Every row must be the episode of this league that its position says."""
-    policies, seed = manifest["policies"], manifest["seed"]
+    policies = manifest["policies"]
     for n, row in enumerate(rows):
-        spec = episode_spec(policies, seed, n)
+        spec = episode_spec(policies, draw, n)
         got = (row.get("index"), row.get("id"), row.get("seed"), row.get("lineup"))
         if got != (spec.index, spec.id, spec.seed, list(spec.lineup)):
             raise LeagueError(f"{path} line {n + 1} is not episode {spec.id} of this league "
@@ -148,7 +154,7 @@ class LeagueDir:
             raise LeagueError(f"{self.manifest_path} is not a JSON object")
         return data
 
-    def resume(self, manifest: dict) -> tuple[list[dict], bool]:
+    def resume(self, manifest: dict, draw: Draw) -> tuple[list[dict], bool]:
         """The finished episodes of this league, after checking that the directory holds it.
 
         Cuts a torn last line (reported by the flag), removes stray temp files, and refuses a
@@ -159,18 +165,43 @@ class LeagueDir:
             raise LeagueError(f"{self.results} exists but {self.manifest_path} does not; this "
                               "is not a league directory of this program; use another --out")
         if old is not None:
-            for key in IDENTITY:
+            for key in IDENTITY + SIGNED_IDENTITY:
+                if key in SIGNED_IDENTITY and "signedBy" not in old:
+                    continue
                 if old.get(key) != manifest.get(key):
                     raise LeagueError(
                         f"{self.root} holds a league with a different configuration "
                         f"({_option(key)} was {_show(old.get(key))}, now "
                         f"{_show(manifest.get(key))}); use the same options or another --out")
         rows, torn = load_results(self.results, repair=True)
-        check_rows(rows, manifest, self.results)
+        check_rows(rows, manifest, self.results, draw)
         for folder in (self.root, self.replays):  # what an interrupted write_atomic left
             for tmp in folder.glob(f"*{TMP_SUFFIX}"):
                 tmp.unlink(missing_ok=True)
         return rows, torn
+
+    def read_secrets(self) -> list[dict]:
+        """The secret draw's secrets (``[{"fromGroup", "secret"}]``; none if the file is not
+        there or not readable as such)."""
+        try:
+            data = json.loads((self.root / SECRETS).read_text(encoding="utf-8"))
+            draws = data["draws"]
+            return [{"fromGroup": int(x["fromGroup"]), "secret": str(x["secret"])}
+                    for x in draws]
+        except (OSError, ValueError, KeyError, TypeError):
+            return []
+
+    def write_secrets(self, draws: list[dict]) -> None:
+        """Write the secrets readable by this user alone, durably, before ``league.json``
+        commits to them."""
+        path = self.root / SECRETS
+        tmp = path.with_name(f".{SECRETS}.{os.getpid()}{TMP_SUFFIX}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps({"draws": draws}) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
 
     def write_manifest(self, manifest: dict) -> None:
         write_atomic(self.manifest_path, json.dumps(manifest, indent=2) + "\n")
@@ -265,10 +296,15 @@ def _option(key: str) -> str:
             "thievery": "thievery (--honest-town)", "speech": "speech (--no-speech)",
             "decisionTimeout": "--decision-timeout", "episodeTimeout": "--episode-timeout",
             "lineups": "the lineup scheme", "format": "the file format",
-            "fallback": "--fallback"}.get(key, key)
+            "fallback": "--fallback", "trust": "--trust", "sandbox": "--sandbox",
+            "draw": "the draw (secret without --seed)",
+            "signedBy": "the signing key (--signing-key)",
+            "models": "a ppo: model file (sha256)"}.get(key, key)
 
 
 def _show(value: Any) -> str:
+    if isinstance(value, dict) and "publicKey" in value:  # signedBy: its public key, in hex
+        return str(value["publicKey"])
     if isinstance(value, list):
         return ",".join(map(str, value))
     return json.dumps(value)

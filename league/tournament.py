@@ -12,6 +12,7 @@ the ``on_note`` callback as it happens and is kept in ``LeagueRun.notes``; progr
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import sys
@@ -21,14 +22,23 @@ from dataclasses import dataclass, field, replace
 
 from agents.isolated import DEFAULT_MEMORY_MB, close_all
 from sim import GameConfig
-from sim.rules.world import MAX_TURNS, MIN_TURNS
+from sim.rules.world import MAX_TURNS, MIN_TURNS, SEATS
 
-from . import backends, ladder, sandbox
+from . import backends, ladder, replay_seats, sandbox, signing
 from .atomic import write_atomic
 from .episode import FALLBACKS, FAULT_KINDS, Settings, check_policy, trusted
 from .errors import LeagueError
-from .lineups import SCHEME, EpisodeSpec, Schedule, episode_spec, schedule
-from .store import FORMAT, LADDER, LeagueDir, sync_files
+from .lineups import (
+    SCHEME,
+    SECRET_SCHEME,
+    Draw,
+    EpisodeSpec,
+    Schedule,
+    SecretDraw,
+    episode_spec,
+    schedule,
+)
+from .store import FORMAT, LADDER, SECRETS, LeagueDir, sync_files
 
 
 @dataclass(frozen=True)
@@ -38,7 +48,8 @@ class LeagueOptions:
     policies: tuple[str, ...]
     episodes: int
     out: str
-    seed: int = 0
+    seed: int | None = None   # None: a secret draw (league.lineups.SecretDraw)
+    public_draw: bool = False  # accept --seed's public draw with seats that run apart
     workers: int = 1
     turns: int = 14
     honest_town: bool = False
@@ -52,6 +63,7 @@ class LeagueOptions:
     seat_memory: int = DEFAULT_MEMORY_MB
     sandbox: str = "bwrap"
     fallback: str | None = None  # --fallback: wait or factor (None: factor for llm:, else wait)
+    signing_key: str | None = None  # --signing-key FILE (None: league.signing's default key)
 
     def apart(self) -> bool:
         """Whether any policy runs apart from the league's process (in a seat process)."""
@@ -61,12 +73,15 @@ class LeagueOptions:
     def manifest(self, episodes: int) -> dict:
         """``league.json``: everything that decides the episodes, plus the count asked for."""
         return {"format": FORMAT, "policies": list(self.policies), "seed": self.seed,
+                **({} if self.seed is not None else {"draw": SECRET_SCHEME}),
                 "turns": self.turns, "thievery": not self.honest_town,
                 "speech": not self.no_speech, "decisionTimeout": self.decision_timeout,
                 "episodeTimeout": self.episode_timeout, "lineups": SCHEME,
                 **({"trust": True} if self.trust else {}),
                 **({"sandbox": self.sandbox} if self.apart() else {}),
                 **({"fallback": self.fallback} if self.fallback is not None else {}),
+                **signing.signed_by(self.signing_key),  # the key that signs signature.json
+                **replay_seats.model_digests(self.policies),  # ppo: files' sha256
                 "episodes": episodes}
 
 
@@ -112,7 +127,12 @@ def check_options(o: LeagueOptions) -> None:
     """Refuse bad options before anything is written (each a ``LeagueError``, one line)."""
     _bounded("--episodes", o.episodes, 1, MAX_EPISODES)
     _bounded("--workers", o.workers, 1, MAX_WORKERS)
-    _bounded("--seed", o.seed, *SEED_RANGE)
+    if o.seed is not None:
+        _bounded("--seed", o.seed, *SEED_RANGE)
+        if o.apart() and not o.public_draw:
+            raise LeagueError("--seed S draws every town in public (whoever knows S knows every "
+                              "seat's commissions), and seats that run apart could search it; "
+                              "leave --seed out for a secret draw, or add --public-draw")
     _bounded("--turns", o.turns, MIN_TURNS, MAX_TURNS)
     try:
         GameConfig(seed=0, turns=o.turns)
@@ -183,35 +203,108 @@ def run_league(o: LeagueOptions, *, on_note: Note | None = None,
             on_note(message)
 
     check_options(o)
+    signing.prepare(o.signing_key, o.out, note)  # the key is usable (made on first use)
     started = time.perf_counter()
     ray = (backends.ray_session(o.workers, o.address, o.policies) if o.backend == "ray"
            else contextlib.nullcontext())
     with ray, LeagueDir(o.out) as d:
-        rows, torn = d.resume(o.manifest(o.episodes))
+        old = d.read_manifest()
+        draw, commitments = _draw(d, o, old)
+        rows, torn = d.resume(o.manifest(o.episodes), draw)
         if torn:
             note(f"league: cut the unfinished last line of {d.results} (an interrupted run)")
         before = len(rows)
-        d.write_manifest(o.manifest(max(o.episodes, before)))
+        if commitments is not None:
+            draw, commitments = _extended(d, o, draw, commitments, before)
+        d.write_manifest(_with_draw(o.manifest(max(o.episodes, before)), commitments))
         if o.fallback is None and rows and "fallbackPlay" not in rows[0]:
             o = replace(o, fallback="factor")  # begun before --fallback: factor played them all
-        _replay_lost(d, o, rows, note)
-        specs = schedule(o.policies, o.seed, before, o.episodes)
+        key = draw.seat_key() if isinstance(draw, SecretDraw) else None
+        _replay_lost(d, o, rows, note, draw, key)
+        specs = schedule(o.policies, draw, before, o.episodes)
         try:
             if specs:
-                _play_into(d, o, specs, rows, on_progress)
+                _play_into(d, o, specs, rows, on_progress, key)
         finally:
             close_all()  # seat processes of episodes played here (workers close their own)
-        result = ladder.build(rows, o.policies, o.seed)
+        if commitments is not None and len(rows) >= o.episodes:  # ended: reveal the secrets
+            d.write_manifest(_with_draw(o.manifest(max(o.episodes, before)), commitments, draw))
+        result = ladder.build(rows, o.policies, ladder.bootstrap_seed(o.seed, commitments))
         write_atomic(d.root / LADDER, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
         if o.plot:
             ladder.plot(result, d.root / "ladder.png")
+        signing.sign_league(d.root, o.signing_key, rows)  # last: the files are final
     for message in fault_summary(rows[before:]):
         note(message)
     return LeagueRun(before, rows, result, time.perf_counter() - started, torn, notes)
 
 
-def _episodes(d: LeagueDir, o: LeagueOptions,
-              specs: Sequence[EpisodeSpec]) -> Iterator[backends.Batch]:
+# --- the secret draw ---------------------------------------------------------------------------
+
+def _draw(d: LeagueDir, o: LeagueOptions, old: dict | None) -> tuple[Draw, list[dict] | None]:
+    """The league's draw and, for a secret one, its commitments (``league.json``'s
+    ``commitments``: ``{"fromGroup", "sha256"}``, and ``"secret"`` once revealed).
+
+    A new league draws a secret (``os.urandom``) and writes it to the league's folder (the
+    league's user alone may read it; no sandbox sees the folder) before ``league.json``
+    commits to it, so a resume after ``kill -9`` finds it.  A resume checks every secret
+    against its commitment."""
+    if o.seed is not None:
+        return o.seed, None
+    commitments = list(old.get("commitments") or []) if old is not None else []
+    if not commitments:
+        if d.results.exists() and d.results.stat().st_size:
+            raise LeagueError(f"{d.root} holds a league without a secret draw; use its --seed")
+        secret = os.urandom(32)
+        d.write_secrets([{"fromGroup": 0, "secret": secret.hex()}])
+        return SecretDraw(((0, secret),)), [_commitment(0, secret)]
+    secrets = {int(x["fromGroup"]): bytes.fromhex(x["secret"]) for x in d.read_secrets()}
+    pairs = []
+    for c in commitments:
+        secret = secrets.get(c.get("fromGroup"))
+        if secret is None or hashlib.sha256(secret).hexdigest() != c.get("sha256"):
+            raise LeagueError(f"{d.root / SECRETS} is missing or does not match the commitment "
+                              f"in {d.manifest_path}; the league's draw cannot go on")
+        pairs.append((int(c["fromGroup"]), secret))
+    return SecretDraw(tuple(pairs)), [{k: c[k] for k in ("fromGroup", "sha256")}
+                                      for c in commitments]
+
+
+def _extended(d: LeagueDir, o: LeagueOptions, draw: Draw, commitments: list[dict],
+              before: int) -> tuple[Draw, list[dict]]:
+    """A finished league (its secrets revealed) that is extended draws a new secret from its
+    next whole group on; the rotations left in a group it ended in keep that group's seed."""
+    old = d.read_manifest() or {}
+    revealed = all("secret" in c for c in old.get("commitments") or [{}])
+    first = -(-before // SEATS)
+    if not revealed or first * SEATS >= o.episodes or not isinstance(draw, SecretDraw):
+        return draw, commitments
+    secret = os.urandom(32)
+    known = [{"fromGroup": g, "secret": s.hex()} for g, s in draw.secrets]
+    d.write_secrets([*known, {"fromGroup": first, "secret": secret.hex()}])
+    return (SecretDraw((*draw.secrets, (first, secret))),
+            [*commitments, _commitment(first, secret)])
+
+
+def _commitment(first: int, secret: bytes) -> dict:
+    return {"fromGroup": first, "sha256": hashlib.sha256(secret).hexdigest()}
+
+
+def _with_draw(manifest: dict, commitments: list[dict] | None,
+               revealed: Draw | None = None) -> dict:
+    """``manifest`` with the secret draw's commitments (and, once the league has ended, the
+    secrets of ``revealed`` themselves, so that anyone can reproduce and verify it)."""
+    if commitments is None:
+        return manifest
+    if not isinstance(revealed, SecretDraw):
+        return {**manifest, "commitments": commitments}
+    secrets = dict(revealed.secrets)
+    return {**manifest, "commitments": [{**c, "secret": secrets[c["fromGroup"]].hex()}
+                                        for c in commitments]}
+
+
+def _episodes(d: LeagueDir, o: LeagueOptions, specs: Sequence[EpisodeSpec],
+              key: bytes | None) -> Iterator[backends.Batch]:
     """Play ``specs`` on the chosen backend: batches of ``(row, replay text or None if
     written)``, in order."""
     settings = Settings(policies=o.policies, turns=o.turns, thievery=not o.honest_town,
@@ -219,7 +312,7 @@ def _episodes(d: LeagueDir, o: LeagueOptions,
                         episode_timeout=o.episode_timeout,
                         replay_dir=None if o.backend == "ray" else str(d.replays),
                         trust=o.trust, seat_memory=o.seat_memory, sandbox=o.sandbox,
-                        hidden=(str(d.root.absolute()),), fallback=o.fallback)
+                        hidden=(str(d.root.absolute()),), fallback=o.fallback, seat_key=key)
     workers = min(o.workers, len(specs))
     if o.backend == "ray":
         return backends.run_ray(specs, settings, o.workers, o.address)
@@ -228,18 +321,19 @@ def _episodes(d: LeagueDir, o: LeagueOptions,
     return backends.run_processes(specs, settings, workers)
 
 
-def _replay_lost(d: LeagueDir, o: LeagueOptions, rows: list[dict], note: Note) -> None:
+def _replay_lost(d: LeagueDir, o: LeagueOptions, rows: list[dict], note: Note, draw: Draw,
+                 key: bytes | None) -> None:
     """Play again the finished episodes whose replay file is gone; their lines stay as they are.
 
     Episodes are deterministic, so the new replay is the lost one byte for byte (unless a
     policy ran into a time limit, which depends on the machine; ``guild verify`` tells).
     """
-    lost = [episode_spec(o.policies, o.seed, n) for n, r in enumerate(rows)
+    lost = [episode_spec(o.policies, draw, n) for n, r in enumerate(rows)
             if not (d.replays / f"{r['id']}.json").is_file()]
     if not lost:
         return
     differ = []
-    with contextlib.closing(_episodes(d, o, lost)) as batches:
+    with contextlib.closing(_episodes(d, o, lost, key)) as batches:
         for batch in batches:
             for row, replay_text in batch:
                 if replay_text is not None:  # under the league's lock: the only writer
@@ -262,8 +356,8 @@ def _timeless(row: dict, like: dict) -> dict:
 
 
 def _play_into(d: LeagueDir, o: LeagueOptions, specs: Schedule, rows: list[dict],
-               on_progress: ProgressReport | None) -> None:
-    batches = _episodes(d, o, specs)
+               on_progress: ProgressReport | None, key: bytes | None) -> None:
+    batches = _episodes(d, o, specs, key)
     report = on_progress if on_progress is not None else (lambda done, total: None)
     report(0, len(specs))
     appender = d.appender()

@@ -15,18 +15,20 @@ Every disagreement is one line naming the file or episode; a directory that is n
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sim import GameConfig, ReplayMismatch, replay
-from sim.rules.world import STANDARD_TOWN
+from sim.rules.world import SEATS, STANDARD_TOWN
 
+from . import replay_seats, verify_signature
 from . import verify_claims as claims
 from .episode import RESULT_KEYS
 from .errors import LeagueError
-from .lineups import episode_spec
+from .lineups import SECRET_SCHEME, Draw, EpisodeSpec, SecretDraw, episode_spec
 from .store import MANIFEST, REPLAYS, RESULTS, load_results
 
 PROTOCOL = "cogmud.replay.v1"
@@ -45,6 +47,9 @@ class Report:
     failed: int
     problems: list[str] = field(default_factory=list)
     torn: bool = False
+    notes: list[str] = field(default_factory=list)  # what could not be checked, and why
+    # the seats played again and the signature's key (league.replay_seats, .verify_signature)
+    vouched: list[str] = field(default_factory=list)
 
     @property
     def first(self) -> str | None:
@@ -52,7 +57,8 @@ class Report:
 
     def lines(self) -> list[str]:
         """What ``guild verify`` prints: each problem, then a summary."""
-        out = [f"verify: {p}" for p in self.problems]
+        out = [f"verify: {p}" for p in self.problems] + [f"verify: {n}" for n in self.notes]
+        out += [f"verify: {n}" for n in self.vouched]
         if self.problems:
             out.append(f"verify: {self.failed} of {self.checked} episodes do not verify; "
                        f"{len(self.problems)} problem{'s' * (len(self.problems) > 1)} in all")
@@ -62,8 +68,9 @@ class Report:
         return out
 
 
-def verify_dir(root: str | Path) -> Report:
-    """Check the league in ``root``; ``LeagueError`` if it is not one."""
+def verify_dir(root: str | Path, public_key: str | None = None) -> Report:
+    """Check the league in ``root``; ``LeagueError`` if it is not one. With ``public_key``
+    (64 hex digits) its signature must be by that key (``league.verify_signature``)."""
     root = Path(root)
     if not root.is_dir():
         raise LeagueError(f"{root} is not a directory")
@@ -77,11 +84,15 @@ def verify_dir(root: str | Path) -> Report:
                           "line") from None
     problems = _guarded(lambda: claims.schedule_problems(rows, manifest["episodes"]),
                         f"{RESULTS}'s episode ids")
+    draw, draw_problems = _draw(manifest)
+    problems += draw_problems
     bad: dict[int, str] = {}
     marks: dict[int, claims.Marks] = {}
+    secret: list[int] = []  # rows whose group's secret is not revealed yet
+    seats = replay_seats.Seats(manifest)  # the deterministic seats, re-played
     for n, row in enumerate(rows):
         try:
-            problem, seat_marks = check_episode(root, n, row, manifest)
+            problem, seat_marks = check_episode(root, n, row, manifest, draw, secret, seats)
         except RecursionError:  # a line or a replay nested deeper than any real one
             problem, seat_marks = f"{NESTED} in the line or its replay", None
         if problem is not None:
@@ -95,7 +106,43 @@ def verify_dir(root: str | Path) -> Report:
     if all(not any(k not in r for k in ROW_KEYS) for r in rows):
         problems += _guarded(lambda: claims.ladder_problems(root, rows, manifest),
                              claims.LADDER)
-    return Report(len(rows), len(bad), problems, torn)
+    notes = []
+    if secret:
+        notes.append(f"the seeds and lineups of {len(secret)} episodes were not checked: their "
+                     f"draw is secret until the league ends ({MANIFEST} holds only its "
+                     "commitment); everything else was")
+    signature = verify_signature.check(root, manifest, rows, public_key)
+    problems += signature.problems
+    return Report(len(rows), len(bad), problems, torn, notes, seats.notes() + signature.notes)
+
+
+def _draw(manifest: dict) -> tuple[Draw, list[str]]:
+    """The draw ``league.json`` describes: ``--seed``, or the secrets it has revealed, each
+    checked against its commitment."""
+    if manifest.get("draw") != SECRET_SCHEME:
+        return manifest["seed"], []
+    pairs: list[tuple[int, bytes | None]] = []
+    problems: list[str] = []
+    commitments = manifest.get("commitments")
+    if not isinstance(commitments, list) or not commitments:
+        return SecretDraw(()), [f"{MANIFEST} names a secret draw but holds no commitment to it"]
+    for c in commitments:
+        if not isinstance(c, dict) or not isinstance(c.get("fromGroup"), int):
+            problems.append(f"{MANIFEST} has a commitment that is not one: {_shown(c)}")
+        elif c.get("secret") is None:
+            pairs.append((c["fromGroup"], None))  # not revealed: its groups go unchecked
+        else:
+            try:
+                secret = bytes.fromhex(str(c["secret"]))
+            except ValueError:
+                secret = b""
+            if hashlib.sha256(secret).hexdigest() != c.get("sha256"):
+                problems.append(f"{MANIFEST}'s secret from group {c['fromGroup']} does not "
+                                "match its commitment")
+                pairs.append((c["fromGroup"], None))
+            else:
+                pairs.append((c["fromGroup"], secret))
+    return SecretDraw(tuple(sorted(pairs, key=lambda p: p[0]))), problems
 
 
 NESTED = "a value is nested too deeply"
@@ -117,8 +164,9 @@ def _shown(value: object, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def check_episode(root: Path, n: int, row: dict,
-                  manifest: dict) -> tuple[str | None, claims.Marks | None]:
+def check_episode(root: Path, n: int, row: dict, manifest: dict, draw: Draw | None = None,
+                  secret: list[int] | None = None, seats: replay_seats.Seats | None = None,
+                  ) -> tuple[str | None, claims.Marks | None]:
     """What is wrong with results line ``n`` (None when it verifies), and the replay's marks."""
     missing = [k for k in ROW_KEYS if k not in row]
     if missing:
@@ -126,7 +174,14 @@ def check_episode(root: Path, n: int, row: dict,
     index = row["index"]
     if not isinstance(index, int) or isinstance(index, bool) or index < 0:
         return f"index {index!r} is not an episode index", None
-    spec = episode_spec(manifest["policies"], manifest["seed"], index)
+    try:
+        spec = episode_spec(manifest["policies"],
+                            manifest["seed"] if draw is None else draw, index)
+    except KeyError:  # its group's secret is not revealed yet: the rest is still checked
+        if secret is not None:
+            secret.append(n)
+        group, rotation = divmod(index, SEATS)
+        spec = EpisodeSpec(index, group, rotation, row["seed"], tuple(row["lineup"]))
     if row["id"] != spec.id:
         return f"id {row['id']} does not go with index {index} ({spec.id})", None
     if (row["group"], row["rotation"]) != (spec.group, spec.rotation):
@@ -137,10 +192,11 @@ def check_episode(root: Path, n: int, row: dict,
     if row["lineup"] != list(spec.lineup):
         return (f"lineup {_names(row['lineup'])}, but {MANIFEST}'s draw seats "
                 f"{_names(spec.lineup)}"), None
-    return _check_replay(root, row)
+    return _check_replay(root, row, seats)
 
 
-def _check_replay(root: Path, row: dict) -> tuple[str | None, claims.Marks | None]:
+def _check_replay(root: Path, row: dict, seats: replay_seats.Seats | None = None,
+                  ) -> tuple[str | None, claims.Marks | None]:
     path = root / REPLAYS / f"{row['id']}.json"
     shown = f"{REPLAYS}/{path.name}"
     try:
@@ -185,6 +241,9 @@ def _check_replay(root: Path, row: dict) -> tuple[str | None, claims.Marks | Non
         return f"replay {shown}'s own results differ from what its events give", None
     if "fallbackPlay" in row and payload.get("fallbackPlay") != row["fallbackPlay"]:
         return f"replay {shown}'s fallbackPlay differs from the results line's", None
+    replayed = seats.check(row, cfg, events) if seats is not None else None
+    if replayed is not None:  # a seat did not play as its (deterministic) policy does
+        return f"replay {shown}: {replayed}", None
     return None, claims.replay_marks(events)
 
 
@@ -203,8 +262,10 @@ def _manifest(path: Path) -> dict:
         raise LeagueError(f"{path} is not valid JSON (or is nested too deeply)") from None
     ok = (isinstance(data, dict) and isinstance(data.get("policies"), list)
           and data["policies"] and all(isinstance(p, str) for p in data["policies"])
-          and isinstance(data.get("seed"), int)
+          and (isinstance(data.get("seed"), int) or (data.get("seed") is None
+                                                      and data.get("draw") == SECRET_SCHEME))
           and isinstance(data.get("episodes"), int) and data["episodes"] >= 1)
     if not ok:
-        raise LeagueError(f"{path} does not describe a league (policies, seed, episodes)")
+        raise LeagueError(f"{path} does not describe a league (policies, seed or a secret "
+                          "draw, episodes)")
     return data

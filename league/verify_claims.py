@@ -202,7 +202,9 @@ def ladder_problems(root: Path, rows: Sequence[dict], manifest: dict) -> list[st
     except (OSError, ValueError) as e:
         return [f"{LADDER} cannot be read as JSON ({e})"]
     try:
-        derived = ladder.build(rows, manifest["policies"], manifest["seed"])
+        derived = ladder.build(rows, manifest["policies"],
+                               ladder.bootstrap_seed(manifest["seed"],
+                                                     manifest.get("commitments")))
     except (KeyError, TypeError, IndexError, ValueError) as e:
         return [f"{LADDER} cannot be recomputed: {RESULTS} lacks what the ladder needs "
                 f"({type(e).__name__}: {e})"]

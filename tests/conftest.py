@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -71,6 +72,24 @@ def _sandbox_or_skip(monkeypatch: pytest.MonkeyPatch) -> None:
         needs(False, f"a bubblewrap sandbox ({why}; apt-get install bubblewrap)")
 
     monkeypatch.setattr(sandbox, "require", require)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _league_key_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Leagues sign with a key made on first use under ``$XDG_CONFIG_HOME`` (league.signing):
+    the tests' own folder, never the user's (subprocesses inherit it). It is made here, so
+    that no test's league notes that it made one, whichever test runs first."""
+    from league import signing
+
+    old = os.environ.get("XDG_CONFIG_HOME")
+    home = tmp_path_factory.mktemp("config")
+    os.environ["XDG_CONFIG_HOME"] = str(home)
+    signing.ensure_key(None, home / "no-league")
+    yield home
+    if old is None:
+        os.environ.pop("XDG_CONFIG_HOME", None)
+    else:
+        os.environ["XDG_CONFIG_HOME"] = old
 
 
 # --- in CI, no skip passes -----------------------------------------------------------------

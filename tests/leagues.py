@@ -14,8 +14,10 @@ F = "faulty_policies:"  # tests/faulty_policies.py, importable from the tests di
 
 def league_args(out: Path, episodes: int = 12, *extra: str, policies: str = BASELINES,
                 seed: int = 1, workers: int = 2) -> list[str]:
+    # --public-draw: a seeded league is reproducible, which these tests rely on; the secret
+    # draw has tests of its own (tests/test_secret_draw.py)
     return ["league", "--policies", policies, "--episodes", str(episodes), "--seed", str(seed),
-            "--workers", str(workers), "--out", str(out), *extra]
+            "--public-draw", "--workers", str(workers), "--out", str(out), *extra]
 
 
 def lines(out: Path) -> list[str]:

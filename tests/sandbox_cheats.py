@@ -450,3 +450,33 @@ class ThreadPerCore:
 
     def act(self, game, seat):
         return WAIT
+
+
+# --- the town's seed, searched through the public draw -----------------------------------------
+
+SEARCH_SEEDS = 300   # league seeds tried (the issue's attack tried 10,000; scaled down)
+SEARCH_GROUPS = 4    # groups tried per league seed
+
+
+class SeedSearch:
+    """Looks for its town: which ``--seed S`` and group give a game seed whose seat seed is
+    the one it was reset with (the public draw of ``league.lineups``, step 1)."""
+
+    found: list[int] | None = None
+
+    def reset(self, seed: int | None) -> None:
+        import hashlib
+
+        from agents.seat_protocol import seat_seed
+
+        self.found = None
+        for league_seed in range(SEARCH_SEEDS):
+            for group in range(SEARCH_GROUPS):
+                h = hashlib.sha256(f"guild-league:v1:{league_seed}:{group}".encode()).digest()
+                game_seed = int.from_bytes(h[:4], "big") & 0x7FFF_FFFF
+                if any(seat_seed(game_seed, s) == seed for s in range(6)):
+                    self.found = [league_seed, group]
+                    return
+
+    def act(self, game, seat):
+        return report(found=self.found)

@@ -20,6 +20,7 @@ from leagues import (
     rows,
 )
 
+from agents.isolated import MAX_TIMEOUTS
 from league import (
     LeagueOptions,
     Settings,
@@ -37,7 +38,8 @@ from league.store import LeagueDir
 def test_faulty_policies_fall_back_to_waiting_and_the_league_finishes(tmp_path, capsys) -> None:
     faulty = ["Raiser", "Garbage", "BadIntent", "Sleeper", "BadReset"]
     kinds = {"Raiser": {"raised": 6}, "Garbage": {"garbage": 6}, "BadIntent": {"garbage": 6},
-             "Sleeper": {"timeout": 6}, "BadReset": {"raised": 1}}
+             # a seat process that times out twice in an episode plays no more of it
+             "Sleeper": {"timeout": MAX_TIMEOUTS}, "BadReset": {"raised": 1}}
     out = tmp_path / "faults"
     policies = ",".join(["factor"] + [F + n for n in faulty])
     assert main(league_args(out, 6, "--turns", "6", "--decision-timeout", "0.05",
@@ -88,8 +90,8 @@ def test_time_limits_work_off_the_main_thread(caplog) -> None:
     row, replay_text = got[0]
     payload = json.loads(replay_text)
     for seat, name in enumerate(row["lineup"]):
-        if name.endswith("Sleeper"):  # cut off on turn 0, still asleep for the other turns
-            assert row["faults"][seat] == {"timeout": 6} and row["fallbacks"][seat] == 6
+        if name.endswith("Sleeper"):  # cut off on turns 0 and 1, then it plays no more
+            assert row["faults"][seat] == {"timeout": MAX_TIMEOUTS} and row["fallbacks"][seat] == 6
             assert "took over 0.05 s" in row["faultNotes"][seat]
         elif name.endswith("BadRecords"):  # no fault, but the note and the log say why
             assert row["faults"][seat] == {} and row["fallbacks"][seat] == 0
@@ -101,8 +103,8 @@ def test_time_limits_work_off_the_main_thread(caplog) -> None:
 def test_run_league_prints_nothing_and_reports_through_callbacks(tmp_path, capsys) -> None:
     notes: list[str] = []
     progress: list[tuple[int, int]] = []
-    options = LeagueOptions(policies=("factor", f"{F}Raiser"), episodes=6, seed=2, turns=6,
-                            workers=1, out=str(tmp_path / "quiet"))
+    options = LeagueOptions(policies=("factor", f"{F}Raiser"), episodes=6, seed=2,
+                            public_draw=True, turns=6, workers=1, out=str(tmp_path / "quiet"))
     run = run_league(options, on_note=notes.append,
                      on_progress=lambda done, total: progress.append((done, total)))
     assert capsys.readouterr() == ("", "")

@@ -46,9 +46,12 @@ def _swap_seats(seq: list, a: int, b: int) -> None:
 
 def test_an_untouched_league_verifies(league12, capsys) -> None:
     code, out = _verify(league12[0], capsys)
-    assert code == 0 and out == [
+    assert code == 0 and out[-1] == (
         "verify: all 12 episodes verify, and results.jsonl, the lineups, the fallbacks and the "
-        "ladder agree with league.json"]
+        "ladder agree with league.json")
+    # before it, only notes: the seats re-played and the signature's key (tests/test_signing.py)
+    assert [x.split(":")[1].split()[:2] for x in out[:-1]] == [["re-played", "the"],
+                                                                ["signed", "by"]]
 
 
 def test_deleting_the_last_result_lines_fails(league12, tmp_path, capsys) -> None:
@@ -133,6 +136,8 @@ def test_a_league_from_before_fallback_play_verifies_and_goes_on_with_factor(
     """Lines, replays and ladder as they were written before ``--fallback``: still valid, and
     the league goes on as it began, with factor playing every fallback."""
     out = copy_league(league12[0], tmp_path)
+    (out / "signature.json").unlink()  # leagues were signed later still (tests/test_signing.py)
+    _edit_json(out / "league.json", lambda d: d.pop("signedBy"))
     _write_lines(out, [json.dumps({k: v for k, v in json.loads(x).items() if k != "fallbackPlay"})
                        for x in lines(out)])
     for replay in (out / "replays").iterdir():
@@ -161,7 +166,8 @@ def test_an_edited_ladder_mean_fails(league12, tmp_path, capsys) -> None:
     assert code == 1
     assert got[0] == (f"verify: ladder.json: policies[{top['policy']}].meanScore is "
                       f"{json.dumps(real + 0.01)} but results.jsonl gives {json.dumps(real)}")
-    assert got[-1].startswith("verify: 0 of 12 episodes do not verify; 1 problem in all")
+    assert got[1].startswith("verify: ladder.json is not the file signature.json signed")
+    assert got[-1].startswith("verify: 0 of 12 episodes do not verify; 2 problems in all")
 
 
 def test_policy_names_swapped_in_a_line_and_its_replay_fail(league12, tmp_path, capsys) -> None:
@@ -208,8 +214,10 @@ def test_every_problem_is_reported_not_only_the_first(league12, tmp_path) -> Non
     for ep in ("e000001", "e000009"):
         (out / "replays" / f"{ep}.json").unlink()
     report = verify_dir(out)
-    assert report.failed == 2 and len(report.problems) == 2
-    assert [p.split()[0] for p in report.problems] == ["e000001", "e000009"]
+    assert report.failed == 2 and len(report.problems) == 4
+    assert [p.split()[0] for p in report.problems] == ["e000001", "e000009",  # and the signature:
+                                                       "replays/e000001.json",
+                                                       "replays/e000009.json"]
 
 
 def _row(lineup: list[str], fallbacks: list[int], faults: list[dict] | None = None) -> dict:
