@@ -24,7 +24,7 @@ from sim.language.textview import render_observation
 from sim.rules.world import STANDARD_TOWN
 
 from .policy import Decision, make_policy
-from .seat_protocol import VIEW_FIELDS
+from .seat_protocol import VIEW_FIELDS, encode_line
 
 
 class SeatGame:
@@ -137,7 +137,7 @@ def serve(spec: str, requests: Any, replies: Any) -> None:
     reply: dict
 
     def write(message: dict) -> None:
-        replies.write((json.dumps(message, separators=(",", ":")) + "\n").encode())
+        replies.write(encode_line(message))
         replies.flush()
 
     def fetch(names: list[str]) -> dict:
