@@ -34,6 +34,8 @@ from sim.batched.observe import encode as encode_rows
 from sim.codec.action_table import TABLE_VERSION, legal_mask, to_intent
 from sim.codec.encode import encode_flat
 
+from . import zipdir
+
 try:
     import torch
     from torch import nn
@@ -241,35 +243,33 @@ def _check_file(path: Path, st: os.stat_result) -> None:
                          f"({st.st_size:,} bytes): not a model of this trainer")
 
 
-def check_archive(f: BinaryIO, path: Path) -> None:
+def check_archive(f: BinaryIO, path: Path, kind: str = "ppo model") -> None:
     """Refuse (:class:`ModelError`) a model file that would unpack to more than any model holds,
     from its zip directory alone (nothing is decompressed): more than
     :data:`MAX_RECORDS` records or a directory over :data:`MAX_DIRECTORY_BYTES`, a record over
     :data:`MAX_RECORD_BYTES` or all of them over :data:`MAX_UNPACKED_BYTES` unpacked.
-    ``torch.save`` writes a zip archive; another file is not a model."""
+    ``torch.save`` writes a zip archive; another file is not a model.  ``kind`` names the file
+    in the messages (``agents.ppo_records`` checks training checkpoints with it too)."""
+    model = kind == "ppo model"
+
     def bad(what: str) -> ModelError:
-        return ModelError(f"ppo model {str(path)!r} {what}; a model file holds at most "
-                          f"{MAX_RECORDS} records of {MAX_RECORD_BYTES >> 20} MB each and "
-                          f"{MAX_UNPACKED_BYTES >> 20} MB in all unpacked (guild train's are "
-                          "under 1 MB)")
+        return ModelError(f"{kind} {str(path)!r} {what}; a {'model file' if model else kind} "
+                          f"holds at most {MAX_RECORDS} records of {MAX_RECORD_BYTES >> 20} MB "
+                          f"each and {MAX_UNPACKED_BYTES >> 20} MB in all unpacked"
+                          + (" (guild train's are under 1 MB)" if model else ""))
 
     try:
-        # The directory's size and record count, as ZipFile will read them, before it reads
-        # them (a huge directory would be a huge list of ZipInfo). A private helper of zipfile
-        # (in every Python since 2.x); without it the checks below still bound the records.
-        end = getattr(zipfile, "_EndRecData", lambda _: None)(f)
-        if end is not None and (end[zipfile._ECD_ENTRIES_TOTAL] > MAX_RECORDS
-                                or end[zipfile._ECD_SIZE] > MAX_DIRECTORY_BYTES):
-            raise bad(f"lists {end[zipfile._ECD_ENTRIES_TOTAL]:,} records in a directory of "
-                      f"{end[zipfile._ECD_SIZE]:,} bytes")
-        f.seek(0)
+        end = zipdir.directory(f)
+        if end is not None and (end[0] > MAX_RECORDS or end[1] > MAX_DIRECTORY_BYTES):
+            raise bad(f"lists {end[0]:,} records in a directory of {end[1]:,} bytes")
         with zipfile.ZipFile(f) as archive:
             records = archive.infolist()
     except ModelError:
         raise
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as e:
-        raise ModelError(f"ppo model {str(path)!r} is not a readable torch model file (not a "
-                         f"zip archive as torch.save writes: {load_error(e)})") from None
+        raise ModelError(f"{kind} {str(path)!r} is not a readable torch "
+                         f"{'model ' if model else ''}file (not a zip archive as torch.save "
+                         f"writes: {load_error(e)})") from None
     if len(records) > MAX_RECORDS:
         raise bad(f"holds {len(records):,} records")
     total = 0

@@ -3,8 +3,9 @@ TensorBoard log.
 
 A checkpoint (``OUT/checkpoint.pt``) is written atomically (``agents.ppo.atomic_save``: a
 temporary file, then ``os.replace``), so a run killed at any moment, even by SIGKILL, leaves
-the previous checkpoint whole; it is read back with ``torch.load(weights_only=True)`` like a
-model file, since it is as untrusted.
+the previous checkpoint whole; it is read back like a model file, since it is as untrusted:
+a regular file of at most ``MAX_MODEL_BYTES``, its zip directory bounded before anything is
+unpacked (``agents.ppo.check_archive``), then ``torch.load(weights_only=True)``.
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ import importlib.util
 import io
 import math
 import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from sim.codec.action_table import TABLE_VERSION
 
-from .ppo import atomic_save, load_error
+from .ppo import MAX_MODEL_BYTES, ModelError, atomic_save, check_archive, load_error
 
 CHECKPOINT_NAME = "checkpoint.pt"
 CHECKPOINT_FORMAT = "guild-ppo-checkpoint"
@@ -47,7 +49,21 @@ def load_checkpoint(out: Path) -> dict:
         raise CheckpointError(f"--resume: no checkpoint {str(path)!r} to continue from")
     try:
         with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise CheckpointError(f"--resume: checkpoint {str(path)!r} is not a regular "
+                                      "file")
+            if st.st_size > MAX_MODEL_BYTES:
+                raise CheckpointError(f"--resume: checkpoint {str(path)!r} is larger than "
+                                      f"{MAX_MODEL_BYTES >> 20} MB ({st.st_size:,} bytes): not "
+                                      "a checkpoint of this trainer")
+            check_archive(f, path, kind="checkpoint")  # from its zip directory, unpacked: none
+            f.seek(0)
             data = torch.load(f, map_location="cpu", weights_only=True)
+    except CheckpointError:
+        raise
+    except ModelError as e:
+        raise CheckpointError(f"--resume: {e}") from None
     except Exception as e:  # truncated, foreign, or pickled code weights_only refuses
         raise CheckpointError(f"--resume: checkpoint {str(path)!r} is corrupt or not a "
                               f"checkpoint ({load_error(e)})") from None

@@ -20,6 +20,16 @@ or of another version, is refused with a ``ValueError`` naming the file.
 batched engine, choosing the same index in the same state, so ``guild evaluate sb3:PATH`` runs at
 batched speed.
 
+**Loading runs the zip's code.**  A Stable-Baselines3 zip is a pickle, and unpickling runs
+whatever it names, so ``make_policy("sb3:PATH")`` here loads it in this process only because
+the caller asked for it (a Python call of your own, e.g. ``gymnasium.make(...,
+opponents=["sb3:PATH"])``: load only files you trust).  The command line never does, unless
+told ``--trust``: ``guild evaluate`` and ``guild play`` pass ``extract=`` (``league.sb3_load``),
+which loads the zip in a bubblewrap sandbox (``agents.sb3_extract``) and plays the policy
+network rebuilt here from its weights alone, choosing the same index in the same state; a
+league runs an ``sb3:`` seat in a sandboxed seat process.  From Python, the same:
+``make_policy({"name": "sb3:PATH", "extract": league.sb3_load.extract})``.
+
 ``agents`` itself never imports this module; without the ``train`` extra (sb3-contrib, torch)
 loading a model raises a ``ValueError`` that names the extra.
 """
@@ -31,6 +41,7 @@ import logging
 import os
 import threading
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,7 +88,11 @@ class _Loaded:
     meta: dict
 
 
-_CACHE: dict[tuple[str, int, int], _Loaded] = {}
+# The zip's bytes -> its description (``agents.sb3_extract``), made somewhere its pickles can
+# do no harm (``league.sb3_load.extract``: in a sandbox).  Raises ValueError naming the cause.
+Extract = Callable[[bytes], bytes]
+
+_CACHE: dict[tuple[str, int, int, bool], _Loaded] = {}
 _LOCK = threading.Lock()
 
 
@@ -114,8 +129,14 @@ def check_table_version(path: str | os.PathLike, meta: dict) -> None:
                          f"{version!r}; this game's table is version {TABLE_VERSION}: retrain it")
 
 
-def load_model(path: str | os.PathLike) -> _Loaded:
-    """Load (or fetch from the per-process cache) a MaskablePPO zip."""
+def load_model(path: str | os.PathLike, extract: Extract | None = None) -> _Loaded:
+    """Load (or fetch from the per-process cache) a MaskablePPO zip.
+
+    Without ``extract`` the zip is unpickled here (it runs the zip's code: only for files you
+    trust); with it, ``extract`` describes the zip elsewhere (in a sandbox) and the policy
+    network is rebuilt here from that description, with no unpickling
+    (``agents.sb3_extract.rebuild``).  ``ValueError`` naming the file when it cannot be played.
+    """
     p = Path(path).expanduser().resolve()
     try:
         st = p.stat()
@@ -123,33 +144,80 @@ def load_model(path: str | os.PathLike) -> _Loaded:
         raise ValueError(f"sb3 model {str(path)!r} cannot be read ({e.strerror})") from None
     if not p.is_file():
         raise ValueError(f"sb3 model {str(path)!r} is not a file")
-    key = (str(p), st.st_mtime_ns, st.st_size)
+    key = (str(p), st.st_mtime_ns, st.st_size, extract is not None)
     with _LOCK:
         hit = _CACHE.get(key)
         if hit is not None:
             return hit
-        if not zipfile.is_zipfile(p):
-            raise ValueError(f"sb3 model {str(path)!r} cannot be loaded as MaskablePPO (not a "
-                             f"zip file)")
-        meta = read_meta(p)
-        check_table_version(path, meta)
-        try:
-            from sb3_contrib import MaskablePPO
-        except ImportError as e:
-            raise ValueError("sb3 policies need the 'train' extra (pip install torch==2.13.0 "
-                             f"then pip install -e '.[train]'): {e}") from None
-        try:
-            model = MaskablePPO.load(str(p), device="cpu")
-        except Exception as e:  # a corrupt zip or not a MaskablePPO model
-            raise ValueError(f"sb3 model {str(path)!r} cannot be loaded as MaskablePPO "
-                             f"({type(e).__name__}: {e})") from None
-        from gymnasium import spaces as gspaces
-
-        flat = not isinstance(model.observation_space, gspaces.Dict)
-        for k in [k for k in _CACHE if k[0] == key[0]]:
+        loaded = (_load_trusted(p, path) if extract is None
+                  else _load_described(p, path, st.st_size, extract))
+        for k in [k for k in _CACHE if k[0] == key[0] and k[3] == key[3]]:
             del _CACHE[k]  # an older version of the same file
-        loaded = _CACHE[key] = _Loaded(model, flat, meta)
+        _CACHE[key] = loaded
         return loaded
+
+
+def _import_error(e: ImportError) -> ValueError:
+    return ValueError("sb3 policies need the 'train' extra (pip install torch==2.13.0 then "
+                      f"pip install -e '.[train]'): {e}")
+
+
+def _load_trusted(p: Path, path: str | os.PathLike) -> _Loaded:
+    """Unpickle the zip in this process."""
+    if not zipfile.is_zipfile(p):
+        raise ValueError(f"sb3 model {str(path)!r} cannot be loaded as MaskablePPO (not a "
+                         f"zip file)")
+    meta = read_meta(p)
+    check_table_version(path, meta)
+    try:
+        import torch as _torch
+        from sb3_contrib import MaskablePPO
+    except ImportError as e:
+        raise _import_error(e) from None
+    try:
+        # building the network draws from torch's generator: leave it as it was, so a
+        # stochastic policy seeded before its model loads samples as one loaded after
+        with _torch.random.fork_rng(devices=[]):
+            model = MaskablePPO.load(str(p), device="cpu")
+    except Exception as e:  # a corrupt zip or not a MaskablePPO model
+        raise ValueError(f"sb3 model {str(path)!r} cannot be loaded as MaskablePPO "
+                         f"({type(e).__name__}: {e})") from None
+    from gymnasium import spaces as gspaces
+
+    return _Loaded(model, not isinstance(model.observation_space, gspaces.Dict), meta)
+
+
+def _load_described(p: Path, path: str | os.PathLike, size: int, extract: Extract) -> _Loaded:
+    """Have ``extract`` describe the zip (elsewhere); rebuild its policy network here."""
+    try:
+        from . import sb3_extract
+        from .sb3_extract import DescriptionError
+    except ImportError as e:
+        raise _import_error(e) from None
+    if size > sb3_extract.MAX_INPUT_BYTES:
+        raise ValueError(f"sb3 model {str(path)!r} is larger than "
+                         f"{sb3_extract.MAX_INPUT_BYTES >> 20} MB ({size:,} bytes): too large "
+                         "to load in a sandbox (--trust loads it in this process)")
+    try:
+        with open(p, "rb") as f:
+            data = f.read(sb3_extract.MAX_INPUT_BYTES + 1)
+    except OSError as e:
+        raise ValueError(f"sb3 model {str(path)!r} cannot be read ({e.strerror})") from None
+    try:
+        blob = extract(data)
+    except ValueError as e:
+        raise ValueError(f"sb3 model {str(path)!r} cannot be loaded in a sandbox: {e}") from None
+    try:
+        model, meta = sb3_extract.rebuild(blob)
+    except DescriptionError as e:
+        raise ValueError(f"sb3 model {str(path)!r} cannot be played from its sandboxed "
+                         f"description: {e}") from None
+    except ImportError as e:
+        raise _import_error(e) from None
+    check_table_version(path, meta)
+    from gymnasium import spaces as gspaces
+
+    return _Loaded(model, not isinstance(model.observation_space, gspaces.Dict), meta)
 
 
 class SB3Policy:
@@ -158,15 +226,21 @@ class SB3Policy:
     Args:
         path: the model zip.
         deterministic: take the most likely legal action (default) or sample one.
+        extract: load the zip through this describer (a sandbox, :func:`load_model`) instead
+            of unpickling it in this process.
     """
 
     scripted = False
 
-    def __init__(self, path: str, deterministic: bool = True) -> None:
+    def __init__(self, path: str, deterministic: bool = True,
+                 extract: Extract | None = None) -> None:
         if not isinstance(deterministic, bool):
             raise ValueError(f"deterministic must be a bool; got {deterministic!r}")
+        if extract is not None and not callable(extract):
+            raise ValueError(f"extract must be callable (bytes -> bytes); got {extract!r:.60}")
         self.path = str(path)
         self.deterministic = deterministic
+        self.extract = extract
         self._loaded: _Loaded | None = None
         self._seed: int | None = None
 
@@ -193,7 +267,7 @@ class SB3Policy:
 
     def _model(self) -> _Loaded:
         if self._loaded is None:  # lazily: building a league lineup must stay cheap
-            self._loaded = load_model(self.path)
+            self._loaded = load_model(self.path, self.extract)
         return self._loaded
 
     def act(self, game: Game, seat: int) -> Intent:
@@ -225,8 +299,9 @@ class BatchedSB3Policy:
 
     batched = True
 
-    def __init__(self, path: str, deterministic: bool = True) -> None:
-        self._scalar = SB3Policy(path, deterministic)
+    def __init__(self, path: str, deterministic: bool = True,
+                 extract: Extract | None = None) -> None:
+        self._scalar = SB3Policy(path, deterministic, extract)
         self.name = f"sb3:{path}"
 
     def act(self, engine: Any, rows: np.ndarray, seats: np.ndarray) -> np.ndarray:

@@ -2,7 +2,8 @@
 
 The figures come from :func:`agents.evaluation.paired_evaluation` (the same code training
 uses for its before/after figures); this module only adds the options, the readable lines and
-the JSON file.
+the JSON file.  ``sb3:`` models (pickles) are loaded in a sandbox unless ``--trust``
+(``league.sb3_load``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from feasibility.cli import (  # the one A..B parser of the command line
 )
 
 from .atomic import write_atomic
+from .sb3_load import guard
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -44,6 +46,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="what SPEC is compared with (factor)")
     p.add_argument("--turns", type=int, default=14, metavar="N", help="turns per game (14)")
     p.add_argument("--json", metavar="PATH", help="also write the figures to PATH as JSON")
+    p.add_argument("--trust", action="store_true",
+                   help="load sb3: models in this process (a model zip is a pickle: loading "
+                   "it runs its code; only for files you trust); by default each is loaded in "
+                   "a bubblewrap sandbox and played here from its weights alone")
     p.set_defaults(handler=run)
 
 
@@ -55,8 +61,12 @@ def run(args: argparse.Namespace) -> int:
             _check_writable(Path(args.json))
         if any(not s for s in against):
             raise EvaluationError(f"--against has an empty name: {args.against!r}")
-        result = evaluate(args.spec, against=against, seeds=args.seeds,
-                          baseline=args.baseline, turns=args.turns)
+        try:  # an sb3: model is loaded now (in a sandbox), before any game
+            spec, baseline, *others = guard([args.spec, args.baseline, *against], args.trust)
+        except ValueError as e:
+            raise EvaluationError(str(e)) from None
+        result = evaluate(spec, against=others, seeds=args.seeds, baseline=baseline,
+                          turns=args.turns)
     except EvaluationError as e:
         return _error(str(e))
     print(report(result))

@@ -29,19 +29,29 @@ What a seat sees and may do:
 
 The league talks to a seat only through pipes (``agents.seat_protocol``); it never reads a
 file a seat wrote.
+
+:func:`run` runs one command (no zygote) in the same kind of sandbox, bounded in time, memory
+and output, and returns its stdout: the command line loads ``sb3:`` zips that way
+(``league.sb3_load``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.machinery
 import importlib.util
 import itertools
+import math
 import os
+import selectors
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -235,6 +245,16 @@ def exec_files(argv: list[str]) -> tuple[list[Path], list[str]]:
     return files, out
 
 
+def _our_paths() -> list[str]:
+    """The folders holding our packages (on the seat's import path)."""
+    out = []
+    for name in OUR_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.submodule_search_locations:
+            out += [str(Path(p).parent) for p in spec.submodule_search_locations]
+    return out
+
+
 def environment(pythonpath: list[str]) -> dict[str, str]:
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/scratch", "TMPDIR": "/scratch",
            "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
@@ -260,14 +280,166 @@ def _launch(files: tuple[Path, ...], pythonpath: tuple[str, ...], hidden: tuple[
             scratch_mb: int) -> Launch:
     bwrap = shutil.which("bwrap")
     assert bwrap is not None
-    ours = []
-    for name in OUR_PACKAGES:
-        spec = importlib.util.find_spec(name)
-        if spec is not None and spec.submodule_search_locations:
-            ours += [str(Path(p).parent) for p in spec.submodule_search_locations]
+    ours = _our_paths()
     path = list(dict.fromkeys([*pythonpath, *ours]))
     env = environment(path)
     root = os.getuid() == 0
     prefix = _prefix(bwrap, _binds(list(files)), hidden, root, env)
     return Launch(prefix=tuple(prefix), env=tuple(sorted(env.items())), scratch_mb=scratch_mb,
                   nproc=NPROC)
+
+
+# --- one command in a sandbox (no zygote) ------------------------------------------------------
+
+RUN_TIMEOUT = 60.0            # run(): wall seconds (and CPU seconds) of the command
+RUN_MEMORY_MB = 2048          # run(): address space of each of its processes
+RUN_MAX_OUTPUT = 256 << 20    # run(): bytes it may write on stdout
+RUN_MAX_FILE = 64 << 20       # run(): its largest file (RLIMIT_FSIZE), its scratch, /tmp
+_ERR_KEPT = 8192              # the tail of its stderr kept for the error line
+
+# Inside the sandbox, after setpriv: the command's limits, then the command itself.  Its own
+# code, so they hold before any of the command's (RLIMIT_NPROC is set here, not on bubblewrap,
+# as in the zygote: outside a user namespace it would count every process of the user).
+_LIMITS = ("import os, resource, sys\n"
+           "mem, cpu, nproc, fsize = map(int, sys.argv[1:5])\n"
+           "for rlimit, value in ((resource.RLIMIT_AS, mem), (resource.RLIMIT_CPU, cpu),\n"
+           "                      (resource.RLIMIT_NPROC, nproc), (resource.RLIMIT_FSIZE, fsize),\n"
+           "                      (resource.RLIMIT_CORE, 0)):\n"
+           "    resource.setrlimit(rlimit, (value, value))\n"
+           "try:\n"
+           "    os.execvp(sys.argv[5], sys.argv[5:])\n"
+           "except OSError as e:\n"
+           "    sys.exit(f'cannot start {sys.argv[5]!r}: {e.strerror}')\n")
+
+
+class RunError(ValueError):
+    """A command run by :func:`run` failed: it ended with an error, overran its time or wrote
+    more than its output allows.  The message is one line; ``returncode`` is the command's
+    exit code (None when it was stopped) and ``last_line`` its last line on stderr (printable
+    characters only)."""
+
+    def __init__(self, message: str, returncode: int | None = None,
+                 last_line: str = "") -> None:
+        super().__init__(message)
+        self.returncode = returncode
+        self.last_line = last_line
+
+
+@functools.lru_cache(maxsize=1)
+def _sized_tmpfs() -> bool:
+    """Whether this bubblewrap takes ``--size`` for a tmpfs (0.7 and later)."""
+    bwrap = shutil.which("bwrap")
+    try:
+        done = subprocess.run([bwrap or "bwrap", "--help"], capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return b"--size" in done.stdout + done.stderr
+
+
+def _printable(text: str, limit: int = 300) -> str:
+    """``text`` as one line of printable characters (no terminal escapes), at most ``limit``."""
+    line = "".join(c if c.isprintable() else "?" for c in text.strip())
+    return line if len(line) <= limit else line[:limit - 3] + "..."
+
+
+def run(argv: list[str], files: list[Path] | tuple[Path, ...] = (), *, stdin: bytes = b"",
+        timeout: float = RUN_TIMEOUT, memory_mb: int = RUN_MEMORY_MB,
+        max_output: int = RUN_MAX_OUTPUT, pythonpath: list[str] | tuple[str, ...] = ()) -> bytes:
+    """Run one command in a sandbox like a seat's and return what it wrote on stdout.
+
+    The same sandbox as :func:`launch` (the read-only allowlist with ``files``, the namespaces,
+    the environment, an unprivileged uid of its own as root) but no zygote: ``argv`` runs once,
+    its working folder a scratch tmpfs.  It reads ``stdin`` and is bounded by ``timeout``
+    seconds (wall and CPU), ``memory_mb`` of address space per process, :data:`NPROC`
+    processes, files of :data:`RUN_MAX_FILE` and ``max_output`` bytes on stdout; past any of
+    them it is killed.  ``argv[0]`` is looked up on the sandbox's ``PATH`` (``sys.executable``
+    is there: the interpreter's prefixes are bound).
+
+    Raises :class:`SandboxError` when no sandbox can start here (:func:`require`) and
+    :class:`RunError` when the command fails.
+    """
+    require()
+    if not argv:
+        raise ValueError("run needs a command")
+    bwrap = shutil.which("bwrap")
+    assert bwrap is not None
+    ours = _our_paths()
+    env = environment(list(dict.fromkeys([*pythonpath, *ours])))
+    binds = _binds([Path(f).absolute() for f in files])
+    prefix = _prefix(bwrap, binds, (), os.getuid() == 0, env)
+    cut = len(prefix) - 5  # ... "--", "/bin/sh", "-c", SCRIPT, "sandbox"
+    assert prefix[cut] == "--" and prefix[cut + 1] == "/bin/sh"
+    scratch: list[str] = []
+    if _sized_tmpfs():  # bounded, writable by the sandbox's uid
+        for target in ("/scratch", "/dev/shm",
+                       *(() if any(Path("/tmp") in Path(b.target).parents for b in binds)
+                         else ("/tmp",))):
+            scratch += ["--size", str(RUN_MAX_FILE), "--perms", "01777", "--tmpfs", target]
+        scratch += ["--chdir", "/scratch"]
+    cpu = max(1, math.ceil(timeout))
+    limits = [sys.executable, "-I", "-S", "-c", _LIMITS, str(memory_mb << 20), str(cpu),
+              str(NPROC), str(RUN_MAX_FILE)]
+    command = [*prefix[:cut], *scratch, *prefix[cut:], *limits, *argv]
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, start_new_session=True)
+    out = bytearray()
+    err = bytearray()
+    problem: str | None = None
+
+    def feed() -> None:
+        assert proc.stdin is not None
+        with contextlib.suppress(OSError):  # it ended, or closed its stdin: its business
+            proc.stdin.write(stdin)
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    deadline = time.monotonic() + timeout
+    try:
+        with selectors.DefaultSelector() as sel:
+            assert proc.stdout is not None and proc.stderr is not None
+            sel.register(proc.stdout, selectors.EVENT_READ)
+            sel.register(proc.stderr, selectors.EVENT_READ)
+            while sel.get_map() and problem is None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    problem = f"it ran longer than {timeout:g} s"
+                    break
+                for key, _ in sel.select(left):
+                    chunk = os.read(key.fd, 1 << 16)
+                    if not chunk:
+                        sel.unregister(key.fileobj)
+                    elif key.fileobj is proc.stdout:
+                        out += chunk
+                        if len(out) > max_output:
+                            problem = f"it wrote more than {max_output:,} bytes"
+                            break
+                    else:
+                        err += chunk
+                        if len(err) > 2 * _ERR_KEPT:
+                            del err[:-_ERR_KEPT]
+        if problem is None:
+            try:
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                problem = f"it ran longer than {timeout:g} s"
+    finally:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)  # bubblewrap's own: its sandbox dies with it
+        proc.wait()
+        feeder.join(timeout=5)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+    if problem is not None:
+        raise RunError(f"{problem}: stopped")
+    if proc.returncode != 0:
+        lines = [ln for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()]
+        said = _printable(lines[-1]) if lines else ""
+        how = (f"signal {-proc.returncode}" if proc.returncode < 0
+               else f"exit code {proc.returncode}")
+        raise RunError(f"it ended with {how}: {said or 'nothing on stderr'}", proc.returncode,
+                       said)
+    return bytes(out)

@@ -15,7 +15,8 @@ one line is read.  What a line may be (:func:`parse_line`):
 
 The outcome of a sentence is shown at the start of the next turn (the view's ``YOUR LAST
 SENTENCE`` line); after the last turn it is printed before the results.  ``--replay FILE``
-saves the episode for ``guild view``.
+saves the episode for ``guild view``.  ``sb3:`` opponents (model zips, which are pickles) are
+loaded in a sandbox unless ``--trust`` (``league.sb3_load``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from sim.rules.errors import ConfigError
 from sim.rules.world import SEATS
 
 from .errors import LeagueError
+from .sb3_load import guard
 
 DEFAULT_OPPONENTS = "factor,magpie,factor,magpie,factor"
 HUMAN = "you"
@@ -110,6 +112,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="turns in the episode (14, at least 6)")
     p.add_argument("--replay", metavar="FILE",
                    help="also save the episode as a replay (for guild view) when it ends")
+    p.add_argument("--trust", action="store_true",
+                   help="load sb3: opponents in this process (a model zip is a pickle: loading "
+                   "it runs its code; only for files you trust); by default each is loaded in "
+                   "a bubblewrap sandbox and played here from its weights alone")
     p.set_defaults(handler=run)
 
 
@@ -139,7 +145,11 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as e:
         raise LeagueError(str(e).replace("GameConfig.", "--")) from None
     policies: list = [None] * SEATS
-    for s, spec in enumerate(names):
+    try:  # an sb3: model is loaded now (in a sandbox), before the game starts
+        specs = guard(names, args.trust)
+    except ValueError as e:
+        raise LeagueError(f"--opponents: {e}") from None
+    for s, spec in enumerate(specs):
         if s != args.seat:
             try:
                 policies[s] = make_policy(spec)

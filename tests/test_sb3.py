@@ -78,6 +78,11 @@ def test_sb3_model_plays_the_same_index_scalar_and_batched(tmp_path: Path) -> No
 
 
 def test_guild_evaluate_runs_an_sb3_model_batched(tmp_path: Path) -> None:
+    """``guild evaluate`` loads the zip in a sandbox (tests/test_sb3_sandbox.py), so it needs
+    one (a skip here where bubblewrap cannot start, a failure in CI)."""
+    from league import sandbox
+
+    sandbox.require()
     path = _trained(tmp_path)
     out = subprocess.run([sys.executable, "-m", "league.cli", "evaluate", f"sb3:{path}",
                           "--seeds", "0..3"], capture_output=True, text=True, cwd=ROOT,

@@ -38,6 +38,12 @@ Terminated after the last turn (``turns``, default 14).  Never truncated by the 
 ``act(game, seat)``), ``turns``, ``thievery``, ``speech``, ``world``, ``text_mode``,
 ``flatten``, ``reward``, ``render_mode`` (``"ansi"`` or ``"human"``).
 
+An ``"sb3:model.zip"`` opponent is loaded in this process, the call being your own: the zip
+is a pickle and loading it runs its code (as ``"module:Name"`` runs the module's), so name only
+files you trust.  For one you do not, pass ``{"name": "sb3:model.zip", "extract":
+league.sb3_load.extract}``: it is loaded in a bubblewrap sandbox and the network rebuilt here
+from its weights plays (what ``guild evaluate`` and ``guild play`` do unless ``--trust``).
+
 ## Version History
 v0: first release.
 """

@@ -58,7 +58,9 @@ class GuildVectorEnv(VectorEnv):
     Args:
         num_envs: number of episodes in lockstep.
         seat: the learning seat (0..5), or None to draw one per episode.
-        opponents: five batched policy specs (see :func:`make_batched_policy`).
+        opponents: five batched policy specs (see :func:`make_batched_policy`); an
+            ``"sb3:model.zip"`` is loaded in this process (a pickle: it runs the zip's code;
+            ``GuildEnv``'s docstring says how to load one in a sandbox instead).
         turns, thievery, world, flatten, reward: as ``GuildEnv``.  ``speech`` is accepted and
             has no effect (table actions never speak); ``text_mode`` needs the scalar engine.
         max_episode_steps: accepted for ``make_vec`` and ignored (episodes last ``turns``).
