@@ -37,6 +37,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -266,6 +267,45 @@ class Launch:
     scratch_mb: int
     nproc: int              # the sandbox's processes and threads (RLIMIT_NPROC of its uid)
     python: str = sys.executable
+    # control groups the sandbox runs in, made for it (memory.limit_in_bytes = memory_mb,
+    # pids.max = nproc) where the machine lets the league make them; () where it does not
+    cgroups: tuple[str, ...] = ()
+    memory_mb: int = 0
+
+
+_CGROUP_LIMITS = {"memory.limit_in_bytes": lambda launch: str(launch.memory_mb << 20),
+                  "memory.max": lambda launch: str(launch.memory_mb << 20),
+                  "pids.max": lambda launch: str(launch.nproc)}
+
+
+def _enter_cgroups(launch: Launch) -> None:
+    """In the sandbox's first process, before it starts: make its control groups, set their
+    limits and join them, so everything it starts is counted (best effort: a folder the
+    machine does not let us make is skipped)."""
+    for folder in launch.cgroups:
+        try:
+            os.makedirs(folder, exist_ok=True)
+            for name, value in _CGROUP_LIMITS.items():
+                if os.path.exists(os.path.join(folder, name)):
+                    with open(os.path.join(folder, name), "w") as f:
+                        f.write(value(launch))
+            with open(os.path.join(folder, "cgroup.procs"), "w") as f:
+                f.write("0")
+        except OSError:
+            continue
+
+
+def _leave_cgroups(launch: Launch) -> None:
+    """Remove a sandbox's control groups once its processes are gone."""
+    for folder in launch.cgroups:
+        for _ in range(50):
+            try:
+                os.rmdir(folder)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:  # its last processes are still being torn down
+                time.sleep(0.02)
 
 
 class Zygote:
@@ -279,10 +319,14 @@ class Zygote:
                     str(launch.scratch_mb), str(launch.nproc)]
             env = dict(launch.env)
         self.launch = launch
+        enter = None
+        if launch is not None and launch.cgroups:
+            def enter() -> None:
+                _enter_cgroups(launch)
         self.proc = subprocess.Popen(
             argv, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE if launch else subprocess.DEVNULL,
-            start_new_session=True, env=env)
+            start_new_session=True, env=env, preexec_fn=enter)
         theirs.close()
         self.sock = ours
         self.lock = threading.Lock()
@@ -331,6 +375,8 @@ class Zygote:
             os.killpg(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
+        if self.launch is not None:
+            _leave_cgroups(self.launch)
 
 
 _ZYGOTES: dict[tuple, Zygote] = {}

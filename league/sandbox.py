@@ -25,7 +25,9 @@ What a seat sees and may do:
 * **Environment:** only ``PATH``, ``HOME``, ``TMPDIR``, ``LANG``, the ``PYTHON*`` settings the
   seat host needs, and the engine's own switches (``GUILD_PURE``...).  Nothing of the league's.
 * **Limits** (set by the league, enforced from outside): memory (address space) and CPU time
-  per process, the decision timeout and the episode deadline (``league.episode``).
+  per process, the decision timeout and the episode deadline (``league.episode``); and, where
+  the machine lets a root league make control groups (cgroup v1 ``memory`` and ``pids``), the
+  memory of all of a sandbox's processes together (:data:`SANDBOX_MEMORY_MB`) and their count.
 
 The league talks to a seat only through pipes (``agents.seat_protocol``); it never reads a
 file a seat wrote.
@@ -39,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import importlib.machinery
 import importlib.util
 import itertools
@@ -58,6 +61,10 @@ from pathlib import Path
 from agents.seat_zygote import Launch
 
 SCRATCH_MB = 64            # each seat's scratch folder (a tmpfs)
+SANDBOX_MEMORY_MB = 8192   # all the processes of one sandbox (a memory control group, where
+                           # the machine lets the league make one)
+CGROUP_ROOT = "/sys/fs/cgroup"
+CGROUP_PREFIX = "guild-sandbox-"
 NPROC = 4096               # processes and threads of one sandbox (its uid's RLIMIT_NPROC);
                            # each seat in it: agents.seat_zygote.SEAT_NPROC
 UID_BASE = 2_000_000       # sandboxes run as uids UID_BASE .. UID_BASE + UID_SPAN - 1
@@ -286,7 +293,30 @@ def _launch(files: tuple[Path, ...], pythonpath: tuple[str, ...], hidden: tuple[
     root = os.getuid() == 0
     prefix = _prefix(bwrap, _binds(list(files)), hidden, root, env)
     return Launch(prefix=tuple(prefix), env=tuple(sorted(env.items())), scratch_mb=scratch_mb,
-                  nproc=NPROC)
+                  nproc=NPROC, cgroups=_cgroups(prefix) if root else (),
+                  memory_mb=SANDBOX_MEMORY_MB)
+
+
+def _cgroups(prefix: list[str]) -> tuple[str, ...]:
+    """Control groups of a sandbox (memory and processes), under the machine's memory and pids
+    hierarchies (cgroup v1) where they are writable: named by the sandbox's uid."""
+    name = CGROUP_PREFIX + hashlib.sha256("\0".join(prefix).encode()).hexdigest()[:16]
+    found = []
+    for controller in ("memory", "pids"):
+        base = Path(CGROUP_ROOT) / controller
+        if (base / "cgroup.procs").is_file() and os.access(base, os.W_OK):
+            _sweep(str(base))
+            found.append(str(base / name))
+    return tuple(found)
+
+
+@functools.cache
+def _sweep(base: str) -> None:
+    """Remove the empty control groups of sandboxes gone without removing theirs (a league
+    killed with ``kill -9``); one that still holds a process refuses (EBUSY) and stays."""
+    for folder in Path(base).glob(CGROUP_PREFIX + "*"):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 # --- one command in a sandbox (no zygote) ------------------------------------------------------

@@ -480,3 +480,33 @@ class SeedSearch:
 
     def act(self, game, seat):
         return report(found=self.found)
+
+
+# --- memory, all of a sandbox's processes together ----------------------------------------------
+
+HOG_CHILDREN = 12    # each touches HOG_MB: 1.2 GB in all, over a 512 MB sandbox in the test
+HOG_MB = 100
+
+
+class MemoryHog:
+    """Forks children that each fill ``HOG_MB`` (under the per-process address-space limit, so
+    only a limit on the whole sandbox stops them) and counts those the kernel killed."""
+
+    def act(self, game, seat):
+        kids = []
+        for _ in range(HOG_CHILDREN):
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    block = bytearray(HOG_MB << 20)
+                    for i in range(0, len(block), 4096):
+                        block[i] = 1
+                    time.sleep(3)
+                finally:
+                    os._exit(0)
+            kids.append(pid)
+        killed = 0
+        for pid in kids:
+            _, status = os.waitpid(pid, 0)
+            killed += os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+        return report(killed=killed, children=len(kids))

@@ -347,6 +347,22 @@ def test_a_daemon_a_seat_leaves_ends_with_the_league(
 BOMB = re.compile(r"BOMB uid=(\d+) procs=(\d+) forked=(\d+) failed=(\d+) err=(\S+)")
 
 
+def test_a_sandboxs_processes_share_one_memory_limit(tmp_path: Path, monkeypatch) -> None:
+    """Twelve children of 100 MB each stay under the per-process limit; the sandbox's memory
+    control group (512 MB here) is what stops them: the kernel kills some in every decision."""
+    as_root()
+    monkeypatch.setattr(sandbox, "SANDBOX_MEMORY_MB", 512)
+    out = tmp_path / "league"
+    policy = f"{C}MemoryHog"
+    launch = league_policy(policy, Settings(policies=(policy,), hidden=(str(tmp_path),))).launch
+    needs(bool(launch.cgroups), "a writable memory control group (cgroup v1, as root)")
+    out.mkdir()
+    results = league(out, f"factor,{policy}", "--decision-timeout", "30", episodes=1)
+    got = reports(out, policy)
+    assert got and all(e["children"] == 12 and e["killed"] >= 1 for e in got), got
+    assert all(r["faults"][s] == {} for r, s in seats_of(results, policy))
+
+
 def test_a_fork_bomb_is_held_to_the_sandboxs_process_limit(tmp_path: Path) -> None:
     as_root()
     out = tmp_path / "league"
