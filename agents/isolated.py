@@ -153,6 +153,7 @@ class IsolatedPolicy:
         self._posted: SeatFaultError | None = None  # what went wrong posting this turn's act
         self._timeouts = 0                # this episode's (a second one ends its play)
         self._faulted = False             # its process failed a decision: not pooled again
+        self._pooled = False              # its process came from the pool of idle ones
 
     def __repr__(self) -> str:
         return f"IsolatedPolicy({self.name!r})"
@@ -214,7 +215,16 @@ class IsolatedPolicy:
             if self._fresh:
                 self._fresh = False
                 proc.seeds.add(self._seed)
-                reply = proc.ask(self._reset, max(self.timeout or 0.0, START_TIMEOUT))
+                try:
+                    reply = proc.ask(self._reset, max(self.timeout or 0.0, START_TIMEOUT))
+                except SeatFaultError:
+                    if not self._pooled:
+                        raise
+                    self._restart()  # an idle process that did not survive its wait: a new one
+                    proc = self._process(pooled=False)
+                    self._fresh = False
+                    proc.seeds.add(self._seed)
+                    reply = proc.ask(self._reset, max(self.timeout or 0.0, START_TIMEOUT))
                 error, self._fields = _reset_reply(reply)
                 if error is not None:
                     raise SeatFaultError("raised", f"reset failed: {error}; plays factor",
@@ -248,7 +258,7 @@ class IsolatedPolicy:
         """Start the program and reset it once: a ``ValueError`` naming the policy when it
         cannot start or its policy cannot be built (a league checks before any episode)."""
         try:
-            proc = self._process()
+            proc = self._process(pooled=False)  # the policy built afresh
             reply = proc.ask({"type": "build"}, START_TIMEOUT)
         except SeatFaultError as e:
             self._restart()
@@ -258,11 +268,15 @@ class IsolatedPolicy:
         if error:
             raise ValueError(f"policy {self.name!r} cannot be built: {error}")
 
-    def _process(self) -> SeatProcess:
+    def _process(self, pooled: bool = True) -> SeatProcess:
+        """This policy's process: a live one kept, else an idle one of the pool (``pooled``),
+        else a new one."""
         if self._proc is None or not self._proc.alive():
             if self._proc is not None:
                 self._proc.kill()
-            self._proc = _take(self._key, self._seed) or self._start()
+            taken = _take(self._key, self._seed) if pooled else None
+            self._pooled = taken is not None
+            self._proc = taken or self._start()
             self._fresh = True
         return self._proc
 

@@ -197,7 +197,7 @@ class SeatProcess:
     def _ended(self, what: str) -> SeatFaultError:
         """A fault for a program that closed its output: it is ended at once (one that closed
         its output and went on running must not cost the league a wait)."""
-        code = self.exit_code(0.05)
+        code = self.exit_code(0.5)
         if code is None:
             self.kill()
             return SeatFaultError("crashed", f"{what} (closed its output; ended){self._note()}")

@@ -49,6 +49,7 @@ PR_CAPBSET_DROP = 24
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID = 0x20000, 0x8000000, 0x10000000, 0x20000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 0x1000, 0x4000, 0x40000
 SCRATCH = "/scratch"    # a seat's working folder inside the sandbox
+OLD_TMP = "/.sandbox-tmp"  # where a seat's namespace moves the sandbox's /tmp aside
 SHM_MB = 16             # its /dev/shm
 SEAT_NPROC = 256        # its processes and threads (RLIMIT_NPROC in its own user namespace)
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
@@ -80,8 +81,9 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int,
         f"mount {target}")
 
 
-def _own_namespaces(scratch_mb: int) -> None:
-    """Enter new user, pid, IPC and mount namespaces; mount a fresh scratch and /dev/shm.
+def _own_namespaces(scratch_mb: int, keep: tuple[str, ...] = ()) -> None:
+    """Enter new user, pid, IPC and mount namespaces; mount a fresh scratch, /tmp and
+    /dev/shm.  ``keep``: the policy's files under /tmp, shown again on the fresh /tmp.
 
     The pid namespace takes effect for this process's next child, which becomes its pid 1.
     """
@@ -93,10 +95,29 @@ def _own_namespaces(scratch_mb: int) -> None:
             f.write(text)
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount("tmpfs", SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, f"size={scratch_mb}m,mode=0700")
-    if os.path.isdir("/tmp") and not os.listdir("/tmp"):  # no policy file lies there
-        _mount(SCRATCH, "/tmp", None, MS_BIND | MS_REC)
+    _fresh_tmp(scratch_mb, keep)
     if os.path.isdir("/dev/shm"):
         _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={SHM_MB}m,mode=1777")
+
+
+def _fresh_tmp(scratch_mb: int, keep: tuple[str, ...]) -> None:
+    """A tmpfs of the seat's own on /tmp; the policy's files that lie under /tmp (read-only
+    binds of the sandbox) are bound again at their places on it."""
+    if not os.path.isdir("/tmp"):
+        return
+    if keep:  # the sandbox's /tmp, with the policy's binds, out of the way first
+        _mount("/tmp", OLD_TMP, None, MS_BIND | MS_REC)
+    _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={scratch_mb}m,mode=1777")
+    for path in keep:
+        source = os.path.join(OLD_TMP, os.path.relpath(path, "/tmp"))
+        if os.path.isdir(source):
+            os.makedirs(path, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            open(path, "a").close()
+        _mount(source, path, None, MS_BIND | MS_REC)
+    if keep:  # and the old view hidden
+        _mount("tmpfs", OLD_TMP, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755")
 
 
 def _drop_capabilities() -> None:
@@ -140,7 +161,7 @@ def _keep(child: int, alive_w: int) -> None:
 # --- the zygote -------------------------------------------------------------------------------
 
 def _seat(request: dict, fds: list[int], sock: socket.socket, zygote: int,
-          scratch_mb: int | None) -> None:
+          scratch_mb: int | None, keep: tuple[str, ...] = ()) -> None:
     """In the forked child: leave the zygote, take the limits and the pipes, serve; never
     returns.  In a sandbox (``scratch_mb``) the seat runs in namespaces of its own, as pid 1
     below this process, which stays to wait for it (:func:`_keep`)."""
@@ -152,14 +173,18 @@ def _seat(request: dict, fds: list[int], sock: socket.socket, zygote: int,
             return
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         sock.close()
+        for target, fd in enumerate(fds):  # first: what fails from here reaches its stderr
+            os.dup2(fd, target)
+            os.close(fd)
         if scratch_mb is not None:
-            _own_namespaces(scratch_mb)
+            _own_namespaces(scratch_mb, keep)
             alive_r, alive_w = os.pipe()
             child = os.fork()
             if child:
                 os.close(alive_r)
-                for fd in fds:
-                    os.close(fd)
+                null = os.open(os.devnull, os.O_RDWR)
+                for target in range(3):  # only the seat holds its pipes: its end is their end
+                    os.dup2(null, target)
                 _keep(child, alive_w)
             os.close(alive_w)
             _pid1(alive_r)
@@ -168,9 +193,6 @@ def _seat(request: dict, fds: list[int], sock: socket.socket, zygote: int,
         cpu = int(request["cpu_s"])
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        for target, fd in enumerate(fds):
-            os.dup2(fd, target)
-            os.close(fd)
         if "exec" in request:
             argv = [str(a) for a in request["exec"]]
             try:
@@ -192,7 +214,8 @@ def _seat(request: dict, fds: list[int], sock: socket.socket, zygote: int,
         os._exit(code)
 
 
-def serve(sock: socket.socket, scratch_mb: int | None = None) -> None:
+def serve(sock: socket.socket, scratch_mb: int | None = None,
+          keep: tuple[str, ...] = ()) -> None:
     """Fork seats on request until the league process closes the socket."""
     ended: dict[int, int] = {}
 
@@ -224,7 +247,7 @@ def serve(sock: socket.socket, scratch_mb: int | None = None) -> None:
                 reply: dict = {"error": f"cannot fork a seat: {e.strerror}"}
             else:
                 if pid == 0:
-                    _seat(request, fds, sock, me, scratch_mb)
+                    _seat(request, fds, sock, me, scratch_mb, keep)
                 reply = {"pid": pid}
                 with contextlib.suppress(OSError):
                     pidfds.append(os.pidfd_open(pid))
@@ -241,16 +264,16 @@ def serve(sock: socket.socket, scratch_mb: int | None = None) -> None:
 def main() -> int:
     sock = socket.socket(fileno=int(sys.argv[1]))
     die_with_parent()
-    scratch_mb = None
+    scratch_mb, keep = None, ()
     if sys.argv[2:3] == ["--isolate"]:  # in a sandbox, under a uid of its own
-        scratch_mb, nproc = int(sys.argv[3]), int(sys.argv[4])
+        scratch_mb, nproc, keep = int(sys.argv[3]), int(sys.argv[4]), tuple(sys.argv[5:])
         hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]  # a lower one set on the league
         if hard != resource.RLIM_INFINITY:
             nproc = min(nproc, hard)
         resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
     from agents import seat_host  # noqa: F401  (every seat's imports, paid once here)
 
-    serve(sock, scratch_mb)
+    serve(sock, scratch_mb, keep)
     return 0
 
 
@@ -271,6 +294,7 @@ class Launch:
     # pids.max = nproc) where the machine lets the league make them; () where it does not
     cgroups: tuple[str, ...] = ()
     memory_mb: int = 0
+    keep: tuple[str, ...] = ()  # the policy's files under /tmp (each seat's /tmp is fresh)
 
 
 _CGROUP_LIMITS = {"memory.limit_in_bytes": lambda launch: str(launch.memory_mb << 20),
@@ -316,7 +340,7 @@ class Zygote:
         argv = [sys.executable, "-m", "agents.seat_zygote", str(theirs.fileno())]
         if launch is not None:
             argv = [*launch.prefix, launch.python, *argv[1:], "--isolate",
-                    str(launch.scratch_mb), str(launch.nproc)]
+                    str(launch.scratch_mb), str(launch.nproc), *launch.keep]
             env = dict(launch.env)
         self.launch = launch
         enter = None

@@ -14,9 +14,9 @@ What a seat sees and may do:
   files: its module or package, its ``sb3:`` model, the ``exec:`` program and the files its
   command line names.  Nothing else of the machine: no home folder, no ``/etc``, no league
   folder (``--out`` is covered by an empty folder even when it lies under a bound one), no
-  secret or key.  Its working folder (and ``HOME``, ``TMPDIR``, and ``/tmp`` unless a policy's
-  file lies there) is a scratch folder of its own, a tmpfs of :data:`SCRATCH_MB`;
-  ``/dev/shm`` holds :data:`agents.seat_zygote.SHM_MB`.
+  secret or key.  Its working folder (``HOME``, ``TMPDIR``) is a scratch folder of its own, a
+  tmpfs of :data:`SCRATCH_MB`; so is ``/tmp`` (where the policy's files under /tmp are bound
+  again); ``/dev/shm`` holds :data:`agents.seat_zygote.SHM_MB`.
 * **Processes:** user, pid, network, IPC, UTS and mount namespaces; the seat is pid 1 of its
   own pid namespace, so it sees no other process and everything it starts ends with it.  No
   capabilities, ``no_new_privs``.  When the league runs as root, the sandbox runs under an
@@ -58,7 +58,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.seat_zygote import Launch
+from agents.seat_zygote import OLD_TMP, Launch
 
 SCRATCH_MB = 64            # each seat's scratch folder (a tmpfs)
 SANDBOX_MEMORY_MB = 8192   # all the processes of one sandbox (a memory control group, where
@@ -190,8 +190,7 @@ def _prefix(bwrap: str, binds: list[Bind], hidden: tuple[str, ...], root: bool,
             args += ["--tmpfs", path]
     args += ["--proc", "/proc", "--dev", "/dev", "--perms", "0755", "--dir", "/scratch",
              "--chdir", "/"]
-    if not any(Path("/tmp") in Path(b.target).parents for b in binds):
-        args += ["--perms", "0755", "--dir", "/tmp"]  # empty: each seat's scratch covers it
+    args += ["--perms", "0755", "--dir", "/tmp", "--perms", "0755", "--dir", OLD_TMP]
     # The proc mount must be fully visible for a seat's own (bubblewrap covers /proc/irq and
     # /proc/bus with read-only copies of themselves): a shell with CAP_SYS_ADMIN uncovers them,
     # then setpriv drops every capability (as root: and becomes the sandbox's own uid).
@@ -292,9 +291,10 @@ def _launch(files: tuple[Path, ...], pythonpath: tuple[str, ...], hidden: tuple[
     env = environment(path)
     root = os.getuid() == 0
     prefix = _prefix(bwrap, _binds(list(files)), hidden, root, env)
+    keep = tuple(b.target for b in _binds(list(files)) if Path("/tmp") in Path(b.target).parents)
     return Launch(prefix=tuple(prefix), env=tuple(sorted(env.items())), scratch_mb=scratch_mb,
                   nproc=NPROC, cgroups=_cgroups(prefix) if root else (),
-                  memory_mb=SANDBOX_MEMORY_MB)
+                  memory_mb=SANDBOX_MEMORY_MB, keep=keep)
 
 
 def _cgroups(prefix: list[str]) -> tuple[str, ...]:

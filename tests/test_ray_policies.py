@@ -81,8 +81,11 @@ def test_a_driver_only_module_plays_its_own_games(cluster, driver_only, tmp_path
 def test_a_policy_that_cannot_load_on_a_worker_is_refused(cluster, driver_only,
                                                           tmp_path) -> None:
     out = tmp_path / "league"
-    run = guild(league_args(out, 6, "--backend", "ray", "--address", cluster,
-                            policies="factor,driver_bound:Waiter"), driver_only, tmp_path)
+    # --sandbox none: the module loads where GUILD_TEST_DRIVER is set, which a sandbox's
+    # environment never holds (it would fail the driver's own check first)
+    run = guild(league_args(out, 6, "--backend", "ray", "--address", cluster, "--sandbox",
+                            "none", policies="factor,driver_bound:Waiter"), driver_only,
+                tmp_path)
     assert run.returncode == 2
     line = one_error_line(run.stderr)
     assert "'driver_bound:Waiter'" in line and "Ray worker" in line and "pid" in line
