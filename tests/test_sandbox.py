@@ -106,6 +106,13 @@ def reports(out: Path, policy: str) -> list[dict]:
     return [e for _, _, e in got]
 
 
+def played(tmp_path: Path, cheat: str) -> list[dict]:
+    """The reports of a league of factor and the cheat ``sandbox_cheats.CHEAT``."""
+    out = tmp_path / "league"
+    league(out, f"factor,{C}{cheat}")
+    return reports(out, f"{C}{cheat}")
+
+
 def unranked(out: Path, policy: str) -> bool:
     ladder = json.loads((out / "ladder.json").read_text(encoding="utf-8"))
     entry = next(p for p in ladder["policies"] if p["policy"] == policy)
@@ -197,10 +204,7 @@ def test_a_seat_sees_no_other_process_and_nothing_of_the_leagues_environment(
 # --- 2. privileges ----------------------------------------------------------------------------
 
 def test_a_seat_has_no_capability_and_an_unprivileged_uid(tmp_path: Path) -> None:
-    out = tmp_path / "league"
-    policy = f"{C}Privileges"
-    league(out, f"factor,{policy}")
-    got = reports(out, policy)
+    got = played(tmp_path, "Privileges")
     for e in got:
         assert set(e["caps"].values()) == {"0000000000000000"}, e  # CapEff, CapPrm, CapBnd...
         assert e["nnp"] == "1", e
@@ -403,10 +407,7 @@ def test_a_fork_bomb_is_held_to_the_sandboxs_process_limit(tmp_path: Path) -> No
 # --- 8. filling its scratch -------------------------------------------------------------------
 
 def test_scratch_tmp_and_shm_fill_up_within_their_bounds(tmp_path: Path) -> None:
-    out = tmp_path / "league"
-    policy = f"{C}FillsScratch"
-    league(out, f"factor,{policy}")
-    got = reports(out, policy)
+    got = played(tmp_path, "FillsScratch")
     for e in got:
         assert e["cwd"] == e["home"] == e["tmpdir"] == "/scratch", e
         for mount, bound in (("scratch", sandbox.SCRATCH_MB), ("tmp", sandbox.SCRATCH_MB),
