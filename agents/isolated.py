@@ -1,4 +1,4 @@
-"""Policies that run apart: a process per seat, limits enforced from outside (issue 16).
+"""Policies that run apart: a process per seat, limits enforced from outside.
 
 :class:`IsolatedPolicy` plays a seat through a program that speaks the seat protocol
 (``agents.seat_protocol``): ``exec:COMMAND`` runs any program, and a league runs every

@@ -1,6 +1,6 @@
 """``python -m agents.llm_local_stats RUN_DIR``: how a league's language-model seats did.
 
-The figures issue 19 asks of a model (README, language-model section): over the model's
+The figures a language-model seat is judged by (README, language-model section): over the model's
 seat-episodes, the share of replies that were valid JSON, the share of the model's sentences
 the town understood (parsed to an intent, whether or not the act then succeeded), fallbacks to
 ``factor``, the mean score of each policy, and the model's decisions per second. Reads only

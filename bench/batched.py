@@ -1,4 +1,4 @@
-"""Batched-engine benchmarks (issue 8): seat-steps per second at ``n`` episodes in lockstep.
+"""Batched-engine benchmarks: seat-steps per second at ``n`` episodes in lockstep.
 
 ``bench_engine`` times ``BatchedGuild.step`` alone; ``bench_full`` times the step plus the
 observation and mask of every seat (``sim.batched.observe.encode``), the work a self-play trainer

@@ -92,7 +92,7 @@ def bench_structured(seconds: float, pool: int = 64) -> float:
 
     The intents of ``pool`` episodes are drawn before the clock starts and replayed, turn by
     turn, from the same seeds (the engine is deterministic, so each replay is the recorded
-    episode again): the original's figure of issue 18 likewise replays recorded sentences.
+    episode again): the original's replay figure likewise replays recorded sentences.
     Drawing them inside the loop (``bench_structured_live``) costs about 40% more instructions
     and 13-24% more time (callgrind; interleaved runs).
     """
@@ -108,7 +108,8 @@ def bench_structured(seconds: float, pool: int = 64) -> float:
 
 def bench_structured_live(seconds: float) -> float:
     """Episodes/s with ``random_legal_intents`` drawing every turn inside the timed loop (what
-    ``scalar_structured_episodes_per_s`` measured before issue 18)."""
+    ``scalar_structured_episodes_per_s`` measured before its intents were drawn ahead of the
+    timed loop)."""
     rng = random.Random(7)
 
     def episode(i: int) -> int:
@@ -165,7 +166,7 @@ def bench_parse(seconds: float, pool: Sequence[str] | None = None) -> float:
     return _rate(batch, seconds)
 
 
-# The original's own workload (issue 18): seats 0, 2, 4 factor and 1, 3, 5 magpie.
+# The original's own workload: seats 0, 2, 4 factor and 1, 3, 5 magpie.
 BASELINE_LINEUP = ("factor", "magpie") * 3
 
 
@@ -185,7 +186,7 @@ def masked_random(mask, rng: random.Random) -> int:
     """A uniformly random legal action of a 0/1 ``action_mask``: the faces' benchmark driver.
 
     ``mask.nonzero()`` and Python's ``random`` take ~0.9 µs a draw here, against ~4.9 µs for
-    ``np.flatnonzero`` and a numpy ``Generator.integers`` call (the driver before issue 18),
+    ``np.flatnonzero`` and a numpy ``Generator.integers`` call (the earlier driver),
     so that the figures measure the environment rather than the driver.
     """
     return rng.choice(mask.nonzero()[0].tolist())

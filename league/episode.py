@@ -3,7 +3,7 @@
 This is the part that runs inside worker processes (or Ray tasks). It imports only ``sim`` and
 ``agents`` plus the policies' own modules, and returns plain JSON-ready data.
 
-Faults (issue 7 scope 5). For each decision the seat's policy is called; the decision is
+Faults. For each decision the seat's policy is called; the decision is
 replaced by the seat's *fallback*, recorded ``scripted`` (RULES §6.1, §21), when the policy
 
 - raises (any ``Exception``, or ``SystemExit``),
@@ -20,7 +20,7 @@ results row and replay says what each seat fell back to (``fallbackPlay``). A la
 seat's own fallback (its client plays ``factor`` after a second invalid reply, marked scripted
 and counted in ``fallbacks``) is the policy's decision and is not replaced.
 
-Time limits (issue 14). When ``decision_timeout`` or ``episode_timeout`` is set, every policy
+Time limits. When ``decision_timeout`` or ``episode_timeout`` is set, every policy
 call (``reset`` and ``act``) runs in a worker thread of its seat, and the episode waits for it
 only until the limit; this works in any thread, on any platform, inside worker processes and
 Ray tasks alike (no signals). A Python thread cannot be killed, so a call that overruns is
@@ -29,11 +29,11 @@ never used and its policy is never asked again -- the seat is marked broken and 
 plays it for the rest of the episode. A ``timeout`` fault is counted for the call that overran
 and for every later decision of the seat that comes while that call is still running (each is
 a decision the policy did not make in time). Worker threads are daemons, so an abandoned call
-never keeps its process alive. Issue 16 will run policies in processes of their own, which can
-be stopped. Without limits there is nothing to wait for, and seats are called directly; so
-are the built-in baselines (``factor``, ``magpie``, ``random``) always. Timeouts depend on the
-machine, so a policy near its limit can make a league non-reproducible; everything else is
-deterministic.
+never keeps its process alive. (Seats that run apart are processes of their own, which can be
+stopped: ``agents.isolated``.) Without limits there is nothing to wait for, and seats are
+called directly; so are the built-in baselines (``factor``, ``magpie``, ``random``) always.
+Timeouts depend on the machine, so a policy near its limit can make a league non-reproducible;
+everything else is deterministic.
 
 A policy whose ``reset`` raises or overruns plays its fallback for the whole episode (its state is
 unknown); every decision counts as a fallback.
@@ -43,7 +43,7 @@ it passes, the episode ends between turns with ``end_early`` (reason ``deadline`
 §6.4), so the turn in progress never happens (its unfinished calls are abandoned, without a
 fault).
 
-Language-model seats (issue 11). A policy may answer with an ``agents.Decision`` (sentence, say,
+Language-model seats. A policy may answer with an ``agents.Decision`` (sentence, say,
 notes, scripted); its say and notes go to ``play_turn`` and ``scripted`` (the policy's own
 ``factor`` fallback) is recorded and counted in ``fallbacks``. Seats whose policy sets
 ``concurrent = True`` are asked at the same time, each in its worker thread, while the others
@@ -115,7 +115,7 @@ TRUSTED = "trusted:"
 
 
 def trusted(name: str, settings: Settings) -> bool:
-    """Whether a seat's policy runs in the league's process (issue 16).
+    """Whether a seat's policy runs in the league's process.
 
     Our own policies do: the baselines (which alone may read the two hidden facts RULES §21
     allows), ``ppo:`` models (plain tensors, loaded with ``weights_only``) and language-model

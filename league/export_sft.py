@@ -1,4 +1,4 @@
-"""``guild export-sft DIR``: supervised training rows from a league's replays (issue 11).
+"""``guild export-sft DIR``: supervised training rows from a league's replays.
 
 Every act of every finished episode becomes one row in the conversational prompt-completion
 form that fine-tuning libraries read (e.g. TRL's ``SFTTrainer``)::

@@ -1,4 +1,4 @@
-"""Worker processes that die with the league, and take their seat processes along (issue 17).
+"""Worker processes that die with the league, and take their seat processes along.
 
 A local league's workers are children of multiprocessing's fork server, not of the league, and
 they hold the pipes that keep the fork server and the resource tracker alive: when the league

@@ -36,8 +36,7 @@ from league import sandbox
 from league.cli import main
 from league.episode import APART_DECISION_TIMEOUT, Settings, league_policy
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
-                                reason="the sandbox is Linux namespaces")
+needs(sys.platform.startswith("linux"), "Linux (the sandbox is Linux namespaces)")
 
 C = "sandbox_cheats:"  # tests/sandbox_cheats.py, importable from the tests directory
 CHEATS = TESTS / "sandbox_cheats.py"
