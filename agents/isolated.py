@@ -111,6 +111,16 @@ def close_all() -> None:
     close_zygotes()
 
 
+def _forget_idle() -> None:
+    """In a child forked from a league process: the idle seat processes are the parent's;
+    close this copy of their pipes and forget them (never kill them from here)."""
+    for procs in _IDLE.values():
+        for proc in procs:
+            proc.forget()
+    _IDLE.clear()
+
+
+os.register_at_fork(after_in_child=_forget_idle)
 atexit.register(close_all)
 # multiprocessing workers leave through os._exit, which skips atexit; its finalizers run.
 multiprocessing.util.Finalize(None, close_all, exitpriority=100)
@@ -193,14 +203,27 @@ class IsolatedPolicy:
             self._faulted = True
             raise SeatFaultError("raised", f"its policy failed: {e}") from None
 
+    def _reset_process(self, proc: SeatProcess) -> tuple[SeatProcess, bytes]:
+        """Send the episode's reset; an idle process of the pool that did not survive its wait
+        is replaced by a new one, once."""
+        while True:
+            self._fresh = False
+            proc.seeds.add(self._seed)
+            try:
+                return proc, proc.ask(self._reset, max(self.timeout or 0.0, START_TIMEOUT))
+            except SeatFaultError:
+                if not self._pooled:
+                    raise
+                self._restart()
+                proc = self._process(pooled=False)
+
     def _judged(self, e: SeatFaultError) -> SeatFaultError:
         """A second timeout in one episode ends the seat's play for that episode (its fallback
         plays the rest): a program that sleeps costs the league one limit, not one a turn."""
         if e.kind == "timeout":
             self._timeouts += 1
             if self._timeouts >= MAX_TIMEOUTS and not e.fatal:
-                return SeatFaultError(e.kind, f"{e}; a second timeout this episode: its "
-                                      "fallback plays the rest", fatal=True)
+                return SeatFaultError(e.kind, f"{e}; a second timeout this episode", fatal=True)
         return e
 
     def _ask(self, game: Game, seat: int) -> None:
@@ -213,22 +236,10 @@ class IsolatedPolicy:
         try:
             proc = self._process()
             if self._fresh:
-                self._fresh = False
-                proc.seeds.add(self._seed)
-                try:
-                    reply = proc.ask(self._reset, max(self.timeout or 0.0, START_TIMEOUT))
-                except SeatFaultError:
-                    if not self._pooled:
-                        raise
-                    self._restart()  # an idle process that did not survive its wait: a new one
-                    proc = self._process(pooled=False)
-                    self._fresh = False
-                    proc.seeds.add(self._seed)
-                    reply = proc.ask(self._reset, max(self.timeout or 0.0, START_TIMEOUT))
+                proc, reply = self._reset_process(proc)
                 error, self._fields = _reset_reply(reply)
                 if error is not None:
-                    raise SeatFaultError("raised", f"reset failed: {error}; plays factor",
-                                         fatal=True)
+                    raise SeatFaultError("raised", f"reset failed: {error}", fatal=True)
             until = None if self.timeout is None else time.monotonic() + self.timeout
             proc.send(act_request(game, seat, self._fields), until, self.timeout)
         except SeatFaultError:
@@ -257,12 +268,15 @@ class IsolatedPolicy:
     def probe(self) -> None:
         """Start the program and reset it once: a ``ValueError`` naming the policy when it
         cannot start or its policy cannot be built (a league checks before any episode)."""
-        try:
-            proc = self._process(pooled=False)  # the policy built afresh
-            reply = proc.ask({"type": "build"}, START_TIMEOUT)
-        except SeatFaultError as e:
-            self._restart()
-            raise ValueError(f"policy {self.name!r} cannot start: {e}") from None
+        for attempt in range(2):  # a second start, so that one lost start is not the verdict
+            try:
+                proc = self._process(pooled=False)  # the policy built afresh
+                reply = proc.ask({"type": "build"}, START_TIMEOUT)
+                break
+            except SeatFaultError as e:
+                self._restart()
+                if attempt:
+                    raise ValueError(f"policy {self.name!r} cannot start: {e}") from None
         error, _ = _reset_reply(reply)
         self.close()
         if error:

@@ -208,6 +208,15 @@ class SeatProcess:
         tail = self.tail.text()
         return f"; stderr: {tail}" if tail else ""
 
+    def forget(self) -> None:
+        """Close this process's copy of the pipes and pidfd, signalling nothing (in a forked
+        child, where the program belongs to the parent)."""
+        for fd in (self._in, self._out, self._pidfd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._in = self._out = self._pidfd = -1
+        self._popen = None
+
     def kill(self) -> None:
         """End the program and everything it started (its process group; in a sandbox, its
         pid namespace, which ends with the process the pidfd holds)."""

@@ -420,6 +420,18 @@ def zygote(env: dict[str, str] | None, launch: Launch | None = None) -> Zygote:
         return z
 
 
+def _forget_zygotes() -> None:
+    """In a child forked from a league process (a worker): the parent's zygotes are the
+    parent's; forget them without signalling them (a worker's exit must not end them)."""
+    for z in _ZYGOTES.values():
+        with contextlib.suppress(OSError):
+            z.sock.close()
+    _ZYGOTES.clear()
+
+
+os.register_at_fork(after_in_child=_forget_zygotes)
+
+
 def close_zygotes() -> None:
     with _LOCK:
         zs = list(_ZYGOTES.values())

@@ -91,12 +91,18 @@ def _league_figure(secs: float) -> float | None:
     return bench_league(_league_episodes(secs))
 
 
+def bench_apart(n: int, name: str) -> tuple[float, float] | None:
+    """League episodes/s of ``bench.policies.NAME`` against factor: in sandboxed seat
+    processes, and in the league's process (``--trust``)."""
+    fast = (f"bench.policies:{name}", "factor")
+    apart, trusted = bench_league(n, fast), bench_league(n, fast, trust=True)
+    return None if apart is None or trusted is None else (apart, trusted)
+
+
 def _isolated_ratio(secs: float) -> float | None:
     """League episodes/s with the Waiter in sandboxed seat processes over the same in-process."""
-    n = _league_episodes(secs)
-    fast = ("bench.policies:Waiter", "factor")
-    apart, trusted = bench_league(n, fast), bench_league(n, fast, trust=True)
-    return None if apart is None or trusted is None else apart / trusted
+    got = bench_apart(_league_episodes(secs), "Waiter")
+    return None if got is None else got[0] / got[1]
 
 
 def bench_sandbox_start() -> tuple[float, float] | None:
@@ -234,8 +240,10 @@ def main(argv: list[str] | None = None) -> int:
         print(_line("league_episodes_per_s", rate))
         # a policy that answers at once, and one that reads its observation first, vs factor
         for label, name in (("", "Waiter"), ("_observing", "Observer")):
-            fast = (f"bench.policies:{name}", "factor")
-            apart, trusted = bench_league(n, fast), bench_league(n, fast, trust=True)
+            got = bench_apart(n, name)
+            if got is None:  # the league package is there (rate above), so it is not
+                continue
+            apart, trusted = got
             print(f"league_isolated{label}_episodes_per_s: {apart:.1f} episodes/s")
             print(f"league_trusted{label}_episodes_per_s: {trusted:.1f} episodes/s")
             print(f"league_isolated{label}_vs_trusted: {apart / trusted:.2f} x")

@@ -145,14 +145,9 @@ def fault_of(s: Seat, e: BaseException) -> tuple[str, str]:
     its own kind, and the seat is restarted, not broken, unless the error is fatal."""
     if isinstance(e, SeatFaultError):
         s.broken = s.broken or e.fatal
-        note = str(e)
-        if note.endswith(_PLAYS_FACTOR):  # the seat process's words; the league says who plays
-            note = f"{note[:-len(_PLAYS_FACTOR)]}; {plays(s.fallback)}"
-        return e.kind, note
+        # a fatal error ends the seat's play this episode: the league says who plays it
+        return e.kind, f"{e}; {plays(s.fallback)}" if e.fatal else str(e)
     return "raised", f"raised {check(e, s.policy)}"
-
-
-_PLAYS_FACTOR = "; plays factor"
 
 
 def plays(fallback: str) -> str:

@@ -27,10 +27,8 @@ Other policies (``llm:``, ``sb3:``, ``exec:``, ``module:Name``) answer from outs
 replay records (a model server, a program, a user's code), so their seats are not re-played;
 verify says so in one note.
 
-Cost (600 episodes of factor, magpie and random): about 0.8 s on top of verify's 1.0 s, half of
-it stepping each game a second time and most of the rest ``random``'s list of legal intents. A
-``before_turn`` hook in ``sim.replay`` would save the second stepping, but an edit of ``sim``
-makes the compiled baselines stale until the next ``pip install`` (``agents.native``).
+Each game is stepped a second time here (after ``sim.replay`` has checked it): a
+``before_turn`` hook in ``sim.replay`` would save that, at the price of an edit of ``sim``.
 """
 
 from __future__ import annotations
@@ -46,13 +44,13 @@ from sim import Game, GameConfig
 from sim.replay import _action  # how a recorded act is played again: the replay's own reading
 from sim.rules.world import SEATS
 
+from .episode import IN_PROCESS, TRUSTED
 from .signing import file_sha256
 
-BUILT_IN = ("factor", "magpie", "random")
+BUILT_IN = IN_PROCESS  # our baselines
 SCRIPTED = ("factor", "magpie")
 PPO = "ppo"
 PPO_TIE = 1e-4  # a recorded ppo act is the model's if its logit is this close to the best
-TRUSTED = "trusted:"
 MODELS = "models"  # league.json: {"ppo:PATH": sha256 of the model file}
 
 

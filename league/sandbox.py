@@ -123,12 +123,7 @@ class Bind:
 
 def _binds(extra: list[Path]) -> list[Bind]:
     """The read-only allowlist: the interpreter, our packages, and ``extra`` (the policy's)."""
-    roots = [Path(sys.base_prefix), Path(sys.prefix)]
-    for name in OUR_PACKAGES:
-        spec = importlib.util.find_spec(name)
-        if spec is not None and spec.submodule_search_locations:
-            roots.extend(Path(p) for p in spec.submodule_search_locations)
-    roots.extend(extra)
+    roots = [Path(sys.base_prefix), Path(sys.prefix), *_our_folders(), *extra]
     out: list[Bind] = []
     for root in roots:
         path = root.resolve()
@@ -251,14 +246,19 @@ def exec_files(argv: list[str]) -> tuple[list[Path], list[str]]:
     return files, out
 
 
-def _our_paths() -> list[str]:
-    """The folders holding our packages (on the seat's import path)."""
-    out = []
+def _our_folders() -> list[Path]:
+    """The folders of our packages (``sim/``, ``agents/``), wherever they are installed."""
+    out: list[Path] = []
     for name in OUR_PACKAGES:
         spec = importlib.util.find_spec(name)
         if spec is not None and spec.submodule_search_locations:
-            out += [str(Path(p).parent) for p in spec.submodule_search_locations]
+            out += [Path(p) for p in spec.submodule_search_locations]
     return out
+
+
+def _our_paths() -> list[str]:
+    """The folders holding our packages (on the seat's import path)."""
+    return [str(p.parent) for p in _our_folders()]
 
 
 def environment(pythonpath: list[str]) -> dict[str, str]:
@@ -290,8 +290,9 @@ def _launch(files: tuple[Path, ...], pythonpath: tuple[str, ...], hidden: tuple[
     path = list(dict.fromkeys([*pythonpath, *ours]))
     env = environment(path)
     root = os.getuid() == 0
-    prefix = _prefix(bwrap, _binds(list(files)), hidden, root, env)
-    keep = tuple(b.target for b in _binds(list(files)) if Path("/tmp") in Path(b.target).parents)
+    binds = _binds(list(files))
+    prefix = _prefix(bwrap, binds, hidden, root, env)
+    keep = tuple(b.target for b in binds if Path("/tmp") in Path(b.target).parents)
     return Launch(prefix=tuple(prefix), env=tuple(sorted(env.items())), scratch_mb=scratch_mb,
                   nproc=NPROC, cgroups=_cgroups(prefix) if root else (),
                   memory_mb=SANDBOX_MEMORY_MB, keep=keep)

@@ -22,12 +22,14 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from agents import sb3_extract
+
 from . import sandbox
 
 PREFIX = "sb3:"
-MEMORY_MB = 2048          # the sandboxed load's address space
-TIMEOUT = 60.0            # ... its wall and CPU seconds
-MAX_OUTPUT = 256 << 20    # ... the description it may write
+MEMORY_MB = sandbox.RUN_MEMORY_MB       # the sandboxed load's address space
+TIMEOUT = sandbox.RUN_TIMEOUT           # ... its wall and CPU seconds
+MAX_OUTPUT = sb3_extract.MAX_OUTPUT_BYTES  # ... the description it may write
 
 
 def is_sb3(spec: Any) -> bool:

@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .atomic import TMP_SUFFIX, write_atomic
+from .atomic import TMP_SUFFIX, replacing, write_atomic
 from .errors import LeagueError
 from .lineups import Draw, episode_spec
 from .replay_json import encode
@@ -194,14 +194,12 @@ class LeagueDir:
     def write_secrets(self, draws: list[dict]) -> None:
         """Write the secrets readable by this user alone, durably, before ``league.json``
         commits to them."""
-        path = self.root / SECRETS
-        tmp = path.with_name(f".{SECRETS}.{os.getpid()}{TMP_SUFFIX}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(json.dumps({"draws": draws}) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        with replacing(self.root / SECRETS) as tmp:
+            os.chmod(tmp, 0o600)  # before a byte of the secret is in it
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(json.dumps({"draws": draws}) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
 
     def write_manifest(self, manifest: dict) -> None:
         write_atomic(self.manifest_path, json.dumps(manifest, indent=2) + "\n")

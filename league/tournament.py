@@ -215,7 +215,7 @@ def run_league(o: LeagueOptions, *, on_note: Note | None = None,
             note(f"league: cut the unfinished last line of {d.results} (an interrupted run)")
         before = len(rows)
         if commitments is not None:
-            draw, commitments = _extended(d, o, draw, commitments, before)
+            draw, commitments = _extended(d, o, draw, commitments, before, old)
         d.write_manifest(_with_draw(o.manifest(max(o.episodes, before)), commitments))
         if o.fallback is None and rows and "fallbackPlay" not in rows[0]:
             o = replace(o, fallback="factor")  # begun before --fallback: factor played them all
@@ -271,11 +271,10 @@ def _draw(d: LeagueDir, o: LeagueOptions, old: dict | None) -> tuple[Draw, list[
 
 
 def _extended(d: LeagueDir, o: LeagueOptions, draw: Draw, commitments: list[dict],
-              before: int) -> tuple[Draw, list[dict]]:
+              before: int, old: dict | None) -> tuple[Draw, list[dict]]:
     """A finished league (its secrets revealed) that is extended draws a new secret from its
     next whole group on; the rotations left in a group it ended in keep that group's seed."""
-    old = d.read_manifest() or {}
-    revealed = all("secret" in c for c in old.get("commitments") or [{}])
+    revealed = all("secret" in c for c in (old or {}).get("commitments") or [{}])
     first = -(-before // SEATS)
     if not revealed or first * SEATS >= o.episodes or not isinstance(draw, SecretDraw):
         return draw, commitments

@@ -1,4 +1,4 @@
-"""League faults (issue 7, 14): faulty and slow policies fall back (they wait, or factor plays
+"""League faults: faulty and slow policies fall back (they wait, or factor plays
 them), gain no rank by failing, time limits work off the main thread, the library prints
 nothing, and user mistakes give one line and exit 2."""
 

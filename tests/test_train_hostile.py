@@ -305,7 +305,8 @@ def _with_record(src: Path, dst: Path, name: str, mib: int) -> None:
 
 def test_a_model_file_that_unpacks_to_too_much_is_refused_from_its_directory(
         tmp_path, monkeypatch, capsys) -> None:
-    """A 567 KB file holding a deflated 512 MB tensor was read whole by torch.load (1.09 GB)."""
+    """A small file can hold a deflated tensor of hundreds of MB, which torch.load unpacks whole:
+    its zip directory refuses it first."""
     from agents import ppo
 
     good = tmp_path / "model.pt"

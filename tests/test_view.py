@@ -186,7 +186,7 @@ def _guild_process(*args: str) -> subprocess.CompletedProcess:
                     reason="needs FIFOs and /dev/zero (POSIX)")
 def test_view_reads_regular_files_only_refused_before_reading(replay_path: Path,
                                                               tmp_path: Path) -> None:
-    """/dev/zero grew to 3.7 GB and ended in a MemoryError traceback; a FIFO blocked."""
+    """/dev/zero would be read without end and a FIFO would block: both refused unread."""
     fifo = tmp_path / "replay.json"
     os.mkfifo(fifo)
     page = str(tmp_path / "x.html")
