@@ -154,12 +154,8 @@ class LeagueDir:
             raise LeagueError(f"{self.manifest_path} is not a JSON object")
         return data
 
-    def resume(self, manifest: dict, draw: Draw) -> tuple[list[dict], bool]:
-        """The finished episodes of this league, after checking that the directory holds it.
-
-        Cuts a torn last line (reported by the flag), removes stray temp files, and refuses a
-        directory that holds another configuration's league.
-        """
+    def check_identity(self, manifest: dict) -> None:
+        """Refuse a directory that holds another configuration's league (or is no league)."""
         old = self.read_manifest()
         if old is None and self.results.exists():
             raise LeagueError(f"{self.results} exists but {self.manifest_path} does not; this "
@@ -173,6 +169,13 @@ class LeagueDir:
                         f"{self.root} holds a league with a different configuration "
                         f"({_option(key)} was {_show(old.get(key))}, now "
                         f"{_show(manifest.get(key))}); use the same options or another --out")
+
+    def resume(self, manifest: dict, draw: Draw) -> tuple[list[dict], bool]:
+        """The finished episodes of this league, after checking that the directory holds it.
+
+        Cuts a torn last line (reported by the flag) and removes stray temp files; the caller
+        has refused a directory of another configuration's league (:meth:`check_identity`).
+        """
         rows, torn = load_results(self.results, repair=True)
         check_rows(rows, manifest, self.results, draw)
         for folder in (self.root, self.replays):  # what an interrupted write_atomic left

@@ -209,14 +209,17 @@ def run_league(o: LeagueOptions, *, on_note: Note | None = None,
            else contextlib.nullcontext())
     with ray, LeagueDir(o.out) as d:
         old = d.read_manifest()
+        manifest = o.manifest(o.episodes)  # once: it loads the key and hashes ppo: models
+        d.check_identity(manifest)  # before the draw, which may write the secret
         draw, commitments = _draw(d, o, old)
-        rows, torn = d.resume(o.manifest(o.episodes), draw)
+        rows, torn = d.resume(manifest, draw)
         if torn:
             note(f"league: cut the unfinished last line of {d.results} (an interrupted run)")
         before = len(rows)
         if commitments is not None:
             draw, commitments = _extended(d, o, draw, commitments, before, old)
-        d.write_manifest(_with_draw(o.manifest(max(o.episodes, before)), commitments))
+        manifest = {**manifest, "episodes": max(o.episodes, before)}
+        d.write_manifest(_with_draw(manifest, commitments))
         if o.fallback is None and rows and "fallbackPlay" not in rows[0]:
             o = replace(o, fallback="factor")  # begun before --fallback: factor played them all
         key = draw.seat_key() if isinstance(draw, SecretDraw) else None
@@ -228,7 +231,7 @@ def run_league(o: LeagueOptions, *, on_note: Note | None = None,
         finally:
             close_all()  # seat processes of episodes played here (workers close their own)
         if commitments is not None and len(rows) >= o.episodes:  # ended: reveal the secrets
-            d.write_manifest(_with_draw(o.manifest(max(o.episodes, before)), commitments, draw))
+            d.write_manifest(_with_draw(manifest, commitments, draw))
         result = ladder.build(rows, o.policies, ladder.bootstrap_seed(o.seed, commitments))
         write_atomic(d.root / LADDER, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
         if o.plot:
@@ -252,9 +255,7 @@ def _draw(d: LeagueDir, o: LeagueOptions, old: dict | None) -> tuple[Draw, list[
     if o.seed is not None:
         return o.seed, None
     commitments = list(old.get("commitments") or []) if old is not None else []
-    if not commitments:
-        if d.results.exists() and d.results.stat().st_size:
-            raise LeagueError(f"{d.root} holds a league without a secret draw; use its --seed")
+    if not commitments:  # a new league (check_identity refused another one's folder)
         secret = os.urandom(32)
         d.write_secrets([{"fromGroup": 0, "secret": secret.hex()}])
         return SecretDraw(((0, secret),)), [_commitment(0, secret)]
