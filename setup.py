@@ -1,5 +1,5 @@
 """Build: compiles the hot modules with mypyc, in two groups (``sim.native.Group``): the engine's
-rules (``sim.native.COMPILED``) and the scripted baselines (``agents.native.COMPILED``).
+rules (``sim.native.COMPILED``) and the scripted baselines (``agents.baselines.native.COMPILED``).
 
 Everything else is in pyproject.toml.  ``GUILD_BUILD`` chooses: ``auto`` (default) compiles and,
 if that fails (no C compiler, say), installs the pure-Python package with a warning; ``native``
@@ -25,8 +25,8 @@ from setuptools.command.build_ext import build_ext
 HERE = os.path.dirname(os.path.abspath(__file__))
 native = runpy.run_path(os.path.join(HERE, "sim", "native.py"))
 # Each group as its package's native module describes it (sim.native.Group.described).
-GROUPS = [native["Group"].described(spec, HERE)
-          for spec in (native, runpy.run_path(os.path.join(HERE, "agents", "native.py")))]
+GROUPS = [native["Group"].described(spec, HERE) for spec in (
+    native, runpy.run_path(os.path.join(HERE, "agents", "baselines", "native.py")))]
 MODE = os.environ.get("GUILD_BUILD", "auto")
 if MODE not in ("auto", "native", "pure"):
     sys.exit(f"setup.py: GUILD_BUILD must be auto, native or pure; got {MODE!r}")

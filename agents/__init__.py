@@ -8,13 +8,11 @@ OpenAI-compatible chat model and answers with a ``Decision`` (sentence, say, not
 ``paired_evaluation`` compares a policy with factor, seat by seat, on the same games.
 """
 
-from . import native
-
-native.choose()  # the compiled baselines, or their sources if the build is stale (agents/native.py)
-
-from .baselines import Factor, Magpie
-from .llm import LLMPolicy
-from .policy import (
+from agents.baselines import Factor, Magpie
+from agents.baselines.random_policy import RandomPolicy, legal_intents
+from agents.baselines.view import BaselineView, SeatView
+from agents.llm import LLMPolicy
+from agents.policy import (
     Decision,
     Policy,
     as_decision,
@@ -23,8 +21,6 @@ from .policy import (
     make_policy,
     play_episode,
 )
-from .random_policy import RandomPolicy, legal_intents
-from .seat_view import BaselineView, SeatView
 
 __all__ = [
     "BaselineView", "Decision", "Factor", "LLMPolicy", "Magpie", "PairedResult", "Policy",
@@ -37,7 +33,7 @@ def __getattr__(name: str):
     """``PairedResult`` and ``paired_evaluation`` need numpy (0.15 s to import), which playing a
     seat does not: their module loads on first use."""
     if name in ("PairedResult", "paired_evaluation"):
-        from . import evaluation
+        from agents.learn import evaluation
 
         return getattr(evaluation, name)
     raise AttributeError(f"module 'agents' has no attribute {name!r}")

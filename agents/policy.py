@@ -25,8 +25,8 @@ class Policy(Protocol):
     """Anything with ``act(game, seat) -> str | Intent``.
 
     ``act`` must decide only from what ``seat`` may see (``game.observe(seat)`` or
-    :class:`agents.seat_view.SeatView`) and must not change the game. Stateful policies may also
-    define ``reset(seed)``; :func:`play_episode` calls it before the first turn. A class
+    :class:`agents.baselines.view.SeatView`) and must not change the game. Stateful policies may
+    also define ``reset(seed)``; :func:`play_episode` calls it before the first turn. A class
     attribute ``scripted = True`` marks the seat's acts as scripted (RULES §6.1), as the
     original does for its baselines. ``act`` may return a :class:`Decision` to also speak,
     write notes or mark a fallback; ``concurrent = True`` allows asking it from a worker thread

@@ -110,9 +110,9 @@ def bench_sandbox_start() -> tuple[float, float] | None:
     and warm (a seat forked from the running zygote, in namespaces of its own)."""
     if importlib.util.find_spec("league") is None:
         return None
-    from agents.isolated import close_all
-    from league import sandbox
-    from league.episode import Settings, league_policy
+    from league.apart import sandbox
+    from league.apart.isolated import close_all
+    from league.core.episode import Settings, league_policy
     from sim import Game, GameConfig
 
     if sandbox.problem() is not None:
@@ -194,7 +194,7 @@ def _builds() -> str:
     groups = [("the rules", native.active, "sim.native")]
     if importlib.util.find_spec("agents") is not None:
         import agents
-        groups.append(("the baselines", agents.native.active, "agents.native"))
+        groups.append(("the baselines", agents.baselines.native.active, "agents.baselines.native"))
     return "bench: " + "; ".join(
         f"{name} run " + (f"compiled (mypyc; {where})" if on else
                           "as pure Python (GUILD_PURE=1, a stale or no compiled build)")

@@ -23,7 +23,7 @@ SEATS = 6
 
 
 def _run(seconds: float, n: int, with_obs: bool) -> float:
-    from agents.batched import sample_legal
+    from agents.baselines.batched import sample_legal
     from sim.batched.engine import BatchedGuild
     from sim.batched.observe import all_seats, encode, offsets
 
@@ -67,7 +67,7 @@ def bench_full(seconds: float, n: int = 4096) -> float:
 
 def bench_vector_env(seconds: float, n: int = 4096) -> float:
     """Env-steps/s of ``GuildVectorEnv`` (one learning seat, five batched baselines)."""
-    from agents.batched import sample_legal
+    from agents.baselines.batched import sample_legal
     from sim.envs.vector import GuildVectorEnv
 
     env = GuildVectorEnv(n, flatten=True, autoreset_mode="same_step")

@@ -61,7 +61,7 @@ spec.loader.exec_module(workloads)
 run = getattr(workloads, job["function"])
 value = run(job["seconds"], job["pool"]) if job["pool"] else run(job["seconds"])
 builds = {name: getattr(sys.modules[name], "active", False)
-          for name in ("sim.native", "agents.native") if name in sys.modules}
+          for name in ("sim.native", "agents.baselines.native") if name in sys.modules}
 print(json.dumps({"value": value, "builds": builds}))
 """
 

@@ -9,7 +9,7 @@ that start-up (imports, the town's caches) cancels out::
 
 (per episode: the difference of the two totals over 40). ``baseline`` is
 ``baseline_episodes_per_s``'s workload (3 factor + 3 magpie, ``agents.play_episode``);
-``league`` one league worker's (``league.episode.play``, factor against magpie, replays
+``league`` one league worker's (``league.core.episode.play``, factor against magpie, replays
 written to a temporary folder); ``parallel`` and ``gym`` the drivers of
 ``parallel_joint_steps_per_s`` and ``gym_steps_per_s`` (an episode is 14 steps).
 """
@@ -32,8 +32,8 @@ def baseline(episodes: int) -> None:
 
 
 def league(episodes: int) -> None:
-    from league.episode import Settings, play
-    from league.lineups import episode_spec
+    from league.core.episode import Settings, play
+    from league.core.lineups import episode_spec
 
     folder = tempfile.mkdtemp()
     try:

@@ -1,13 +1,13 @@
 """Training speed: the whole loop of ``guild train`` (collection and learning), and the same
 engine under sb3-contrib's MaskablePPO for comparison.
 
-``bench_train`` runs :class:`agents.ppo_learn.Learner` with ``guild train``'s defaults (network,
-envs, torch threads) on the CPU and returns learning-seat steps per second and the share of the
-time spent in the engine (the step, the batched baselines, the encoder) rather than the
+``bench_train`` runs :class:`agents.learn.ppo_learn.Learner` with ``guild train``'s defaults
+(network, envs, torch threads) on the CPU and returns learning-seat steps per second and the share
+of the time spent in the engine (the step, the batched baselines, the encoder) rather than the
 learner (the network's forward passes during collection, advantages, the PPO epochs).
 
-``bench_sb3`` trains MaskablePPO through ``agents.sb3.GuildVecEnv``, a Stable-Baselines3 ``VecEnv``
-over ``sim.envs.vector.GuildVectorEnv`` (the same batched engine and opponents), with the
+``bench_sb3`` trains MaskablePPO through ``agents.learn.sb3.GuildVecEnv``, a Stable-Baselines3
+``VecEnv`` over ``sim.envs.vector.GuildVectorEnv`` (the same batched engine and opponents), with the
 network and settings the old sb3 trainer used, or ours with ``small=True``.
 
 ``python -m bench.train [--quick] [--sb3]`` prints the figures (the sb3 ones on request: they
@@ -27,8 +27,8 @@ def bench_train(seconds: float) -> tuple[float, float] | None:
         return None
     import torch
 
-    from agents.ppo_learn import Learner
-    from agents.training import TrainOptions
+    from agents.learn.ppo_learn import Learner
+    from agents.learn.training import TrainOptions
 
     o = TrainOptions()
     threads = torch.get_num_threads()
@@ -56,7 +56,7 @@ def bench_sb3(seconds: float, envs: int = 64, small: bool = False) -> float | No
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.callbacks import BaseCallback
 
-    from agents.sb3 import GuildVecEnv, Log1pFeatures
+    from agents.learn.sb3 import GuildVecEnv, Log1pFeatures
 
     arch = dict(pi=[128, 128], vf=[128, 128]) if small else dict(pi=[256, 256], vf=[256, 256])
     threads = torch.get_num_threads()

@@ -2,11 +2,11 @@
 
     python examples/sb3_maskable_ppo.py --steps 200000 --out runs/sb3
 
-``agents.sb3.GuildVecEnv`` is ``guild/Guild-v0``'s batched twin as an SB3 ``VecEnv`` (one
+``agents.learn.sb3.GuildVecEnv`` is ``guild/Guild-v0``'s batched twin as an SB3 ``VecEnv`` (one
 learning seat, batched factor and magpie opponents, masks through ``action_masks()``).  The
-model is saved with the action table's version (``agents.sb3.write_meta``), so the spec
+model is saved with the action table's version (``agents.learn.sb3.write_meta``), so the spec
 ``sb3:OUT/model.zip`` plays it in leagues and, batched, in ``guild evaluate``.  Our own trainer
-(``guild train``, ``agents.ppo_learn``) is several times faster on the same engine; the README
+(``guild train``, ``agents.learn.ppo_learn``) is several times faster on the same engine; the README
 says by how much.
 
 Needs the ``train`` extra: ``pip install torch==2.13.0`` (CPU), then ``pip install -e '.[train]'``.
@@ -19,10 +19,10 @@ import sys
 from pathlib import Path
 
 try:
-    from agents.sb3 import GuildVecEnv, Log1pFeatures, write_meta
+    from agents.learn.sb3 import GuildVecEnv, Log1pFeatures, write_meta
 except ImportError:  # run from a checkout that is not installed: the repo root is one up
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from agents.sb3 import GuildVecEnv, Log1pFeatures, write_meta
+    from agents.learn.sb3 import GuildVecEnv, Log1pFeatures, write_meta
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from sb3_contrib import MaskablePPO
 
-    from agents.evaluation import paired_evaluation
+    from agents.learn.evaluation import paired_evaluation
 
     venv = GuildVecEnv(args.envs, seed=args.seed)
     model = MaskablePPO("MlpPolicy", venv, n_steps=max(16, 2048 // args.envs), batch_size=256,

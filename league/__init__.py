@@ -1,27 +1,51 @@
 """Leagues of the guild game: run many episodes fairly, rank policies, replay and verify.
 
-``guild league`` (``league.cli``) runs a whole league (``league.tournament``): duplicate-style
-groups of six seat rotations (``league.lineups``), each episode played with its faults falling
-back (to waiting, or ``factor``) and its time bounded (``league.episode``), every finished
-episode written durably and resumed (``league.store``, ``league.atomic``), on worker processes
-or Ray (``league.backends``), ranked by mean score with a bootstrap interval
-(``league.ladder``), and every replay re-derived on ``guild verify`` (``league.verify``). The
-other commands: ``guild view`` (``league.html_viewer``), ``guild play`` (``league.terminal``),
-``guild train`` (``league.train``, running ``agents.training``) and ``guild export-sft``
-(``league.export_sft``).
+The wings, lowest first (each imports only from those below it, checked by import-linter):
+``league.seat`` (what runs inside a sandbox: the seat host, its zygote and their protocol),
+``league.apart`` (running other people's policies: the sandbox, seat processes, bounded calls),
+``league.core`` (episodes, lineups and the secret draw, the store, the ladder, signing and
+verification), ``league.procs`` (worker processes, Ray, lifelines), ``league.tournament``
+(a whole league), and ``league.cli`` (the ``guild`` command line and its tools for people).
+
+The names below load on first use, so that a seat in a sandbox imports ``league.seat`` without
+the rest of the league.
 """
 
-from .episode import RESULT_KEYS, Settings
-from .episode import play as play_episode_spec
-from .errors import LeagueError
-from .ladder import build as build_ladder
-from .ladder import table as ladder_table
-from .lineups import EpisodeSpec, episode_spec, group_draw, schedule
-from .tournament import LeagueOptions, LeagueRun, run_league
-from .verify import Report, verify_dir
+from __future__ import annotations
 
-__all__ = [
-    "RESULT_KEYS", "EpisodeSpec", "LeagueError", "LeagueOptions", "LeagueRun", "Report",
-    "Settings", "build_ladder", "episode_spec", "group_draw", "ladder_table", "play_episode_spec",
-    "run_league", "schedule", "verify_dir",
-]
+import importlib
+from typing import Any
+
+# public name -> (module, attribute)
+_EXPORTS = {
+    "RESULT_KEYS": ("league.core.episode", "RESULT_KEYS"),
+    "Settings": ("league.core.episode", "Settings"),
+    "play_episode_spec": ("league.core.episode", "play"),
+    "LeagueError": ("league.core.errors", "LeagueError"),
+    "build_ladder": ("league.core.ladder", "build"),
+    "ladder_table": ("league.core.ladder", "table"),
+    "EpisodeSpec": ("league.core.lineups", "EpisodeSpec"),
+    "episode_spec": ("league.core.lineups", "episode_spec"),
+    "group_draw": ("league.core.lineups", "group_draw"),
+    "schedule": ("league.core.lineups", "schedule"),
+    "LeagueOptions": ("league.tournament", "LeagueOptions"),
+    "LeagueRun": ("league.tournament", "LeagueRun"),
+    "run_league": ("league.tournament", "run_league"),
+    "Report": ("league.core.verify", "Report"),
+    "verify_dir": ("league.core.verify", "verify_dir"),
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'league' has no attribute {name!r}")
+    module, attribute = _EXPORTS[name]
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

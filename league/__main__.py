@@ -2,6 +2,6 @@
 
 import sys
 
-from .cli import main
+from league.cli.guild import main
 
 sys.exit(main())

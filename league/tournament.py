@@ -1,8 +1,8 @@
 """Running a whole league: check the options, resume the directory, play, record, rank.
 
-See ``league.lineups`` for the schedule, ``league.episode`` for one episode and its faults,
-``league.store`` for what is written and why nothing is lost, ``league.ladder`` for the
-statistics and ``league.backends`` for where episodes run.
+See ``league.core.lineups`` for the schedule, ``league.core.episode`` for one episode and its
+faults, ``league.core.store`` for what is written and why nothing is lost, ``league.core.ladder``
+for the statistics and ``league.procs.backends`` for where episodes run.
 
 Nothing here prints: what a user should hear (a repaired results file, faulty policies) goes to
 the ``on_note`` callback as it happens and is kept in ``LeagueRun.notes``; progress goes to
@@ -20,15 +20,13 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
-from agents.isolated import DEFAULT_MEMORY_MB, close_all
-from sim import GameConfig
-from sim.rules.world import MAX_TURNS, MIN_TURNS, SEATS
-
-from . import backends, ladder, replay_seats, sandbox, signing
-from .atomic import write_atomic
-from .episode import FALLBACKS, FAULT_KINDS, Settings, check_policy, trusted
-from .errors import LeagueError
-from .lineups import (
+from league.apart import sandbox
+from league.apart.isolated import DEFAULT_MEMORY_MB, close_all
+from league.core import ladder, replay_seats, signing
+from league.core.atomic import write_atomic
+from league.core.episode import FALLBACKS, FAULT_KINDS, Settings, check_policy, trusted
+from league.core.errors import LeagueError
+from league.core.lineups import (
     SCHEME,
     SECRET_SCHEME,
     Draw,
@@ -38,7 +36,10 @@ from .lineups import (
     episode_spec,
     schedule,
 )
-from .store import FORMAT, LADDER, SECRETS, LeagueDir, sync_files
+from league.core.store import FORMAT, LADDER, SECRETS, LeagueDir, sync_files
+from league.procs import backends
+from sim import GameConfig
+from sim.rules.world import MAX_TURNS, MIN_TURNS, SEATS
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class LeagueOptions:
     policies: tuple[str, ...]
     episodes: int
     out: str
-    seed: int | None = None   # None: a secret draw (league.lineups.SecretDraw)
+    seed: int | None = None   # None: a secret draw (league.core.lineups.SecretDraw)
     public_draw: bool = False  # accept --seed's public draw with seats that run apart
     workers: int = 1
     turns: int = 14
@@ -63,7 +64,7 @@ class LeagueOptions:
     seat_memory: int = DEFAULT_MEMORY_MB
     sandbox: str = "bwrap"
     fallback: str | None = None  # --fallback: wait or factor (None: factor for llm:, else wait)
-    signing_key: str | None = None  # --signing-key FILE (None: league.signing's default key)
+    signing_key: str | None = None  # --signing-key FILE (None: league.core.signing's default key)
 
     def apart(self) -> bool:
         """Whether any policy runs apart from the league's process (in a seat process)."""
@@ -182,7 +183,7 @@ def check_options(o: LeagueOptions) -> None:
 def _stop_local_servers() -> None:
     """Stop the model servers that checking an ``llm:local`` seat started here: the episodes
     play in workers, which start their own, so these would sit idle all league."""
-    local = sys.modules.get("agents.llm_local")  # imported only if a spec named it
+    local = sys.modules.get("agents.llm.local")  # imported only if a spec named it
     if local is not None:
         local.stop_all()
 

@@ -1,17 +1,18 @@
 """The compiled rules: which modules ``pip install`` compiles with mypyc, and whether they run.
 
 A plain install compiles the engine's hot modules (``COMPILED``) from their own sources with
-mypyc (``setup.py``): with the baselines' group (``agents.native``), an episode of the baseline
-workload takes about half the instructions it takes in pure Python (README, Speed).  Nothing of
-the game is written twice; the pure-Python modules stay the reference.  The compiled modules run
-only while they are the build of the sources beside them: ``setup.py`` records a digest of those
-sources in ``STAMP``, and ``choose`` (called by ``import sim`` before anything else) compares it
-with the sources of now.  An edited source, a missing or partial build, or ``GUILD_PURE=1`` make
-every compiled module load from its ``.py`` file instead (all or none: compiled modules call
-each other directly, so a mix would run an old rule).  An edit in an editable install therefore
-takes effect at once, in pure Python, with a ``StaleBuildWarning`` until ``pip install -e .``
-compiles again.  ``Group`` is that mechanism for one set of modules; ``agents.native`` uses it
-for the scripted baselines, which a league asks 84 times an episode.
+mypyc (``setup.py``): with the baselines' group (``agents.baselines.native``), an episode of the
+baseline workload takes about half the instructions it takes in pure Python (README, Speed).
+Nothing of the game is written twice; the pure-Python modules stay the reference.  The compiled
+modules run only while they are the build of the sources beside them: ``setup.py`` records a digest
+of those sources in ``STAMP``, and ``choose`` (called by ``import sim`` before anything else)
+compares it with the sources of now.  An edited source, a missing or partial build, or
+``GUILD_PURE=1`` make every compiled module load from its ``.py`` file instead (all or none:
+compiled modules call each other directly, so a mix would run an old rule).  An edit in an editable
+install therefore takes effect at once, in pure Python, with a ``StaleBuildWarning`` until ``pip
+install -e .`` compiles again.  ``Group`` is that mechanism for one set of modules;
+``agents.baselines.native`` uses it for the scripted baselines, which a league asks 84 times an
+episode.
 
 Standard library only: ``setup.py`` loads this file by path, before anything is installed.
 """
@@ -65,9 +66,9 @@ def source_path(module: str, root: str = _ROOT) -> str:
 class Group:
     """One mypyc group: modules compiled into one shared library, run all together or not at all.
 
-    ``sim`` has one (``RULES``); ``agents.native`` makes another for the scripted baselines.
-    Each group keeps its own record (``STAMP`` in its package's folder) and falls back on its
-    own: a group's compiled code reaches another group's modules only through Python imports.
+    ``sim`` has one (``RULES``); ``agents.baselines.native`` makes another for the scripted
+    baselines. Each group keeps its own record (``STAMP`` in its package's folder) and falls back
+    on its own: a group's compiled code reaches another group's modules only through Python imports.
     Code compiled against another package's types names it in ``depends``, so that an edit
     there makes this group stale too.
     """

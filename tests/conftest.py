@@ -62,7 +62,7 @@ def needs_module(name: str, install: str | None = None) -> ModuleType:
 def _sandbox_or_skip(monkeypatch: pytest.MonkeyPatch) -> None:
     """A test whose league runs seats in a sandbox needs bubblewrap: where it cannot start,
     the league's refusal becomes :func:`needs` (a skip here, a failure in CI)."""
-    from league import sandbox
+    from league.apart import sandbox
 
     why = sandbox.problem()
     if why is None:
@@ -76,10 +76,10 @@ def _sandbox_or_skip(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def _league_key_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Leagues sign with a key made on first use under ``$XDG_CONFIG_HOME`` (league.signing):
+    """Leagues sign with a key made on first use under ``$XDG_CONFIG_HOME`` (league.core.signing):
     the tests' own folder, never the user's (subprocesses inherit it). It is made here, so
     that no test's league notes that it made one, whichever test runs first."""
-    from league import signing
+    from league.core import signing
 
     old = os.environ.get("XDG_CONFIG_HOME")
     home = tmp_path_factory.mktemp("config")
@@ -141,7 +141,7 @@ def league12(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
 
     from leagues import league_args
 
-    from league.cli import main
+    from league.cli.guild import main
 
     out = tmp_path_factory.mktemp("league") / "l12"
     buf_out, buf_err = io.StringIO(), io.StringIO()

@@ -1,4 +1,4 @@
-"""Policies that attack the sandbox a league runs untrusted seats in (``league.sandbox``).
+"""Policies that attack the sandbox a league runs untrusted seats in (``league.apart.sandbox``).
 
 Fixtures of ``tests/test_sandbox.py``.  Each cheat tries one attack from inside its seat
 process and reports what it saw in the notes of the decision it plays (a short JSON object,
@@ -460,14 +460,14 @@ SEARCH_GROUPS = 4    # groups tried per league seed
 
 class SeedSearch:
     """Looks for its town: which ``--seed S`` and group give a game seed whose seat seed is
-    the one it was reset with (the public draw of ``league.lineups``, step 1)."""
+    the one it was reset with (the public draw of ``league.core.lineups``, step 1)."""
 
     found: list[int] | None = None
 
     def reset(self, seed: int | None) -> None:
         import hashlib
 
-        from agents.seat_protocol import seat_seed
+        from league.seat.protocol import seat_seed
 
         self.found = None
         for league_seed in range(SEARCH_SEEDS):

@@ -266,7 +266,7 @@ def test_random_seats_of_one_policy_draw_independent_streams() -> None:
     streams would make all six pick the same position, per-seat streams do not."""
     from scenario import staged
 
-    from agents.random_policy import legal_intents
+    from agents.baselines.random_policy import legal_intents
 
     game = staged(everyone=0)
     sizes = {len(legal_intents(game, s)) for s in range(6)}

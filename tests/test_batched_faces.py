@@ -11,7 +11,7 @@ from differential import N_ACTIONS, W, biased_actions, herded_game
 from gymnasium.vector import AutoresetMode
 
 from agents import Factor, Magpie
-from agents.batched import BatchedFactor, BatchedMagpie, BatchedRandom, sample_legal
+from agents.baselines.batched import BatchedFactor, BatchedMagpie, BatchedRandom, sample_legal
 from sim import Game, GameConfig
 from sim.batched.engine import BatchedGuild
 from sim.batched.observe import all_seats, legal_masks

@@ -1,5 +1,6 @@
-"""The compiled baselines (``agents.batched_kernels``) against their numpy reference
-(``act_numpy`` of ``agents.batched``): the same index for every seat in every state reached."""
+"""The compiled baselines (``agents.baselines.batched_kernels``) against their numpy reference
+(``act_numpy`` of ``agents.baselines.batched``): the same index for every seat in every state
+reached."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 import pytest
 from differential import herded_game
 
-from agents.batched import BatchedFactor, BatchedMagpie, sample_legal
+from agents.baselines.batched import BatchedFactor, BatchedMagpie, sample_legal
 from sim.batched.engine import BatchedGuild
 from sim.batched.observe import all_seats, legal_masks
 from sim.rules.world import SEATS

@@ -1,4 +1,5 @@
-"""``agents.evaluation.paired_evaluation`` and ``guild evaluate``: paired, seat-rotated figures.
+"""``agents.learn.evaluation.paired_evaluation`` and ``guild evaluate``: paired, seat-rotated
+figures.
 
 The batched figures are checked against games rebuilt by hand on the scalar engine
 (``play_episode`` and ``sim.rules.scoring.score``), seat by seat and seed by seed; the scalar
@@ -16,9 +17,10 @@ import pytest
 from differential import scalar_view
 from leagues import ROOT, one_error_line
 
-from agents import Factor, Magpie, evaluation, play_episode
-from agents.evaluation import EvaluationError, mean_interval, paired_evaluation, t_quantile
-from league.cli import main
+from agents import Factor, Magpie, play_episode
+from agents.learn import evaluation
+from agents.learn.evaluation import EvaluationError, mean_interval, paired_evaluation, t_quantile
+from league.cli.guild import main
 from sim import Game, GameConfig
 from sim.batched.engine import BatchedGuild
 from sim.rules.scoring import score
@@ -197,7 +199,7 @@ def test_guild_evaluate_bad_input_is_one_line_and_exit_2(argv: list[str], capsys
 
 
 def test_guild_evaluate_as_a_command() -> None:
-    cmd = [sys.executable, "-m", "league.cli", "evaluate", "factor", "--seeds", "0..1"]
+    cmd = [sys.executable, "-m", "league", "evaluate", "factor", "--seeds", "0..1"]
     ok = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert ok.returncode == 0, ok.stderr
     assert ("paired difference +0.000 (95% interval [+0.000, +0.000]) over 12 games per side, "

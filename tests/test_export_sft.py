@@ -10,9 +10,9 @@ import pytest
 from conftest import needs_module
 from fake_llm import FakeLLM, good_reply
 
-from agents.llm import Reply, system_prompt
-from league.cli import main
-from league.export_sft import split_of
+from agents.llm.seat import Reply, system_prompt
+from league.cli.export_sft import split_of
+from league.cli.guild import main
 from sim import Game, GameConfig, replay
 
 needs_module("httpx", "'guild-game[llm]'")

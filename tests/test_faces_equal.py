@@ -17,7 +17,7 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import sim  # noqa: F401  (registers guild/Guild-v0)
-from agents.batched import sample_legal
+from agents.baselines.batched import sample_legal
 
 N_ENVS = 64
 EPISODES_PER_ENV = 3

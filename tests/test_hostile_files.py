@@ -14,9 +14,9 @@ from leagues import copy_league, one_error_line
 
 from feasibility import OptimalSearch, run_gate
 from feasibility.cli import main as feasibility
-from league import html_viewer as viewer
-from league.cli import main as guild
-from league.verify import MAX_REPLAY_BYTES
+from league.cli import html_viewer as viewer
+from league.cli.guild import main as guild
+from league.core.verify import MAX_REPLAY_BYTES
 from sim import Game, GameConfig
 from sim.rules.world import MAX_TURNS, STANDARD_TOWN, Keeper, Room, World
 

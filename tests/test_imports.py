@@ -25,7 +25,7 @@ def run(code: str) -> list[str]:
     return done.stdout.split()
 
 
-@pytest.mark.parametrize("modules", ["sim", "agents", "league.episode, league.warm"])
+@pytest.mark.parametrize("modules", ["sim", "agents", "league.core.episode, league.procs.warm"])
 def test_playing_imports_neither_gymnasium_nor_numpy(modules: str) -> None:
     assert run(f"""
         import sys

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from leagues import ROOT, league_args, rows
 
-from agents.isolated import hosted
-from agents.seat_protocol import act_request
-from league.cli import main
+from league.apart.isolated import hosted
+from league.cli.guild import main
+from league.seat.protocol import act_request
 from sim import Game, GameConfig
 
 C = "cheats:"  # tests/cheats.py

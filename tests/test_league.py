@@ -34,11 +34,11 @@ from league import (
     episode_spec,
     group_draw,
 )
-from league.atomic import TMP_SUFFIX, replacing, write_atomic
-from league.cli import main
-from league.episode import RESULT_KEYS
-from league.progress import Progress
-from league.store import load_results
+from league.cli.guild import main
+from league.cli.progress import Progress
+from league.core.atomic import TMP_SUFFIX, replacing, write_atomic
+from league.core.episode import RESULT_KEYS
+from league.core.store import load_results
 
 # --- a league, its files and verification ----------------------------------------------------
 

@@ -20,7 +20,6 @@ from leagues import (
     rows,
 )
 
-from agents.isolated import MAX_TIMEOUTS
 from league import (
     LeagueOptions,
     Settings,
@@ -30,8 +29,9 @@ from league import (
     play_episode_spec,
     run_league,
 )
-from league.cli import main
-from league.store import LeagueDir
+from league.apart.isolated import MAX_TIMEOUTS
+from league.cli.guild import main
+from league.core.store import LeagueDir
 
 # --- faults and time limits ------------------------------------------------------------------
 
@@ -250,7 +250,7 @@ def test_the_fault_note_names_the_exception_and_the_file_and_line(tmp_path) -> N
 
 
 def test_a_long_exception_message_is_cut_and_keeps_its_place() -> None:
-    from league.calls import explain
+    from league.apart.calls import explain
 
     def chatty() -> None:
         raise RuntimeError("why " * 5000)

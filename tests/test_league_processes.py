@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from leagues import ROOT, TESTS, F, league_args, lines, one_error_line, same_replays, timeless
 
-from league.cli import main
-from league.errors import LeagueError
+from league.cli.guild import main
+from league.core.errors import LeagueError
 from league.tournament import LeagueOptions, check_options
 from sim.rules.world import MAX_TURNS
 
@@ -95,7 +95,7 @@ def test_kill_9_of_the_league_takes_workers_fork_server_and_seats_along(tmp_path
     try:
         # seats are forked from a zygote per worker and share its command line
         wait_until("seat processes running", lambda: sum(
-            "agents.seat_zygote" in c for c in marked(mark).values()) >= 3, proc)
+            "league.seat.zygote" in c for c in marked(mark).values()) >= 3, proc)
         before = marked(mark)
         assert any("forkserver" in c for c in before.values())
         os.kill(proc.pid, signal.SIGKILL)  # the league alone, as the OOM killer would

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from league import LeagueOptions, run_league, store, workers
-from league.episode import Settings, play
-from league.lineups import schedule
+from league import LeagueOptions, run_league
+from league.core import store
+from league.core.episode import Settings, play
+from league.core.lineups import schedule
+from league.procs import workers
 
 
 def test_replays_are_the_bytes_of_json_dumps() -> None:
@@ -95,7 +97,8 @@ def test_episodes_played_while_workers_start_give_the_same_bytes(tmp_path, monke
 
 FORKS = """
 import sys
-from league import LeagueOptions, run_league, workers
+from league import LeagueOptions, run_league
+from league.procs import workers
 real, started = workers.ProcessPoolExecutor, []
 def pool(*args, **kwargs):
     started.append(kwargs["mp_context"].get_start_method())

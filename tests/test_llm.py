@@ -11,8 +11,8 @@ from conftest import needs_module
 from fake_llm import FakeLLM, closed_port, good_reply
 
 from agents import Decision, Factor, LLMPolicy, decide_turn, make_policy, play_episode
-from agents.llm import CORRECTIVE, parse_reply, system_prompt
-from league.cli import main
+from agents.llm.seat import CORRECTIVE, parse_reply, system_prompt
+from league.cli.guild import main
 from sim import Game, GameConfig
 from sim.rules.world import SEATS
 

@@ -20,11 +20,12 @@ import pytest
 from conftest import needs, needs_module
 from fake_llm import FakeLLM
 
-from agents import llm_local, make_policy
-from agents.llm_client import ChatClient
-from agents.llm_local import LocalPolicy, packaged_model, stop_all
-from agents.llm_prompt import REPLY_SCHEMA
-from league.cli import main
+from agents import make_policy
+from agents.llm import local as llm_local
+from agents.llm.client import ChatClient
+from agents.llm.local import LocalPolicy, packaged_model, stop_all
+from agents.llm.prompt import REPLY_SCHEMA
+from league.cli.guild import main
 from sim.rules.world import SEATS
 
 needs_module("httpx", "'guild-game[llm]'")
@@ -80,11 +81,11 @@ def first_reply(real_server) -> dict:
     """The first request to the real server, and how long a reply takes here.
 
     Timed on one reply to a second seat, as the seats of a league ask: the server already
-    holds the rules every seat's system message shares (:func:`agents.llm_prompt.system_prompt`)
+    holds the rules every seat's system message shares (:func:`agents.llm.prompt.system_prompt`)
     and reads only the rest (reading a first prompt took 10-11 s here, a next seat's 6-7); a
     retry after an invalid reply is not counted (the deadlines of :func:`cut` leave room).
     """
-    from agents.llm import LLMPolicy
+    from agents.llm.seat import LLMPolicy
     from sim import Game, GameConfig
 
     p = LLMPolicy("smol", real_server[0], timeout=600, max_tokens=128)
@@ -127,7 +128,7 @@ def read_row(out: Path) -> tuple[dict, dict]:
 
 @alone
 def test_llama_cpp_python_takes_the_schema_in_its_own_form(first_reply, real_server):
-    from agents.llm import _ACCEPTED_FORMAT
+    from agents.llm.seat import _ACCEPTED_FORMAT
 
     first = first_reply["record"]["attempts"][0]
     # llama-cpp-python refuses OpenAI's json_schema form; the schema goes as json_object, and
@@ -322,7 +323,7 @@ def test_a_model_that_answers_only_whitespace_falls_back(tmp_path: Path, monkeyp
 
 
 def test_an_endpoint_that_refuses_every_format_is_asked_in_plain_text(monkeypatch):
-    from agents.llm import LLMPolicy
+    from agents.llm.seat import LLMPolicy
     from sim import Game, GameConfig
 
     picky = fake_llm.FakeLLM._answer

@@ -1,10 +1,10 @@
-"""The compiled rules and baselines (sim.native, agents.native): they run only as the build
-of the sources beside them.
+"""The compiled rules and baselines (sim.native, agents.baselines.native): they run only as the
+build of the sources beside them.
 
-A plain install compiles ``sim.native.COMPILED`` and ``agents.native.COMPILED`` with mypyc, as two
-groups; an edited source, a partial build, an unreadable record or ``GUILD_PURE=1`` must run
-every module of its group from its ``.py`` file instead, so that a rule edited in an editable
-install takes effect at once.  The golden
+A plain install compiles ``sim.native.COMPILED`` and ``agents.baselines.native.COMPILED`` with
+mypyc, as two groups; an edited source, a partial build, an unreadable record or ``GUILD_PURE=1``
+must run every module of its group from its ``.py`` file instead, so that a rule edited in an
+editable install takes effect at once.  The golden
 episodes and every other test run on whichever engine is installed; ``.ci/run`` also runs the
 conformance tests with ``GUILD_PURE=1``.
 """
@@ -31,7 +31,7 @@ import sim
 from sim import native
 
 ROOT = Path(__file__).resolve().parents[1]
-BASELINES = native.Group.described(vars(agents.native), str(ROOT))
+BASELINES = native.Group.described(vars(agents.baselines.native), str(ROOT))
 BASELINES_STALE = ("agents: the compiled baselines are not used: their sources, or those of sim "
                    "they were compiled against, were edited since the build; running them as "
                    "pure Python (pip install -e . compiles them again)")
@@ -42,7 +42,7 @@ import json, sys, warnings
 warnings.simplefilter("always")
 with warnings.catch_warnings(record=True) as caught:
     import sim, sim.game, sim.rules.turn
-    import agents, agents.baselines
+    import agents, agents.baselines.scripted
 from sim import native
 
 def loaders(names):
@@ -50,8 +50,8 @@ def loaders(names):
 
 print(json.dumps({"active": native.active, "file": sim.__file__,
                   "loaders": loaders(native.COMPILED),
-                  "agents": {"active": agents.native.active, "file": agents.__file__,
-                             "loaders": loaders(agents.native.COMPILED)},
+                  "agents": {"active": agents.baselines.native.active, "file": agents.__file__,
+                             "loaders": loaders(agents.baselines.native.COMPILED)},
                   "warnings": [str(w.message) for w in caught
                                if w.category is native.StaleBuildWarning]}))
 """
@@ -98,7 +98,7 @@ def test_the_installed_build_runs() -> None:
     baselines = seen["agents"]  # the second group: the scripted baselines
     assert baselines["active"], baselines
     assert set(baselines["loaders"].values()) == {"ExtensionFileLoader"}, baselines
-    assert set(baselines["loaders"]) == set(agents.native.COMPILED)
+    assert set(baselines["loaders"]) == set(agents.baselines.native.COMPILED)
 
 
 def test_guild_pure_runs_every_compiled_module_from_its_source() -> None:

@@ -14,8 +14,8 @@ import pytest
 from conftest import needs_module
 
 from agents import is_scripted, make_policy
-from league import terminal
-from league.cli import main
+from league.cli import terminal
+from league.cli.guild import main
 from sim import Game, GameConfig
 from sim.language.phrasing import outcome_text
 from sim.rules.world import MAX_TURNS, SEATS
@@ -183,7 +183,7 @@ def test_ctrl_d_ends_cleanly_with_the_results() -> None:
 
 
 def test_a_whole_game_to_the_end_then_guild_view_shows_it(tmp_path: Path) -> None:
-    from league import html_viewer as viewer
+    from league.cli import html_viewer as viewer
 
     moves = [("I walk to Market Square", "", ""), ("I wait", "", "")] * 3
     saved = tmp_path / "mine.json"

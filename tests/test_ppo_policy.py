@@ -1,4 +1,4 @@
-"""Our PPO models as policies (``agents.ppo``): ``ppo:PATH`` plays legal intents in the scalar
+"""Our PPO models as policies (``agents.learn.ppo``): ``ppo:PATH`` plays legal intents in the scalar
 engine, its batched twin chooses alike and serves the vector env and the paired evaluation,
 model files are cached per version, and unplayable files (foreign, corrupt, of another table)
 are refused in one line naming the file; sb3 models record and check the table version too.
@@ -18,13 +18,13 @@ import pytest
 from conftest import needs_module
 
 from agents import make_policy, play_episode
-from league.cli import main as guild
+from league.cli.guild import main as guild
 from sim import Game, GameConfig, Intent
 from sim.codec.action_table import TABLE_VERSION, legal_mask, to_intent
 
 torch = needs_module("torch", "torch==2.13.0, then pip install -e '.[train]'")
 
-from agents import ppo  # noqa: E402  (needs torch)
+from agents.learn import ppo  # noqa: E402  (needs torch)
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +97,7 @@ def test_scalar_and_batched_policies_choose_alike_in_the_same_states(model) -> N
 
 
 def test_the_batched_policy_serves_the_vector_env_and_the_paired_evaluation(model) -> None:
-    from agents.evaluation import paired_evaluation
+    from agents.learn.evaluation import paired_evaluation
     from sim.envs.vector import GuildVectorEnv
 
     out = model
@@ -177,7 +177,7 @@ def test_sb3_models_record_the_table_version_and_others_are_refused(tmp_path) ->
     import gymnasium
     from sb3_contrib import MaskablePPO
 
-    from agents import sb3
+    from agents.learn import sb3
 
     env = gymnasium.make("guild/Guild-v0", seat=0, flatten=True)
     model = MaskablePPO("MlpPolicy", env, n_steps=16, batch_size=16, seed=0, device="cpu")

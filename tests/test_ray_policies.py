@@ -61,7 +61,7 @@ def guild(args: list[str], pythonpath: Path, cwd: Path, **extra: str
            "GUILD_TEST_DRIVER": "1", "RAY_USAGE_STATS_ENABLED": "0"}
     env.pop("RAY_ADDRESS", None)
     env.update(extra)
-    return subprocess.run([sys.executable, "-m", "league.cli", *args], env=env, cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "league", *args], env=env, cwd=cwd,
                           capture_output=True, text=True, timeout=240)
 
 

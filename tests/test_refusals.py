@@ -148,7 +148,7 @@ def test_world_tables_are_bounded() -> None:
 def test_a_hand_built_town_has_the_annotated_types(change, field: str) -> None:
     """A town built in Python with a list for a tuple (or 0 for False) is refused at once,
     naming the field, instead of failing later in code compiled against the annotations
-    (the baselines, agents.native) with a bare TypeError."""
+    (the baselines, agents.baselines.native) with a bare TypeError."""
     w = STANDARD_TOWN
     fields = {"rooms": w.rooms, "goods": w.goods, "keepers": w.keepers} | change(w)
     with pytest.raises(ConfigError, match=field):

@@ -1,6 +1,6 @@
 """Replay JSON from orjson is byte for byte what the standard library writes (issue 18).
 
-``league.replay_json.encode`` uses orjson only when its bytes cannot differ; these check that
+``league.core.replay_json.encode`` uses orjson only when its bytes cannot differ; these check that
 claim on arbitrary JSON-like values (the corners orjson treats differently: non-ASCII, control
 characters, U+007F, NaN and infinities, tiny and huge floats, ints beyond 64 bits) and on every
 golden recording and replay payload there is.
@@ -26,9 +26,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agents import play_episode
-from league import replay_json
-from league.episode import _JSON
-from league.replay_json import STDLIB, encode
+from league.core import replay_json
+from league.core.episode import _JSON
+from league.core.replay_json import STDLIB, encode
 from sim import GameConfig
 
 

@@ -1,6 +1,6 @@
-"""Hostile tests of the sandbox a league runs untrusted seats in (``league.sandbox``).
+"""Hostile tests of the sandbox a league runs untrusted seats in (``league.apart.sandbox``).
 
-Each test plays a small real league (``league.cli.main``) with a cheat of
+Each test plays a small real league (``league.cli.guild``) with a cheat of
 ``tests/sandbox_cheats.py`` (or an ``exec:`` program) that attacks the machine from inside its
 seat: reads the league's process, gains privileges, reads a root-only file, writes outside its
 scratch, signals the league, leaves a daemon, forks a bomb, fills its disks, closes its output,
@@ -9,7 +9,7 @@ from the evidence the cheat played back (the notes of its decisions, kept in the
 its fault note), and that the league finished with all its results.  The last test is an
 honest policy that the sandbox's limits must not fault.
 
-Processes of a sandbox are found by their uid (``league.sandbox.UID_BASE`` and up: a league
+Processes of a sandbox are found by their uid (``league.apart.sandbox.UID_BASE`` and up: a league
 that runs as root gives each sandbox a uid of its own); a cheat reports its uid, so a test
 looks only at its own sandbox's processes even when other tests run beside it.
 """
@@ -31,10 +31,10 @@ import pytest
 from conftest import needs
 from leagues import ROOT, TESTS, league_args, rows
 
-from agents.seat_zygote import SHM_MB
-from league import sandbox
-from league.cli import main
-from league.episode import APART_DECISION_TIMEOUT, Settings, league_policy
+from league.apart import sandbox
+from league.cli.guild import main
+from league.core.episode import APART_DECISION_TIMEOUT, Settings, league_policy
+from league.seat.zygote import SHM_MB
 
 needs(sys.platform.startswith("linux"), "Linux (the sandbox is Linux namespaces)")
 
@@ -547,7 +547,7 @@ def test_kill_9_of_the_league_takes_every_sandboxed_process_along(tmp_path: Path
         while time.monotonic() < end:
             before = descendants(proc.pid)
             # both workers' zygotes, and at least three sleeping seats with their keepers
-            if sum(p["uid"] >= sandbox.UID_BASE and "seat_zygote" in p["cmd"]
+            if sum(p["uid"] >= sandbox.UID_BASE and "league.seat.zygote" in p["cmd"]
                    for p in before.values()) >= 9:
                 break
             assert proc.poll() is None, proc.communicate()

@@ -1,5 +1,5 @@
-"""Stable-Baselines3 on the batched engine: ``agents.sb3.GuildVecEnv`` feeds MaskablePPO, and a
-saved model plays the same indices scalar (``sb3:``) and batched (``make_batched_policy``)."""
+"""Stable-Baselines3 on the batched engine: ``agents.learn.sb3.GuildVecEnv`` feeds MaskablePPO, and
+a saved model plays the same indices scalar (``sb3:``) and batched (``make_batched_policy``)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def _trained(tmp_path: Path) -> Path:
     """A tiny MaskablePPO model trained through GuildVecEnv and saved as the example does."""
     sb3_contrib = needs_module("sb3_contrib", "torch==2.13.0, then pip install -e '.[train]'")
-    from agents.sb3 import GuildVecEnv, Log1pFeatures, write_meta
+    from agents.learn.sb3 import GuildVecEnv, Log1pFeatures, write_meta
 
     venv = GuildVecEnv(8, seed=3)
     model = sb3_contrib.MaskablePPO("MlpPolicy", venv, n_steps=28, batch_size=56, n_epochs=1,
@@ -39,7 +39,7 @@ def _trained(tmp_path: Path) -> Path:
 
 def test_vec_env_reports_episodes_with_their_final_scores(tmp_path: Path) -> None:
     needs_module("sb3_contrib", "torch==2.13.0, then pip install -e '.[train]'")
-    from agents.sb3 import GuildVecEnv
+    from agents.learn.sb3 import GuildVecEnv
 
     venv = GuildVecEnv(4, seed=1, turns=6)
     obs = venv.reset()
@@ -80,11 +80,11 @@ def test_sb3_model_plays_the_same_index_scalar_and_batched(tmp_path: Path) -> No
 def test_guild_evaluate_runs_an_sb3_model_batched(tmp_path: Path) -> None:
     """``guild evaluate`` loads the zip in a sandbox (tests/test_sb3_sandbox.py), so it needs
     one (a skip here where bubblewrap cannot start, a failure in CI)."""
-    from league import sandbox
+    from league.apart import sandbox
 
     sandbox.require()
     path = _trained(tmp_path)
-    out = subprocess.run([sys.executable, "-m", "league.cli", "evaluate", f"sb3:{path}",
+    out = subprocess.run([sys.executable, "-m", "league", "evaluate", f"sb3:{path}",
                           "--seeds", "0..3"], capture_output=True, text=True, cwd=ROOT,
                          timeout=300)
     assert out.returncode == 0, out.stderr

@@ -1,11 +1,12 @@
-"""``sb3:`` zips on the command line load in a sandbox (``league.sb3_load``): a zip is a pickle,
-and a pickle that runs a command on load runs it where it sees nothing of the machine.
+"""``sb3:`` zips on the command line load in a sandbox (``league.apart.sb3_load``): a zip is a
+pickle, and a pickle that runs a command on load runs it where it sees nothing of the machine.
 
 ``guild evaluate`` and ``guild play --opponents`` load the model with sb3-contrib in a bubblewrap
-sandbox (``league.sandbox.run``, ``agents.sb3_extract``) and play the network rebuilt from its
-weights alone: the same index in the same state as the model loaded in-process (``--trust``),
-so the same figures.  A description that is not what the loader writes is refused without
-unpickling anything.  ``--resume`` bounds a checkpoint's zip directory before ``torch.load``.
+sandbox (``league.apart.sandbox.run``, ``agents.learn.sb3_extract``) and play the network rebuilt
+from its weights alone: the same index in the same state as the model loaded in-process
+(``--trust``), so the same figures.  A description that is not what the loader writes is refused
+without unpickling anything.  ``--resume`` bounds a checkpoint's zip directory before
+``torch.load``.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from conftest import needs_module
 from test_sb3 import _trained
 
 from agents import make_policy
-from league import sandbox
-from league.cli import main
+from league.apart import sandbox
+from league.cli.guild import main
 from sim import Game, GameConfig
 from sim.batched.engine import BatchedGuild
 from sim.envs.vector import make_batched_policy
@@ -33,9 +34,9 @@ from sim.envs.vector import make_batched_policy
 sb3_contrib = needs_module("sb3_contrib", "torch==2.13.0, then pip install -e '.[train]'")
 torch = needs_module("torch", "torch==2.13.0, then pip install -e '.[train]'")
 
-from agents import sb3  # noqa: E402
-from agents.sb3_extract import DescriptionError, describe, rebuild  # noqa: E402
-from league.sb3_load import extract  # noqa: E402
+from agents.learn import sb3  # noqa: E402
+from agents.learn.sb3_extract import DescriptionError, describe, rebuild  # noqa: E402
+from league.apart.sb3_load import extract  # noqa: E402
 
 
 def _one_line(err: str) -> str:
@@ -55,7 +56,7 @@ def dict_model(tmp_path_factory) -> Path:
     ReLU."""
     import gymnasium
 
-    from agents.sb3 import write_meta
+    from agents.learn.sb3 import write_meta
 
     env = gymnasium.make("guild/Guild-v0")
     model = sb3_contrib.MaskablePPO(
@@ -408,8 +409,8 @@ def test_a_hostile_description_is_refused_without_unpickling(kind, description, 
 
 def test_resume_refuses_a_checkpoint_that_unpacks_to_too_much_before_torch_load(
         tmp_path, monkeypatch) -> None:
-    from agents.ppo import MAX_MODEL_BYTES
-    from agents.ppo_records import CheckpointError, load_checkpoint, save_checkpoint
+    from agents.learn.ppo import MAX_MODEL_BYTES
+    from agents.learn.ppo_records import CheckpointError, load_checkpoint, save_checkpoint
 
     good = tmp_path / "good"
     good.mkdir()

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from agents import seat_zygote
-from agents.isolated import IsolatedPolicy, SeatFaultError, close_all, hosted
-from agents.seat_protocol import VIEW_FIELDS, view
+from league.apart.isolated import IsolatedPolicy, SeatFaultError, close_all, hosted
+from league.seat import zygote as seat_zygote
+from league.seat.protocol import VIEW_FIELDS, view
 from sim import Game, GameConfig
 from sim.codec.action_table import legal_mask, to_intent
 
@@ -217,7 +217,7 @@ def test_an_exec_program_dies_with_its_league_process(tmp_path: Path) -> None:
     """)
     league = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import sys, time
-        from agents.isolated import IsolatedPolicy
+        from league.apart.isolated import IsolatedPolicy
         from sim import Game, GameConfig
         p = IsolatedPolicy({argv!r}, timeout=20)
         p.reset(1)

@@ -1,6 +1,6 @@
 """The town's seed is secret: a league draws from ``os.urandom``, commits to it in
 ``league.json``, keeps it in the league's folder (``secret.json``, the league's user alone)
-and reveals it when the league ends (``league.lineups.SecretDraw``, ``league.tournament``).
+and reveals it when the league ends (``league.core.lineups.SecretDraw``, ``league.tournament``).
 
 Also the conformance of large seeds with the original (``../shared/golden/large_seeds.jsonl``:
 48 whole episodes on seeds up to 2**50 and below 0), which the secret draw's 48-bit seeds rely on.
@@ -20,12 +20,12 @@ from leagues import rows
 from test_sandbox import copy_cheats, evidence
 
 from agents import play_episode
-from agents.seat_protocol import reset_request, seat_seed
-from league.cli import main
-from league.errors import LeagueError
-from league.lineups import SecretDraw, episode_spec
+from league.cli.guild import main
+from league.core.errors import LeagueError
+from league.core.lineups import SecretDraw, episode_spec
+from league.core.verify import verify_dir
+from league.seat.protocol import reset_request, seat_seed
 from league.tournament import LeagueOptions, run_league
-from league.verify import verify_dir
 from sim import Game, GameConfig
 
 

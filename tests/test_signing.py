@@ -1,6 +1,6 @@
-"""Claims that hold: a league signs what it publishes (``league.signing``), ``guild verify``
-checks the signature and every digest (``league.verify_signature``), and plays every
-deterministic seat again (``league.replay_seats``), so a seat cannot be relabelled.
+"""Claims that hold: a league signs what it publishes (``league.core.signing``), ``guild verify``
+checks the signature and every digest (``league.core.verify_signature``), and plays every
+deterministic seat again (``league.core.replay_seats``), so a seat cannot be relabelled.
 
 The leagues here are of the baselines (no sandbox needed); their key is made on first use in
 the tests' own ``$XDG_CONFIG_HOME`` (``conftest._league_key_home``)."""
@@ -19,9 +19,10 @@ from conftest import needs_module
 from leagues import copy_league, league_args, lines, one_error_line
 
 from agents import Magpie, RandomPolicy, make_policy, play_episode
-from league import cli, signing
-from league.cli import main
-from league.episode import RESULT_KEYS
+from league.cli import guild as cli
+from league.cli.guild import main
+from league.core import signing
+from league.core.episode import RESULT_KEYS
 from sim import GameConfig
 
 SUMMARY = ("verify: all 12 episodes verify, and results.jsonl, the lineups, the fallbacks and "
@@ -298,7 +299,7 @@ def test_a_signing_key_that_is_not_one_is_refused(tmp_path, capsys) -> None:
 def test_ppo_seats_are_re_played_while_their_model_is_the_recorded_one(tmp_path,
                                                                        capsys) -> None:
     torch = needs_module("torch", "torch==2.13.0, then pip install -e '.[train]'")
-    from agents import ppo
+    from agents.learn import ppo
 
     def save(seed: int, path: Path) -> None:
         torch.manual_seed(seed)

@@ -20,7 +20,7 @@ from golden import episode, episode_params, play_recorded, start_game
 
 import sim.game
 from agents import Factor, Magpie, play_episode
-from agents.baseline_rules import phrasebook
+from agents.baselines.rules import phrasebook
 from sim import Game, GameConfig, replay
 from sim.language.parser import parse
 from sim.rules.errors import IntentError

@@ -25,12 +25,12 @@ import numpy as np
 import pytest
 from conftest import needs_module
 
-from league.cli import main as guild
+from league.cli.guild import main as guild
 from sim.codec.action_table import TABLE_VERSION
 
 torch = needs_module("torch", "torch==2.13.0, then pip install -e '.[train]'")
 
-from agents.training import TrainingError, TrainOptions, train  # noqa: E402
+from agents.learn.training import TrainingError, TrainOptions, train  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 ENVS = 16
@@ -126,7 +126,7 @@ def test_resume_with_another_thread_count_says_the_weights_will_differ(tmp_path)
 
 def test_a_run_killed_by_sigkill_resumes_from_its_last_checkpoint(tmp_path) -> None:
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "league.cli", "train", "--out", str(out), *TINY,
+    cmd = [sys.executable, "-m", "league", "train", "--out", str(out), *TINY,
            "--minutes", "5", "--checkpoint-minutes", "0.0001"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     checkpoint = out / "checkpoint.pt"
@@ -187,7 +187,7 @@ def test_bad_command_lines_print_one_line_and_exit_2(argv, capsys) -> None:
 
 
 def _example():
-    """examples/train_ppo.py as a module (a thin front for ``agents.training``)."""
+    """examples/train_ppo.py as a module (a thin front for ``agents.learn.training``)."""
     import importlib.util
 
     path = ROOT / "examples" / "train_ppo.py"
@@ -240,9 +240,9 @@ def test_library_options_are_checked(tmp_path) -> None:
 def test_self_play_lineups_learn_only_in_the_learners_seats(tmp_path) -> None:
     """Every row holds a learner; snapshots and baselines fill the rest; the rollout keeps
     exactly the learners' seat-steps; ``--self-play`` trains through the command."""
-    from agents.ppo_arena import LEARNER, Arena
-    from agents.ppo_config import PPOConfig
-    from agents.ppo_learn import Learner
+    from agents.learn.ppo_arena import LEARNER, Arena
+    from agents.learn.ppo_config import PPOConfig
+    from agents.learn.ppo_learn import Learner
 
     learner = Learner(PPOConfig(snapshot_every=1), ENVS, True, 5)
     learner.update()  # snapshot_every=1: the learner's first snapshot joins the pool

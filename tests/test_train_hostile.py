@@ -24,13 +24,13 @@ from pathlib import Path
 import pytest
 from conftest import needs_module
 
-from league.cli import main as guild
+from league.cli.guild import main as guild
 
 torch = needs_module("torch", "torch==2.13.0, then pip install -e '.[train]'")
 
 from agents import make_policy  # noqa: E402
-from agents.ppo import MAX_MODEL_BYTES, ModelError, PolicyNet, save_model  # noqa: E402
-from agents.training import TrainingError, TrainOptions, train  # noqa: E402
+from agents.learn.ppo import MAX_MODEL_BYTES, ModelError, PolicyNet, save_model  # noqa: E402
+from agents.learn.training import TrainingError, TrainOptions, train  # noqa: E402
 from sim.policies import BATCHED_POLICIES  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,7 +105,7 @@ def test_a_new_run_never_overwrites_the_run_already_in_out(run, capsys) -> None:
 def _no_writes(monkeypatch) -> None:
     """Fail the test if training gets as far as taking its lock in ``--out`` (the first thing
     it writes there): a refusal must come before."""
-    from agents import training
+    from agents.learn import training
 
     def hold(out):
         pytest.fail(f"training took its lock in {out}")
@@ -123,7 +123,7 @@ def _league_folder(tmp_path: Path, name: str) -> Path:
 
 def test_out_refuses_a_filesystem_root_a_league_and_a_folder_of_other_files(
         tmp_path, monkeypatch, capsys) -> None:
-    from league.store import MANIFEST, RESULTS
+    from league.core.store import MANIFEST, RESULTS
 
     foreign = tmp_path / "notes"
     foreign.mkdir()
@@ -150,7 +150,7 @@ def test_out_refuses_a_filesystem_root_a_league_and_a_folder_of_other_files(
 
 
 def test_out_still_takes_a_new_an_empty_or_a_runs_own_folder(run, tmp_path) -> None:
-    from agents.training import check_out
+    from agents.learn.training import check_out
 
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -170,8 +170,8 @@ def test_out_still_takes_a_new_an_empty_or_a_runs_own_folder(run, tmp_path) -> N
 
 
 def test_the_league_file_names_are_the_stores() -> None:
-    from agents.training import LEAGUE_FILES
-    from league.store import MANIFEST, RESULTS
+    from agents.learn.training import LEAGUE_FILES
+    from league.core.store import MANIFEST, RESULTS
 
     assert set(LEAGUE_FILES) == {MANIFEST, RESULTS}
 
@@ -196,7 +196,7 @@ def test_two_trainings_never_write_into_the_same_out_at_once(tmp_path) -> None:
 
 def test_sigterm_keeps_a_checkpoint_that_resume_continues(tmp_path) -> None:
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "league.cli", "train", "--out", str(out), *TINY,
+    cmd = [sys.executable, "-m", "league", "train", "--out", str(out), *TINY,
            "--minutes", "5", "--checkpoint-minutes", "1000"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
@@ -307,7 +307,7 @@ def test_a_model_file_that_unpacks_to_too_much_is_refused_from_its_directory(
         tmp_path, monkeypatch, capsys) -> None:
     """A small file can hold a deflated tensor of hundreds of MB, which torch.load unpacks whole:
     its zip directory refuses it first."""
-    from agents import ppo
+    from agents.learn import ppo
 
     good = tmp_path / "model.pt"
     save_model(PolicyNet(460, 267), good, {})  # guild train's network (2 x 128, shared)
@@ -337,7 +337,7 @@ def test_a_model_file_that_unpacks_to_too_much_is_refused_from_its_directory(
 
 
 def test_read_model_refuses_a_device_before_reading(tmp_path) -> None:
-    from agents import ppo
+    from agents.learn import ppo
 
     with pytest.raises(ModelError, match="not a regular file"):
         ppo.read_model("/dev/zero")

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from leagues import copy_league, league_args, lines, one_error_line, same_replays
 
-from league.cli import main
-from league.verify import verify_dir
-from league.verify_claims import fallback_problems, replay_marks
+from league.cli.guild import main
+from league.core.verify import verify_dir
+from league.core.verify_claims import fallback_problems, replay_marks
 
 
 def _verify(out: Path, capsys) -> tuple[int, list[str]]:

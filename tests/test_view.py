@@ -15,10 +15,10 @@ from conftest import needs, needs_module
 from leagues import one_error_line
 
 from agents import play_episode
-from league import html_viewer as viewer
-from league.cli import main
-from league.errors import LeagueError
-from league.verify import MAX_REPLAY_BYTES
+from league.cli import html_viewer as viewer
+from league.cli.guild import main
+from league.core.errors import LeagueError
+from league.core.verify import MAX_REPLAY_BYTES
 from sim import Game, GameConfig
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,0 +1,393 @@
+"""Trained Stable-Baselines3 models as league policies: ``make_policy("sb3:path/model.zip")``.
+
+A MaskablePPO model trained on ``guild/Guild-v0`` or its batched twin (:class:`GuildVecEnv`, a
+Stable-Baselines3 ``VecEnv`` over the batched engine; ``examples/sb3_maskable_ppo.py``; ``guild
+train`` trains our own PPO, ``agents.learn.ppo``) plays a seat here by
+building the same observation it was trained on (the flat vector or the ``Dict``, read from the
+model's own observation space), masking with
+``sim.codec.action_table.legal_mask`` and decoding the index
+with ``to_intent``.  The observation is the seat's own encoding, so nothing hidden is read.
+
+Loading a zip takes a good fraction of a second and leagues build a fresh policy every
+episode, so loaded models are cached per process by (resolved path, mtime, size): a retrained
+file at the same path is picked up, an unchanged one is loaded once.
+
+A model's index means a row of the action table it was trained on, so the model's
+``guild.json`` records ``table_version`` (:func:`write_meta` adds it) and a model without it,
+or of another version, is refused with a ``ValueError`` naming the file.
+
+``make_batched_policy("sb3:PATH")`` (:class:`BatchedSB3Policy`) plays the same model on the
+batched engine, choosing the same index in the same state, so ``guild evaluate sb3:PATH`` runs at
+batched speed.
+
+**Loading runs the zip's code.**  A Stable-Baselines3 zip is a pickle, and unpickling runs
+whatever it names, so ``make_policy("sb3:PATH")`` here loads it in this process only because
+the caller asked for it (a Python call of your own, e.g. ``gymnasium.make(...,
+opponents=["sb3:PATH"])``: load only files you trust).  The command line never does, unless
+told ``--trust``: ``guild evaluate`` and ``guild play`` pass ``extract=``
+(``league.apart.sb3_load``), which loads the zip in a bubblewrap sandbox
+(``agents.learn.sb3_extract``) and plays the policy network rebuilt here from its weights alone,
+choosing the same index in the same state; a league runs an ``sb3:`` seat in a sandboxed seat
+process.  From Python, the same: ``make_policy({"name": "sb3:PATH", "extract":
+league.apart.sb3_load.extract})``.
+
+``agents`` itself never imports this module; without the ``train`` extra (sb3-contrib, torch)
+loading a model raises a ``ValueError`` that names the extra.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sim import Game, Intent
+from sim.batched.observe import encode as encode_rows
+from sim.codec.action_table import TABLE_VERSION, legal_mask, to_intent
+from sim.codec.encode import encode, encode_flat, slices
+
+_log = logging.getLogger(__name__)
+
+# Written into the model zip by the trainer: how to rebuild the observation, and provenance.
+META_NAME = "guild.json"
+
+try:  # the feature extractor must be importable wherever a model is loaded
+    import torch
+    from gymnasium import spaces
+    from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+
+    class Log1pFeatures(BaseFeaturesExtractor):
+        """Flat guild observation squashed with ``log1p``.
+
+        The raw vector mixes 0/1 flags with coin counts in the hundreds; ``log1p`` brings them
+        to one scale inside the network, so the model stays a plain zip with no separate
+        normalisation statistics to ship (unlike ``VecNormalize``).
+        """
+
+        def __init__(self, observation_space: spaces.Box) -> None:
+            super().__init__(observation_space, features_dim=int(observation_space.shape[0]))
+
+        def forward(self, observations: torch.Tensor) -> torch.Tensor:
+            return torch.log1p(torch.clamp(observations, min=0.0))
+
+except ImportError:  # pragma: no cover - only without the train extra
+    Log1pFeatures = None  # type: ignore[assignment,misc]
+
+
+@dataclass
+class _Loaded:
+    model: Any
+    flat: bool
+    meta: dict
+
+
+# The zip's bytes -> its description (``agents.learn.sb3_extract``), made somewhere its pickles can
+# do no harm (``league.apart.sb3_load.extract``: in a sandbox).  Raises ValueError naming the cause.
+Extract = Callable[[bytes], bytes]
+
+_CACHE: dict[tuple[str, int, int, bool], _Loaded] = {}
+_LOCK = threading.Lock()
+
+
+def read_meta(path: str | os.PathLike) -> dict:
+    """The ``guild.json`` the trainer stored in a model zip ({} if absent or unreadable).
+
+    The metadata is provenance only (the model plays without it), so an unreadable one is
+    logged, not raised.
+    """
+    try:
+        with zipfile.ZipFile(path) as z:
+            if META_NAME in z.namelist():
+                return json.loads(z.read(META_NAME).decode("utf-8"))
+    except (OSError, zipfile.BadZipFile, ValueError):
+        _log.warning("cannot read %s from the model %s", META_NAME, path, exc_info=True)
+    return {}
+
+
+def write_meta(path: str | os.PathLike, meta: dict) -> None:
+    """Store ``meta`` and the action table's version as ``guild.json`` inside a model zip."""
+    with zipfile.ZipFile(path, "a") as z:
+        z.writestr(META_NAME, json.dumps({**meta, "table_version": TABLE_VERSION}, indent=1))
+
+
+def check_table_version(path: str | os.PathLike, meta: dict) -> None:
+    """Refuse a model trained on another action table (or one that does not say which)."""
+    version = meta.get("table_version")
+    if version is None:
+        raise ValueError(f"sb3 model {str(path)!r} does not record its action table version "
+                         f"(trained before versions were recorded); this game's table is "
+                         f"version {TABLE_VERSION}: retrain it")
+    if version != TABLE_VERSION:
+        raise ValueError(f"sb3 model {str(path)!r} was trained on action table version "
+                         f"{version!r}; this game's table is version {TABLE_VERSION}: retrain it")
+
+
+def load_model(path: str | os.PathLike, extract: Extract | None = None) -> _Loaded:
+    """Load (or fetch from the per-process cache) a MaskablePPO zip.
+
+    Without ``extract`` the zip is unpickled here (it runs the zip's code: only for files you
+    trust); with it, ``extract`` describes the zip elsewhere (in a sandbox) and the policy
+    network is rebuilt here from that description, with no unpickling
+    (``agents.learn.sb3_extract.rebuild``).  ``ValueError`` naming the file when it cannot be
+    played.
+    """
+    p = Path(path).expanduser().resolve()
+    try:
+        st = p.stat()
+    except OSError as e:
+        raise ValueError(f"sb3 model {str(path)!r} cannot be read ({e.strerror})") from None
+    if not p.is_file():
+        raise ValueError(f"sb3 model {str(path)!r} is not a file")
+    key = (str(p), st.st_mtime_ns, st.st_size, extract is not None)
+    with _LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None:
+            return hit
+        loaded = (_load_trusted(p, path) if extract is None
+                  else _load_described(p, path, st.st_size, extract))
+        for k in [k for k in _CACHE if k[0] == key[0] and k[3] == key[3]]:
+            del _CACHE[k]  # an older version of the same file
+        _CACHE[key] = loaded
+        return loaded
+
+
+def _import_error(e: ImportError) -> ValueError:
+    return ValueError("sb3 policies need the 'train' extra (pip install torch==2.13.0 then "
+                      f"pip install -e '.[train]'): {e}")
+
+
+def _load_trusted(p: Path, path: str | os.PathLike) -> _Loaded:
+    """Unpickle the zip in this process."""
+    if not zipfile.is_zipfile(p):
+        raise ValueError(f"sb3 model {str(path)!r} cannot be loaded as MaskablePPO (not a "
+                         f"zip file)")
+    meta = read_meta(p)
+    check_table_version(path, meta)
+    try:
+        import torch as _torch
+        from sb3_contrib import MaskablePPO
+    except ImportError as e:
+        raise _import_error(e) from None
+    try:
+        # building the network draws from torch's generator: leave it as it was, so a
+        # stochastic policy seeded before its model loads samples as one loaded after
+        with _torch.random.fork_rng(devices=[]):
+            model = MaskablePPO.load(str(p), device="cpu")
+    except Exception as e:  # a corrupt zip or not a MaskablePPO model
+        raise ValueError(f"sb3 model {str(path)!r} cannot be loaded as MaskablePPO "
+                         f"({type(e).__name__}: {e})") from None
+    from gymnasium import spaces as gspaces
+
+    return _Loaded(model, not isinstance(model.observation_space, gspaces.Dict), meta)
+
+
+def _load_described(p: Path, path: str | os.PathLike, size: int, extract: Extract) -> _Loaded:
+    """Have ``extract`` describe the zip (elsewhere); rebuild its policy network here."""
+    try:
+        from agents.learn import sb3_extract
+        from agents.learn.sb3_extract import DescriptionError
+    except ImportError as e:
+        raise _import_error(e) from None
+    if size > sb3_extract.MAX_INPUT_BYTES:
+        raise ValueError(f"sb3 model {str(path)!r} is larger than "
+                         f"{sb3_extract.MAX_INPUT_BYTES >> 20} MB ({size:,} bytes): too large "
+                         "to load in a sandbox (--trust loads it in this process)")
+    try:
+        with open(p, "rb") as f:
+            data = f.read(sb3_extract.MAX_INPUT_BYTES + 1)
+    except OSError as e:
+        raise ValueError(f"sb3 model {str(path)!r} cannot be read ({e.strerror})") from None
+    try:
+        blob = extract(data)
+    except ValueError as e:
+        raise ValueError(f"sb3 model {str(path)!r} cannot be loaded in a sandbox: {e}") from None
+    try:
+        model, meta = sb3_extract.rebuild(blob)
+    except DescriptionError as e:
+        raise ValueError(f"sb3 model {str(path)!r} cannot be played from its sandboxed "
+                         f"description: {e}") from None
+    except ImportError as e:
+        raise _import_error(e) from None
+    check_table_version(path, meta)
+    from gymnasium import spaces as gspaces
+
+    return _Loaded(model, not isinstance(model.observation_space, gspaces.Dict), meta)
+
+
+class SB3Policy:
+    """A trained MaskablePPO model playing one seat from that seat's own encoding.
+
+    Args:
+        path: the model zip.
+        deterministic: take the most likely legal action (default) or sample one.
+        extract: load the zip through this describer (a sandbox, :func:`load_model`) instead
+            of unpickling it in this process.
+    """
+
+    scripted = False
+
+    def __init__(self, path: str, deterministic: bool = True,
+                 extract: Extract | None = None) -> None:
+        if not isinstance(deterministic, bool):
+            raise ValueError(f"deterministic must be a bool; got {deterministic!r}")
+        if extract is not None and not callable(extract):
+            raise ValueError(f"extract must be callable (bytes -> bytes); got {extract!r:.60}")
+        self.path = str(path)
+        self.deterministic = deterministic
+        self.extract = extract
+        self._loaded: _Loaded | None = None
+        self._seed: int | None = None
+
+    def __repr__(self) -> str:
+        return f"SB3Policy({self.path!r}, deterministic={self.deterministic})"
+
+    def reset(self, seed: int | None = None) -> None:
+        """Seed torch's sampler so stochastic play is reproducible per episode."""
+        self._seed = seed
+        if not self.deterministic and seed is not None:
+            import torch as _torch
+
+            _torch.manual_seed(int(seed) % (2 ** 63))
+
+    @classmethod
+    def from_model(cls, model: Any, deterministic: bool = True) -> SB3Policy:
+        """Wrap an in-memory model (e.g. during training) without saving it first."""
+        from gymnasium import spaces as gspaces
+
+        policy = cls("<in memory>", deterministic)
+        flat = not isinstance(model.observation_space, gspaces.Dict)
+        policy._loaded = _Loaded(model, flat, {})
+        return policy
+
+    def _model(self) -> _Loaded:
+        if self._loaded is None:  # lazily: building a league lineup must stay cheap
+            self._loaded = load_model(self.path, self.extract)
+        return self._loaded
+
+    def act(self, game: Game, seat: int) -> Intent:
+        """The model's choice for ``seat`` in the start-of-turn state, always a legal index."""
+        loaded = self._model()
+        st = game.state
+        mask_list = legal_mask(st, seat)
+        mask = np.array(mask_list, dtype=bool)
+        obs: Any = encode_flat(st, seat, mask_list) if loaded.flat else encode(st, seat, mask_list)
+        action, _ = loaded.model.predict(obs, action_masks=mask,
+                                         deterministic=self.deterministic)
+        index = int(np.asarray(action).item())
+        return to_intent(index, st.world, seat, st.room[seat])
+
+
+def from_spec(spec: str, **params: Any) -> SB3Policy:
+    """``make_policy("sb3:PATH")``: check the file now, load the model on first use."""
+    path = spec.strip()
+    if not path:
+        raise ValueError("an sb3 policy needs a model path: 'sb3:path/to/model.zip'")
+    if not Path(path).expanduser().is_file():
+        raise ValueError(f"sb3 model {path!r} does not exist")
+    return SB3Policy(str(Path(path).expanduser()), **params)
+
+
+class BatchedSB3Policy:
+    """A MaskablePPO model on the batched engine: the same observation, mask and choice as
+    :class:`SB3Policy`, for many ``(row, seat)`` pairs in one forward pass."""
+
+    batched = True
+
+    def __init__(self, path: str, deterministic: bool = True,
+                 extract: Extract | None = None) -> None:
+        self._scalar = SB3Policy(path, deterministic, extract)
+        self.name = f"sb3:{path}"
+
+    def act(self, engine: Any, rows: np.ndarray, seats: np.ndarray) -> np.ndarray:
+        loaded = self._scalar._model()
+        flat = encode_rows(engine, rows, seats)
+        n_actions = engine.tables.n_actions
+        mask = flat[:, -n_actions:] > 0
+        obs: Any = flat
+        if not loaded.flat:
+            obs = {k: flat[:, a:b] for k, (a, b) in slices(engine.world).items()}
+        action, _ = loaded.model.predict(obs, action_masks=mask,
+                                         deterministic=self._scalar.deterministic)
+        return np.asarray(action, np.int64).reshape(-1)
+
+
+def batched_from_spec(spec: str, **params: Any) -> BatchedSB3Policy:
+    """``make_batched_policy("sb3:PATH")``: the file is checked now, loaded on first use."""
+    return BatchedSB3Policy(from_spec(spec, **params).path, **params)
+
+
+try:
+    from stable_baselines3.common.vec_env import VecEnv as _VecEnv
+
+    class GuildVecEnv(_VecEnv):
+        """``GuildVectorEnv`` (flat observation, same-step autoreset) as an SB3 ``VecEnv``.
+
+        The batched engine behind a Stable-Baselines3 learner (MaskablePPO reads
+        ``action_masks()``); finished episodes report ``info["episode"]`` (``r``: the final
+        score) and ``info["terminal_observation"]`` as SB3's own ``VecMonitor`` and
+        ``DummyVecEnv`` do.  ``env_kwargs`` go to ``GuildVectorEnv`` (``opponents``, ``seat``,
+        ``turns``...).
+        """
+
+        def __init__(self, num_envs: int, seed: int = 0, **env_kwargs: Any) -> None:
+            from sim.envs.vector import GuildVectorEnv
+
+            self.env = GuildVectorEnv(num_envs, flatten=True, autoreset_mode="same_step",
+                                      **env_kwargs)
+            self._seed = seed
+            self._actions: np.ndarray | None = None
+            super().__init__(num_envs, self.env.single_observation_space,
+                             self.env.single_action_space)
+
+        def reset(self) -> np.ndarray:
+            obs, _ = self.env.reset(seed=self._seed)
+            return obs
+
+        def step_async(self, actions: np.ndarray) -> None:
+            self._actions = np.asarray(actions, np.int64)
+
+        def step_wait(self) -> tuple:
+            obs, reward, done, _, info = self.env.step(self._actions)
+            infos: list[dict] = [{} for _ in range(self.num_envs)]
+            for i in np.flatnonzero(done).tolist():
+                score = float(info["final_info"]["score"][i])
+                infos[i] = {"terminal_observation": info["final_obs"][i],
+                            "episode": {"r": score, "l": self.env.engine.turns, "t": 0.0}}
+            return obs, reward.astype(np.float32), done, infos
+
+        def action_masks(self) -> np.ndarray:
+            return self.env.action_masks()
+
+        def env_method(self, method_name: str, *args: Any, indices: Any = None,
+                       **kwargs: Any) -> list:
+            if method_name != "action_masks":
+                raise AttributeError(method_name)
+            return list(self.env.action_masks())
+
+        def has_attr(self, attr_name: str) -> bool:
+            return attr_name == "action_masks"
+
+        def get_attr(self, attr_name: str, indices: Any = None) -> list:
+            if attr_name == "render_mode":
+                return [None] * self.num_envs
+            raise AttributeError(attr_name)
+
+        def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
+            raise AttributeError(attr_name)
+
+        def env_is_wrapped(self, wrapper_class: Any, indices: Any = None) -> list[bool]:
+            return [False] * self.num_envs
+
+        def close(self) -> None:
+            pass
+
+except ImportError:  # pragma: no cover - only without the train extra
+    GuildVecEnv = None  # type: ignore[assignment,misc]

@@ -1,0 +1,452 @@
+"""``guild train``: our PPO (``agents.learn.ppo_learn``) on the batched engine, on CPU or a GPU.
+
+``guild train`` and ``examples/train_ppo.py`` both run :func:`main` here, so the
+command works from an installed wheel and the two cannot drift apart::
+
+    guild train --minutes 10 --seed 0 --out runs/ppo
+
+The learner plays one seat per row of the batched engine against factor and magpie lineups
+(``--self-play``: seats in every place against itself, its past snapshots, factor and magpie;
+``agents.learn.ppo_arena``), rewarded by its score change each turn (an episode's return is its
+final score). Training stops at ``--steps`` or after ``--minutes``, whichever comes first; both
+count the whole run, so ``--resume`` after a kill finishes the run that was asked for.
+
+Before and after training, the paired, seat-rotated evaluation (``agents.learn.evaluation``) plays
+the model in every seat of held-out seeds against factor and magpie, and factor in its place: the
+difference, with its 95% interval, says whether the model beats factor.
+
+Writes to ``--out``: ``model.pt`` (play it with ``make_policy("ppo:OUT")`` or ``guild league
+--policies ppo:OUT,factor,magpie``), ``checkpoint.pt`` (every ``--checkpoint-minutes`` and at
+the end), ``curve.csv``, ``curve.png``, ``tb/`` (TensorBoard, when installed) and
+``summary.json``, whose ``"policy"`` is the spec that plays the model; the command prints the
+summary as one JSON line and then, last, the spec alone. A new run refuses an ``--out`` that
+holds another run's files, any run refuses a filesystem root, a league's folder and a non-empty
+folder that is not a run's (:func:`check_out`), and two trainings never write one ``--out`` at
+once. Ctrl-C and
+SIGTERM keep a checkpoint of the last whole update before exiting (130, 143), so ``--resume``
+continues exactly.
+
+torch is the optional ``train`` extra, imported inside the functions that need it, so
+importing this module (and ``guild --help``) never needs it. :func:`train` is the library entry
+point and prints nothing; :func:`run` is the command around it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import re
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, NoReturn
+
+from agents.learn.evaluation import MAX_SEEDS
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+from agents.learn.ppo_config import PPOConfig
+
+DEVICES = ("auto", "cpu", "cuda")
+EVAL_SEED0 = 100_000
+EVAL_OPPONENTS = ("factor", "magpie")
+# One torch thread: measured fastest for the whole loop on the 2-core machines (README).
+DEFAULT_THREADS = 1
+# Bounds that turn typos into errors before anything is allocated: a row of the engine holds an
+# episode's observations (about 26 kB per learning seat, up to six seats in self-play), torch
+# crashes (SIGSEGV) asked for 10**8 threads, and the seeds feed numpy and torch generators.
+MAX_ENVS = 16_384
+MAX_THREADS = 256
+MAX_SEED = 2 ** 63 - 1
+
+
+class TrainingError(ValueError):
+    """Training cannot start: a bad option, torch missing, no GPU for ``cuda``, ``--out``
+    unusable, or ``--resume`` with no usable checkpoint."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """Report a usage mistake in one line on stderr and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _minutes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected minutes, got {text!r}") from None
+    if not value > 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"expected a positive number of minutes, got {text!r}")
+    return value
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options, shared by the example script and ``guild train``."""
+    d = TrainOptions()
+    p.add_argument("--steps", type=_positive_int, default=d.steps, metavar="N",
+                   help=f"learning-seat steps at most, whole run ({d.steps}; --minutes "
+                   "usually stops first)")
+    p.add_argument("--minutes", type=_minutes, default=d.minutes, metavar="M",
+                   help=f"wall time for training, whole run, evaluation excluded ({d.minutes:g})")
+    p.add_argument("--seed", type=int, default=d.seed, metavar="S", help="training seed (0)")
+    p.add_argument("--out", default=d.out, metavar="DIR", help=f"output directory ({d.out})")
+    p.add_argument("--envs", "--n-envs", dest="envs", type=_positive_int, default=d.envs,
+                   metavar="K", help=f"episodes stepped together in the batched engine ({d.envs})")
+    p.add_argument("--device", choices=DEVICES, default=d.device,
+                   help="where the network learns; auto takes a GPU if torch sees one (auto)")
+    p.add_argument("--threads", type=_positive_int, default=d.threads, metavar="T",
+                   help=f"torch threads ({d.threads}: fastest measured on 2 cores)")
+    p.add_argument("--self-play", action="store_true",
+                   help="learn in all six seats against itself, past snapshots, factor, magpie")
+    p.add_argument("--checkpoint-minutes", type=_minutes, default=d.checkpoint_minutes,
+                   metavar="M", help=f"minutes between checkpoints ({d.checkpoint_minutes:g})")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the run in --out from its last checkpoint")
+    p.add_argument("--eval-episodes", type=_positive_int, default=d.eval_episodes, metavar="E",
+                   help=f"held-out seeds {EVAL_SEED0}.. for the paired evaluation before and "
+                   f"after, each played in all six seats ({d.eval_episodes})")
+    p.add_argument("--no-plot", action="store_true", help="skip curve.png")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bar or progress lines; results and the summary only")
+
+
+def build_parser(prog: str = "train_ppo.py") -> argparse.ArgumentParser:
+    """The command's parser (``prog`` names it in usage and error lines)."""
+    p = _Parser(prog=prog, description="Train a guild seat with PPO on the batched engine.")
+    add_arguments(p)
+    return p
+
+
+@dataclass(frozen=True)
+class TrainOptions:
+    """What :func:`train` does; the defaults are those of ``guild train``."""
+
+    out: str = "runs/train"
+    steps: int = 100_000_000
+    minutes: float = 10.0
+    seed: int = 0
+    envs: int = 1024
+    device: str = "auto"
+    threads: int = DEFAULT_THREADS
+    self_play: bool = False
+    checkpoint_minutes: float = 2.0
+    resume: bool = False
+    eval_episodes: int = 500
+    plot: bool = True
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+
+    def __post_init__(self) -> None:
+        for name, low, high in (("steps", 1, None), ("envs", 1, MAX_ENVS),
+                                ("threads", 1, MAX_THREADS), ("eval_episodes", 2, MAX_SEEDS),
+                                ("seed", 0, MAX_SEED)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low or (
+                    high is not None and value > high):
+                span = f"from {low:,} to {high:,}" if high else f"of at least {low}"
+                raise TrainingError(f"{name} must be a whole number {span}; got {value!r:.40}")
+        for name in ("minutes", "checkpoint_minutes"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and 0 < value < math.inf):
+                raise TrainingError(f"{name} must be a positive number; got {value!r}")
+        if self.device not in DEVICES:
+            raise TrainingError(f"device must be one of {', '.join(DEVICES)}; got "
+                                f"{self.device!r}")
+        if not isinstance(self.ppo, PPOConfig):
+            raise TrainingError(f"ppo must be a PPOConfig; got {type(self.ppo).__name__}")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> TrainOptions:
+        """The options parsed by :func:`add_arguments`."""
+        return cls(out=args.out, steps=args.steps, minutes=args.minutes, seed=args.seed,
+                   envs=args.envs, device=args.device, threads=args.threads,
+                   self_play=args.self_play, checkpoint_minutes=args.checkpoint_minutes,
+                   resume=args.resume, eval_episodes=args.eval_episodes,
+                   plot=not args.no_plot)
+
+
+Say = Callable[[str], None]
+Progress = Callable[[float, dict], None]
+
+
+def _quiet(*_: Any) -> None:
+    """The default for messages nobody asked to see."""
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` -> ``cuda`` if torch sees a GPU, else ``cpu``; ``cuda`` without one refused."""
+    import torch
+
+    if device not in DEVICES:
+        raise TrainingError(f"unknown device {device!r}; choose one of {', '.join(DEVICES)}")
+    has_gpu = torch.cuda.is_available()
+    if device == "cuda" and not has_gpu:
+        raise TrainingError("--device cuda: torch sees no CUDA GPU on this machine "
+                            "(use --device cpu or auto)")
+    return "cuda" if device == "auto" and has_gpu else "cpu" if device == "auto" else device
+
+
+def train(options: TrainOptions, *, say: Say = _quiet, log: Say = _quiet, warn: Say = _quiet,
+          progress: Progress = _quiet) -> dict:
+    """Evaluate, train, save, evaluate again; return the summary (also ``OUT/summary.json``).
+
+    Nothing is printed: ``say`` gets the result lines, ``log`` the lines about the run's
+    course (checkpoints, resuming), ``warn`` what was left out (no matplotlib, no
+    ``curve.png``), ``progress(done, figures)`` after every update (``done``: the fraction of
+    the steps or minutes spent, whichever is further; ``figures``: steps, steps/s, score).
+    Raises :class:`TrainingError` (one line) before any work for bad options, a missing
+    torch, a missing GPU, an unusable ``--out`` (:func:`check_out`) or checkpoint, an
+    ``--out`` holding another run without ``resume`` (its files are never overwritten), or
+    one another training is writing (``OUT/.train.lock``).
+    """
+    try:
+        import torch
+    except ImportError as e:
+        raise TrainingError(f"needs torch (pip install torch==2.13.0, then pip install -e "
+                            f"'.[train]'): {e}") from None
+    device = resolve_device(options.device)
+    out = Path(options.out)
+    if out.exists() and not out.is_dir():
+        raise TrainingError(f"--out {options.out!r} is not a directory")
+    check_out(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise TrainingError(f"cannot create --out {options.out!r} ({e.strerror})") from None
+    with _hold(out):
+        if options.resume:
+            from agents.learn.ppo_records import CheckpointError, load_checkpoint
+
+            try:
+                checkpoint = load_checkpoint(out)
+            except CheckpointError as e:
+                raise TrainingError(str(e)) from None
+        else:
+            checkpoint = None
+            kept = [name for name in RUN_FILES if (out / name).exists()]
+            if kept:
+                raise TrainingError(f"--out {options.out!r} holds another run ({', '.join(kept)}"
+                                    "): add --resume to continue it, or choose a new --out")
+        threads = torch.get_num_threads()
+        torch.set_num_threads(options.threads)
+        try:
+            from agents.learn.training_loop import run_training
+
+            return run_training(options, out, device, checkpoint, say, log, warn, progress)
+        finally:
+            torch.set_num_threads(threads)
+
+
+# What a run leaves in --out; a new run (no --resume) refuses a directory holding any of them.
+RUN_FILES = ("checkpoint.pt", "model.pt", "summary.json", "curve.csv")
+LOCK_NAME = ".train.lock"
+# All a run may leave: its files, plot, TensorBoard folder and lock, and the temporary files of
+# its atomic writes (".model.pt.tmp1234", agents.learn.ppo.atomic_save, ppo_records.write_text).
+OWN_NAMES = (*RUN_FILES, "curve.png", "tb", LOCK_NAME)
+_OWN_TEMP = re.compile(rf"\.(?:{'|'.join(map(re.escape, RUN_FILES))})\.tmp\d+")
+# A league's folder holds these (league.core.store.MANIFEST, RESULTS; agents never imports league).
+LEAGUE_FILES = ("league.json", "results.jsonl")
+
+
+def check_out(out: Path) -> None:
+    """Refuse (:class:`TrainingError`, one line) an ``--out`` that is the root of a filesystem,
+    a league's folder, or a folder holding files that no training run writes when it holds no
+    run's own (:data:`RUN_FILES`): a run writes and, resumed, replaces its files in ``--out``.
+    An empty folder, a new one and a run's folder (``--resume`` continues it; a new run is
+    refused there, see :func:`train`) pass."""
+    shown = str(out)
+    real = Path(os.path.realpath(out))
+    if real.parent == real:  # "/", a drive's root, or a link to one
+        raise TrainingError(f"--out {shown!r} is the root of a filesystem; give the run a "
+                            "folder of its own (e.g. runs/train)")
+    if not out.is_dir():
+        return  # created for the run
+    try:
+        names = sorted(os.listdir(out))
+    except OSError as e:
+        raise TrainingError(f"cannot read --out {shown!r} ({e.strerror})") from None
+    league = [n for n in LEAGUE_FILES if n in names]
+    if league:
+        raise TrainingError(f"--out {shown!r} is a league's folder (it holds "
+                            f"{', '.join(league)}); give the run a folder of its own")
+    if any(n in RUN_FILES for n in names):
+        return  # a training run's folder
+    foreign = [n for n in names if n not in OWN_NAMES and not _OWN_TEMP.fullmatch(n)]
+    if foreign:
+        more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+        raise TrainingError(f"--out {shown!r} is not empty and not a training run's folder "
+                            f"(it holds {', '.join(repr(n) for n in foreign[:3])}{more}); "
+                            "choose an empty or a new folder")
+
+
+@contextlib.contextmanager
+def _hold(out: Path) -> Iterator[None]:
+    """Hold ``OUT/.train.lock`` (an advisory ``flock``, released by the kernel when the process
+    dies): two trainings writing one directory would mix their checkpoints and models."""
+    try:
+        f = open(out / LOCK_NAME, "a")
+    except OSError as e:
+        raise TrainingError(f"cannot write in --out {str(out)!r} ({e.strerror})") from None
+    with f:
+        if fcntl is None:  # pragma: no cover - Windows: no advisory locks there
+            yield
+            return
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise TrainingError(f"--out {str(out)!r} is in use by another guild train "
+                                "(wait for it or choose another --out)") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def run_options(options: TrainOptions, checkpoint: dict | None, warn: Say) -> TrainOptions:
+    """The options a resumed run continues with: the run's own seed, envs, self-play,
+    hyperparameters and evaluation seeds (its "before" figures were played on them), a
+    different value on the command line is named and ignored."""
+    if checkpoint is None:
+        return options
+    run = checkpoint["run"]
+    kept = {"seed": run["seed"], "envs": run["envs"], "self_play": run["self_play"],
+            "ppo": PPOConfig.from_dict(run["ppo"]),
+            "eval_episodes": checkpoint["before"]["n_seeds"]}
+    for name in ("seed", "envs", "self_play", "eval_episodes"):
+        if getattr(options, name) != kept[name] and getattr(options, name) != getattr(
+                TrainOptions(), name):
+            warn(f"train: --resume keeps the run's {name} {kept[name]!r} (not "
+                 f"{getattr(options, name)!r})")
+    threads = run.get("threads", options.threads)
+    if threads != options.threads:  # float sums differ with the thread count
+        warn(f"train: the run used {threads} torch threads, this resume {options.threads}: "
+             f"the weights will not equal those of an uninterrupted run (--threads {threads})")
+    return replace(options, **kept)
+
+
+def run_record(options: TrainOptions) -> dict:
+    """What a checkpoint keeps of the options (plain values)."""
+    return {"seed": options.seed, "envs": options.envs, "self_play": options.self_play,
+            "threads": options.threads, "ppo": options.ppo.to_dict()}
+
+
+# --- the command (guild train, examples/train_ppo.py) ---------------------------------
+
+def run(args: argparse.Namespace) -> int:
+    """Train with the parsed options, printing as the command does; returns the exit code.
+
+    The progress bar (tqdm, on stderr) and the progress lines go away with ``--quiet``; the
+    summary is printed as one JSON line, and then, as the last line of standard output, the
+    policy spec that plays the model alone (``guild league --policies "$(guild train ... |
+    tail -n 1),factor"``).
+    """
+    def say(message: str) -> None:
+        _write(message)
+
+    def warn(message: str) -> None:
+        _write(message, sys.stderr)
+
+    bar = None if args.quiet else _Bar()
+    previous = _catch_sigterm()
+    try:
+        summary = train(TrainOptions.from_args(args), say=say,
+                        log=_quiet if args.quiet else say, warn=warn,
+                        progress=_quiet if bar is None else bar.update)
+    except TrainingError as e:
+        _write(f"train: error: {e}", sys.stderr)
+        return 2
+    except KeyboardInterrupt as e:  # (_write: on its own line, above the progress bar)
+        _write(f"train: {'terminated' if isinstance(e, Terminated) else 'interrupted'}; add "
+               f"--resume to continue from the last checkpoint in {args.out}", sys.stderr)
+        return 128 + signal.SIGTERM if isinstance(e, Terminated) else 130
+    finally:
+        if bar is not None:
+            bar.close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    print(json.dumps(summary), flush=True)
+    print(summary["policy"], flush=True)
+    return 0
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM during ``guild train``: handled as Ctrl-C is (the run keeps a checkpoint)."""
+
+
+def _catch_sigterm() -> Any:
+    """Make SIGTERM (a scheduler's or ``kill``'s stop) raise :class:`Terminated` once; returns
+    the previous handler (None off the main thread, where signals cannot be handled)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def stop(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the save
+        raise Terminated()
+
+    return signal.signal(signal.SIGTERM, stop)
+
+
+_ACTIVE_BAR: Any = None
+
+
+def _write(message: str, file: Any = None) -> None:
+    """Print around the progress bar (tqdm.write keeps it on its own line)."""
+    if _ACTIVE_BAR is not None:
+        _ACTIVE_BAR.write(message, file=file or sys.stdout)
+    else:
+        print(message, file=file or sys.stdout, flush=True)
+
+
+class _Bar:
+    """A tqdm bar over the run's budget (steps or minutes, whichever is nearer its end)."""
+
+    def __init__(self) -> None:
+        self.bar: Any = None
+
+    def update(self, done: float, figures: dict) -> None:
+        global _ACTIVE_BAR
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = _ACTIVE_BAR = tqdm(total=1000, desc="train", file=sys.stderr,
+                                          bar_format="{desc} {percentage:3.0f}%|{bar:24}| "
+                                          "{elapsed}{postfix}", leave=True)
+        self.bar.n = min(1000, int(done * 1000))
+        self.bar.set_postfix_str(f"{figures['steps']:,} steps, {figures['steps_per_s']:,.0f} "
+                                 f"steps/s, mean score {figures['score']:+.3f}")
+        if done >= 1.0:  # the budget is spent: the lines that follow go below the bar
+            self.close()
+
+    def close(self) -> None:
+        global _ACTIVE_BAR
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = _ACTIVE_BAR = None
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "train_ppo.py") -> int:
+    """Command-line entry point; returns the exit code."""
+    try:
+        args = build_parser(prog).parse_args(argv)
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else 2
+    return run(args)

@@ -1,0 +1,166 @@
+"""The body of ``guild train`` (``agents.learn.training.train`` checks the options, then calls
+:func:`run_training`): the paired evaluation before, the updates with their curve, checkpoints
+and TensorBoard scalars, the model file, the evaluation after, and the summary.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from agents.learn.ppo import MODEL_NAME, BatchedPPOPolicy, save_model
+from agents.learn.ppo_learn import Learner, engine_share
+from agents.learn.ppo_records import (
+    CHECKPOINT_NAME,
+    CURVE_COLUMNS,
+    Board,
+    plot_curve,
+    save_checkpoint,
+    write_curve,
+    write_text,
+)
+from agents.learn.training import (
+    EVAL_OPPONENTS,
+    EVAL_SEED0,
+    TrainingError,
+    TrainOptions,
+    run_options,
+    run_record,
+)
+from sim.codec.action_table import TABLE_VERSION
+
+Say = Callable[[str], None]
+
+
+def evaluate(policy: Any, seeds: range) -> dict:
+    """The paired, seat-rotated comparison with factor (``agents.learn.evaluation``), as plain
+    data."""
+    from agents.learn.evaluation import paired_evaluation
+
+    result = paired_evaluation(policy, against=EVAL_OPPONENTS, seeds=seeds, turns=14)
+    return json.loads(json.dumps(result.to_dict()))  # plain values: checkpoints load them
+
+
+def _line(when: str, e: dict) -> str:
+    return (f"{when}: {e['diff']:+.3f} vs factor, 95% [{e['low']:+.3f}, {e['high']:+.3f}] "
+            f"(mean score {e['mean']:+.3f}; factor in the same seats {e['baseline_mean']:+.3f})")
+
+
+def run_training(options: TrainOptions, out: Path, device: str, checkpoint: dict | None,
+                 say: Say, log: Say, warn: Say, progress: Callable[[float, dict], None]) -> dict:
+    """Train as ``options`` say into ``out`` (module docstring); returns the summary."""
+    if checkpoint is not None:
+        try:
+            o = run_options(options, checkpoint, warn)
+            learner = Learner(o.ppo, o.envs, o.self_play, o.seed, device)
+            learner.load_state(checkpoint["learner"], str(out / CHECKPOINT_NAME))
+            curve = [list(row) for row in checkpoint["curve"]]
+            if not all(len(row) == len(CURVE_COLUMNS) and all(
+                    type(x) in (int, float) for x in row) for row in curve):
+                raise ValueError("its curve is not rows of numbers")
+            seconds = float(checkpoint["seconds"])
+            if not 0 <= seconds < math.inf:
+                raise ValueError(f"it has trained for {seconds} seconds")
+            before = json.loads(json.dumps(dict(checkpoint["before"]), allow_nan=True))
+            _line("before training", before)  # the figures it must print
+        except (KeyError, TypeError, ValueError, RuntimeError) as e:  # damaged inside
+            raise TrainingError(f"--resume: checkpoint {str(out / CHECKPOINT_NAME)!r} cannot "
+                                f"be restored ({type(e).__name__}: {str(e)[:100]})") from None
+        resumed: int | None = learner.steps
+        log(f"resumed from the checkpoint at step {learner.steps:,} ({seconds:.0f} s trained)")
+    else:
+        o = options
+        learner = Learner(o.ppo, o.envs, o.self_play, o.seed, device)
+        curve, seconds, resumed = [], 0.0, None
+    seeds = range(EVAL_SEED0, EVAL_SEED0 + o.eval_episodes)
+    say(f"paired evaluation: seeds {seeds[0]}..{seeds[-1]}, the model in each of the six "
+        f"seats against {' and '.join(EVAL_OPPONENTS)}, compared with factor in its place")
+    if checkpoint is None:
+        before = evaluate(BatchedPPOPolicy.from_net(_on_cpu(learner)), seeds)
+    say(_line("before training", before))
+
+    def record() -> dict:
+        return {"run": run_record(o), "learner": learner.state(), "curve": list(curve),
+                "seconds": seconds, "before": before}
+
+    def keep() -> None:
+        save_checkpoint(out, record())
+
+    board = Board(out, learner.steps)
+    started, first_step = time.perf_counter(), learner.steps
+    base, budget = seconds, o.minutes * 60.0
+    saved = started
+    boundary: dict | None = None  # the state before the update under way, for Ctrl-C
+    try:
+        while learner.steps < o.steps and seconds < budget:
+            boundary = copy.deepcopy(record())  # (the optimizer's tensors change in place)
+            f = learner.update()
+            now = time.perf_counter()
+            seconds = base + now - started
+            rate = (learner.steps - first_step) / max(now - started, 1e-9)
+            curve.append([learner.steps, round(seconds, 2), round(f["score"], 5), f["episodes"],
+                          round(f["entropy"], 5), round(f["approx_kl"], 6)])
+            boundary = None
+            board.add(learner.steps, {"train/mean_score": f["score"],
+                                      "train/entropy": f["entropy"],
+                                      "loss/policy": f["policy_loss"],
+                                      "loss/value": f["value_loss"],
+                                      "train/approx_kl": f["approx_kl"],
+                                      "train/clip_fraction": f["clip_fraction"],
+                                      "speed/steps_per_s": rate,
+                                      "speed/engine_share": engine_share(learner)})
+            progress(max(learner.steps / o.steps, seconds / budget),
+                     {"steps": learner.steps, "steps_per_s": rate, "score": f["score"]})
+            if now - saved >= o.checkpoint_minutes * 60.0:
+                keep()
+                saved = time.perf_counter()
+                log(f"checkpoint at step {learner.steps:,}")
+    except KeyboardInterrupt:  # Ctrl-C: keep what was learnt; --resume continues from it,
+        # from the last whole update (half an update's weights would not resume exactly)
+        save_checkpoint(out, boundary if boundary is not None else record())
+        raise
+    finally:
+        board.close()
+    keep()
+    session = time.perf_counter() - started
+    steps = learner.steps
+    provenance = {"trainer": "guild train", "seed": o.seed, "steps": steps,
+                  "updates": learner.updates, "train_seconds": round(seconds, 1),
+                  "envs": o.envs, "self_play": o.self_play, "device": device,
+                  "hyperparameters": o.ppo.to_dict()}
+    model = out / MODEL_NAME
+    save_model(learner.net, model, provenance)
+    after = evaluate(BatchedPPOPolicy(model), seeds)  # the saved file, as leagues play it
+    rate = (steps - first_step) / session if steps > first_step else float("nan")
+    say(_line("after training", after))
+    say(f"{steps:,} steps in {seconds:.0f} s ({rate:,.0f} steps/s this session, "
+        f"{engine_share(learner):.0%} of it in the engine); model: {model}")
+    write_curve(out / "curve.csv", curve)
+    if o.plot:
+        try:
+            plot_curve(out / "curve.png", curve, after["baseline_mean"], after["mean"])
+        except ImportError:
+            warn("train: matplotlib missing; no curve.png (pip install matplotlib)")
+    summary = {"policy": f"ppo:{model.resolve()}",  # API.md §3: the spec that plays the model
+               "model": str(model), "table_version": TABLE_VERSION, "steps": steps,
+               "train_seconds": round(seconds, 1),
+               "steps_per_second": None if math.isnan(rate) else round(rate, 1),
+               "engine_share": round(engine_share(learner), 3), "seed": o.seed,
+               "envs": o.envs, "self_play": o.self_play, "device": device,
+               "threads": o.threads, "resumed_from": resumed,
+               "evaluation": {"seeds": [seeds[0], seeds[-1]], "against": list(EVAL_OPPONENTS),
+                              "turns": 14},
+               "before": before, "after": after, "hyperparameters": o.ppo.to_dict(),
+               "tensorboard": str(out / "tb") if board.enabled else None}
+    write_text(out / "summary.json", json.dumps(summary, indent=1) + "\n")
+    return summary
+
+
+def _on_cpu(learner: Learner) -> Any:
+    """The learner's network as the evaluation plays it (a CPU copy when it learns on a GPU)."""
+    return learner.net if learner.device.type == "cpu" else copy.deepcopy(learner.net).cpu()

@@ -1,0 +1,28 @@
+"""Language-model seats: a policy is a prompt to any OpenAI-compatible chat endpoint.
+
+``seat`` is the policy (retries, fallbacks, records), ``prompt`` the system message and the
+reading of a reply, ``client`` one HTTP request, ``spec`` the ``llm:`` specs, and ``local`` a
+small model served on this machine (the ``local-llm`` extra; ``local_stats`` summarises how its
+seats did in a league).
+"""
+
+from agents.llm.seat import (
+    ASCII_SPACE,
+    CORRECTIVE,
+    DEFAULT_KEY_ENV,
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_RETRY_FLOOR,
+    DEFAULT_TIMEOUT,
+    ELLIPSIS,
+    REPLY_SCHEMA,
+    LLMPolicy,
+    Reply,
+    clean,
+    parse_reply,
+    system_prompt,
+)
+from agents.llm.spec import from_spec
+
+__all__ = ["ASCII_SPACE", "CORRECTIVE", "DEFAULT_KEY_ENV", "DEFAULT_MAX_TOKENS",
+           "DEFAULT_RETRY_FLOOR", "DEFAULT_TIMEOUT", "ELLIPSIS", "REPLY_SCHEMA", "LLMPolicy",
+           "Reply", "clean", "from_spec", "parse_reply", "system_prompt"]

@@ -1,0 +1,167 @@
+"""One request to an OpenAI-compatible chat endpoint, and what comes back (RULES §6.6-6.7).
+
+Kept apart from the policy (``agents.llm``) so the network side -- connections, proxies,
+timeouts, status codes, the shape of a response -- is in one place, and the policy only decides
+what to ask and what to do with the answer. ``httpx`` (the ``llm`` extra) is imported here
+only, lazily.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import threading
+import time
+import urllib.parse
+from typing import Any
+
+
+class RejectedError(Exception):
+    """The service refused the credentials (HTTP 401/403)."""
+
+
+class ChatClient:
+    """``POST {base_url}/chat/completions``, over one lazily opened, thread-shared connection.
+
+    A loopback server is never reached through a proxy from the environment (``trust_env`` is
+    off for it), so a local model works behind a corporate ``HTTP_PROXY``.
+    """
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.trust_env = not is_loopback(urllib.parse.urlsplit(base_url).hostname or "")
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def complete(self, body: dict, headers: dict[str, str],
+                 limit: float) -> tuple[str | None, dict[str, Any]]:
+        """Send one request; the reply's text (None on failure) and the attempt's record.
+
+        The record holds ``error`` (why there is no text), ``status`` (an HTTP status other
+        than 200), ``usage`` (the token counts the server reports), ``reply`` (the raw text)
+        and ``seconds``. Raises
+        :class:`RejectedError` on HTTP 401 or 403, the one failure that is not retried.
+        """
+        import httpx
+
+        t0 = time.perf_counter()
+        attempt: dict[str, Any] = {}
+        try:
+            r = self._http().post(f"{self.base_url}/chat/completions", json=body,
+                                  headers=headers, timeout=limit)
+        except httpx.TimeoutException:
+            return None, done(attempt, t0, error=f"no reply within {limit:g} s")
+        except httpx.HTTPError as e:
+            return None, done(attempt, t0, error=f"request failed: {type(e).__name__}: {e}")
+        if r.status_code in (401, 403):
+            raise RejectedError(f"HTTP {r.status_code}: the service refused the credentials")
+        if r.status_code != 200:
+            attempt["status"] = r.status_code  # 400/422: the policy may drop response_format
+            return None, done(attempt, t0, error=f"HTTP {r.status_code}: {r.text[:200]}")
+        try:
+            data = r.json()
+        except ValueError:
+            return None, done(attempt, t0, error="the response body is not JSON")
+        content, usage = content_of(data), usage_of(data)
+        if usage:
+            attempt["usage"] = usage
+        if content is None:
+            return None, done(attempt, t0, error="the response has no message content")
+        attempt["reply"] = content
+        return content, done(attempt, t0)
+
+    def stream(self, body: dict, headers: dict[str, str],
+               limit: float) -> tuple[str | None, dict[str, Any]]:
+        """Like :meth:`complete`, but streamed, with ``limit`` bounding the whole reply.
+
+        For a server of our own that answers one request at a time (``agents.llm.local``):
+        closing the stream at the limit makes llama-cpp-python's server stop generating, so an
+        abandoned request does not keep the server from the next one.
+        """
+        import httpx
+
+        t0 = time.perf_counter()
+        deadline = t0 + limit
+        attempt: dict[str, Any] = {}
+        parts: list[str] = []
+        try:
+            with self._http().stream("POST", f"{self.base_url}/chat/completions",
+                                     json={**body, "stream": True}, headers=headers,
+                                     timeout=limit) as r:
+                if r.status_code != 200:
+                    attempt["status"] = r.status_code
+                    text = r.read().decode("utf-8", "replace")
+                    return None, done(attempt, t0, error=f"HTTP {r.status_code}: {text[:200]}")
+                for line in r.iter_lines():
+                    if time.perf_counter() > deadline:
+                        return None, done(attempt, t0, error=f"no reply within {limit:g} s")
+                    if not line.startswith("data:") or line[5:].strip() == "[DONE]":
+                        continue
+                    try:
+                        chunk = json.loads(line[5:])
+                        delta = chunk["choices"][0].get("delta") or {}
+                    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+                        continue  # a ping, a usage-only chunk or an error we cannot read
+                    if isinstance(delta.get("content"), str):
+                        parts.append(delta["content"])
+        except httpx.TimeoutException:
+            return None, done(attempt, t0, error=f"no reply within {limit:g} s")
+        except httpx.HTTPError as e:
+            return None, done(attempt, t0, error=f"request failed: {type(e).__name__}: {e}")
+        attempt["reply"] = "".join(parts)
+        return attempt["reply"], done(attempt, t0)
+
+    def close(self) -> None:
+        """Close the connections (they are reopened when needed)."""
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    def _http(self) -> Any:
+        import httpx
+
+        with self._lock:
+            if self._client is None:
+                self._client = httpx.Client(trust_env=self.trust_env)
+            return self._client
+
+
+def done(attempt: dict, t0: float, error: str | None = None) -> dict:
+    """Finish an attempt's record: its error (if any) and the seconds since ``t0``."""
+    if error:
+        attempt["error"] = error
+    attempt["seconds"] = round(time.perf_counter() - t0, 3)
+    return attempt
+
+
+def content_of(data: Any) -> str | None:
+    """``choices[0].message.content`` (a string, or a list of text parts); None if absent."""
+    try:
+        content = data["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    if isinstance(content, list):
+        parts = [p.get("text") for p in content if isinstance(p, dict)]
+        content = "".join(p for p in parts if isinstance(p, str))
+    return content if isinstance(content, str) else None
+
+
+def usage_of(data: Any) -> dict[str, int]:
+    """The token counts the server reports (OpenAI ``usage`` names), when it reports them."""
+    usage = data.get("usage") if isinstance(data, dict) else None
+    if not isinstance(usage, dict):
+        return {}
+    return {k: v for k, v in usage.items()
+            if k in ("prompt_tokens", "completion_tokens", "total_tokens")
+            and isinstance(v, int) and not isinstance(v, bool)}
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine (``localhost`` or a loopback address)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

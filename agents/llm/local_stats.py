@@ -1,0 +1,92 @@
+"""``python -m agents.llm.local_stats RUN_DIR``: how a league's language-model seats did.
+
+The figures a language-model seat is judged by (README, language-model section): over the model's
+seat-episodes, the share of replies that were valid JSON, the share of the model's sentences
+the town understood (parsed to an intent, whether or not the act then succeeded), fallbacks to
+``factor``, the mean score of each policy, and the model's decisions per second. Reads only
+the league's files (``results.jsonl`` and ``replays/``), so it works on any finished league.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def league_stats(run: Path) -> dict[str, Any]:
+    """The figures for the ``llm:`` seats of the league in ``run``."""
+    rows = [json.loads(x) for x in (run / "results.jsonl").read_text(
+        encoding="utf-8").splitlines() if x.strip()]
+    if not rows:  # a league stopped before its first batch of lines: read its replays
+        rows = [row_of(path) for path in sorted((run / "replays").glob("e*.json"))]
+    scores: dict[str, list[float]] = {}
+    seat_episodes = decisions = fallbacks = replies = valid = played = understood = 0
+    formats: dict[str, int] = {}
+    wall = 0.0
+    for row in rows:
+        lineup = row["lineup"]
+        for seat, name in enumerate(lineup):
+            scores.setdefault(name, []).append(row["scores"][seat])
+        llm_seats = {s for s, name in enumerate(lineup) if name.startswith("llm:")}
+        if not llm_seats:
+            continue
+        wall += row["wallTime"]
+        seat_episodes += len(llm_seats)
+        fallbacks += sum(row["fallbacks"][s] for s in llm_seats)
+        payload = json.loads((run / "replays" / f"{row['id']}.json").read_text(encoding="utf-8"))
+        for rec in payload.get("llm", []):
+            decisions += 1
+            for a in rec["attempts"]:
+                if "reply" in a:
+                    replies += 1
+                    valid += "error" not in a
+                    kind = a.get("format", "none")
+                    formats[kind] = formats.get(kind, 0) + 1
+        for e in payload["events"]:
+            if e["kind"] == "act" and e["seat"] in llm_seats and not e["scripted"]:
+                played += 1
+                understood += e["intent"] != "none"
+    return {
+        "episodes": len(rows), "seatEpisodes": seat_episodes, "decisions": decisions,
+        "replies": replies, "validJsonShare": round(valid / replies, 3) if replies else None,
+        "modelPlayed": played,
+        "understoodShare": round(understood / played, 3) if played else None,
+        "fallbacks": fallbacks,
+        "fallbackShare": round(fallbacks / decisions, 3) if decisions else None,
+        "meanScore": {name: round(sum(v) / len(v), 2) for name, v in sorted(scores.items())},
+        "decisionsPerSecond": round(decisions / wall, 3) if wall else None,
+        "formats": formats,
+    }
+
+
+def row_of(path: Path) -> dict[str, Any]:
+    """What a results line would say, from a replay alone (no wall time: it is not there)."""
+    payload = json.loads(path.read_text(encoding="utf-8"))
+    lineup = payload["policyNames"]
+    fallbacks = [0] * len(lineup)
+    for rec in payload.get("llm", []):
+        fallbacks[rec["seat"]] += bool(rec["scripted"])
+    return {"id": path.stem, "lineup": lineup, "scores": payload["results"]["scores"],
+            "fallbacks": fallbacks, "wallTime": 0.0}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the figures for each league directory named, as JSON lines."""
+    args = sys.argv[1:] if argv is None else argv
+    if not args:
+        print("usage: python -m agents.llm.local_stats RUN_DIR [RUN_DIR...]", file=sys.stderr)
+        return 2
+    for arg in args:
+        try:
+            stats = league_stats(Path(arg))
+        except (OSError, ValueError, KeyError) as e:
+            print(f"llm_local_stats: cannot read the league in {arg!r} ({e})", file=sys.stderr)
+            return 2
+        print(json.dumps({"run": arg, **stats}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,311 @@
+"""Language-model seats: a policy is a prompt (SENTENCES §17-§21, RULES §6.6).
+
+:class:`LLMPolicy` plays a seat by asking any OpenAI-compatible chat endpoint
+(``POST {base_url}/chat/completions``). The system message explains the game and the reply
+format in our own words (:func:`system_prompt`, SENTENCES §18); the user message is the seat's
+text view ``game.observation_text(seat, prompt=...)`` (§17), which already carries the operator
+guidance block and the reply-format line. The reply is one JSON object ``{action, say, notes}``
+read as §20.1 says (:func:`parse_reply`).
+
+Failures, as the original host does them (§20.1, §21):
+
+- an invalid reply (no object, bad JSON, no string ``action``, an empty one) or a failed request
+  (HTTP error, timeout, refused connection, a body without a message) is asked again **once**,
+  with one corrective line added to the user message and half the timeout (at least
+  ``retry_floor`` seconds, 8 by default);
+- a second failure plays the ``factor`` baseline for that turn, marked scripted;
+- a service that rejects the credentials (HTTP 401 or 403) is switched off for the rest of the
+  episode: every later decision is ``factor`` at once, with no network wait (§21);
+- a valid reply whose sentence the grammar cannot read is *not* a failure: it is played, and its
+  reason is shown to the seat next turn.
+
+Structured replies: with ``response_format="auto"`` (the default) the request asks for JSON
+matching :data:`REPLY_SCHEMA` (OpenAI's ``json_schema`` form); an endpoint that refuses that
+form (HTTP 400 or 422, or an error naming ``response_format``) is asked at once in
+llama-cpp-python's ``json_object`` + ``schema`` form, then with no format, and the first form
+that works is remembered for that endpoint and model in this process. A refused form is not
+an attempt. The tolerant reading of the reply stays, for endpoints that ignore the format.
+Each attempt records the ``format`` it used.
+
+Deviation: the original plays ``factor`` at once when the game has no credentials at all. Here a
+missing key variable sends no ``Authorization`` header instead, because local servers (vLLM,
+llama.cpp, Ollama) need none; a service that wants one answers 401 and is switched off.
+
+Protocol (see ``agents.policy``): ``act`` returns an :class:`agents.Decision` (sentence, say,
+notes, scripted), and ``concurrent = True`` lets :func:`agents.decide_turn` and the league ask
+all language-model seats of a turn at the same time, in threads (RULES §6.6). Every decision is
+logged in ``records`` (system and user message, each attempt's raw reply or error, the token
+counts the server reports, the time taken); the league writes them into the replay under
+``"llm"`` (``take_records``), and ``guild export-sft`` turns them into training rows.
+
+Modules: ``agents.llm.prompt`` (the system message, reading a reply), ``agents.llm.client``
+(one HTTP request and its response), and this one (the policy: retries, fallbacks, records,
+and building it from a spec). The prompt names are re-exported here.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import urllib.parse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from agents.baselines.scripted import Factor
+from agents.llm.client import ChatClient, RejectedError
+from agents.llm.prompt import (
+    ASCII_SPACE,
+    CORRECTIVE,
+    ELLIPSIS,
+    REPLY_SCHEMA,
+    RESPONSE_FORMATS,
+    Reply,
+    clean,
+    parse_reply,
+    response_format,
+    system_prompt,
+)
+from agents.policy import Decision
+from sim import Game
+from sim.rules.world import MAX_PROMPT_LEN
+
+__all__ = ["ASCII_SPACE", "CORRECTIVE", "DEFAULT_KEY_ENV", "DEFAULT_MAX_TOKENS",
+           "DEFAULT_RETRY_FLOOR", "DEFAULT_TIMEOUT", "ELLIPSIS", "LLMPolicy", "REPLY_SCHEMA",
+           "Reply", "clean", "parse_reply", "system_prompt"]
+
+DEFAULT_TIMEOUT = 24.0      # RULES §6.7 llmTimeoutSeconds
+DEFAULT_MAX_TOKENS = 900    # RULES §6.7 maxOutputTokens
+DEFAULT_RETRY_FLOOR = 8.0   # SENTENCES §20.1: the retry gets half the timeout, at least 8 s
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+
+_FACTOR = Factor()
+# (base_url, model) -> the response_format kind that endpoint accepted (``"auto"`` policies).
+_ACCEPTED_FORMAT: dict[tuple[str, str], str] = {}
+
+
+# --- the policy -----------------------------------------------------------------------------------
+
+class LLMPolicy:
+    """A seat played by an OpenAI-compatible chat model.
+
+    Args:
+        model: the model name sent in the request.
+        base_url: the API root, e.g. ``http://127.0.0.1:8000/v1``; requests go to
+            ``{base_url}/chat/completions``.
+        api_key_env: the environment variable holding the API key (read at each request, never
+            stored in records); unset or empty sends no ``Authorization`` header.
+        timeout: seconds for one request (connect, send, and between received bytes).
+        retry_floor: the retry gets ``max(retry_floor, timeout / 2)`` seconds.
+        max_tokens: the reply's token limit (``max_tokens`` in the request).
+        temperature: sent when given; None leaves the server's default.
+        prompt: the operator's guidance, cut to 4000 characters (SENTENCES §20.2).
+        response_format: ``"auto"`` (ask for the schema in the forms the endpoint accepts),
+            one of ``"json_schema"``, ``"json_object"`` (always that form), or ``"none"``.
+    """
+
+    scripted = False
+    concurrent = True  # act() may run in a thread beside the other seats' (agents.decide_turn)
+
+    def __init__(self, model: str, base_url: str, *, api_key_env: str = DEFAULT_KEY_ENV,
+                 timeout: float = DEFAULT_TIMEOUT, retry_floor: float = DEFAULT_RETRY_FLOOR,
+                 max_tokens: int = DEFAULT_MAX_TOKENS, temperature: float | None = None,
+                 prompt: str = "", response_format: str = "auto") -> None:
+        try:
+            import httpx  # noqa: F401 - fail at construction, not at the first turn
+        except ImportError:
+            raise ValueError("llm policies need httpx: pip install 'guild-game[llm]'") from None
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError(f"llm policy: the model name must be a non-empty string; got "
+                             f"{model!r}")
+        url = urllib.parse.urlsplit(base_url) if isinstance(base_url, str) else None
+        if url is None or url.scheme not in ("http", "https") or not url.hostname:
+            raise ValueError(f"llm policy: the base URL must be http(s)://host[:port]/path; got "
+                             f"{base_url!r}")
+        for name, value in (("timeout", timeout), ("retry_floor", retry_floor)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (
+                    name == "timeout" and value == 0):
+                raise ValueError(f"llm policy: {name} must be a positive number of seconds; "
+                                 f"got {value!r}")
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise ValueError(f"llm policy: max_tokens must be a positive int; got {max_tokens!r}")
+        if temperature is not None and (isinstance(temperature, bool)
+                                        or not isinstance(temperature, (int, float))):
+            raise ValueError(f"llm policy: temperature must be a number; got {temperature!r}")
+        if not isinstance(prompt, str):
+            raise ValueError(f"llm policy: prompt must be a string; got {type(prompt).__name__}")
+        if response_format != "auto" and response_format not in RESPONSE_FORMATS:
+            raise ValueError(f"llm policy: response_format must be auto, "
+                             f"{', '.join(RESPONSE_FORMATS)}; got {response_format!r}")
+        if not isinstance(api_key_env, str):
+            raise ValueError(f"llm policy: api_key_env must be a string; got {api_key_env!r}")
+        self.model = model.strip()
+        self.base_url = base_url.rstrip("/")
+        self.api_key_env = api_key_env
+        self.timeout = float(timeout)
+        self.retry_timeout = max(float(retry_floor), self.timeout / 2)
+        self.max_tokens = max_tokens
+        self.temperature = None if temperature is None else float(temperature)
+        self.prompt = prompt[:MAX_PROMPT_LEN]
+        self.response_format = response_format
+        self._chat = ChatClient(self.base_url)
+        self._lock = threading.Lock()
+        self.records: list[dict] = []
+        self.disabled = False  # the service refused the credentials this episode
+
+    def __repr__(self) -> str:
+        return f"LLMPolicy(model={self.model!r}, base_url={self.base_url!r})"
+
+    def reset(self, seed: int | None = None) -> None:
+        """A new episode: forget the records and try the service again."""
+        with self._lock:
+            self.records = []
+            self.disabled = False
+
+    def take_records(self) -> list[dict]:
+        """The decisions logged since the last call (the league stores them in the replay)."""
+        with self._lock:
+            out, self.records = self.records, []
+        return out
+
+    def close(self) -> None:
+        """Close the HTTP connections (they are reopened when needed)."""
+        self._chat.close()
+
+    def act(self, game: Game, seat: int) -> Decision:
+        """Ask the model for ``seat``'s move; fall back to ``factor`` as §20.1 and §21 say."""
+        system = system_prompt(game, seat)
+        user = game.observation_text(seat, prompt=self.prompt)
+        record: dict[str, Any] = {"turn": game.turn, "seat": seat, "model": self.model,
+                                  "system": system, "user": user, "attempts": []}
+        reply: Reply | None = None
+        if self.disabled:
+            record["error"] = "the service refused the credentials earlier this episode"
+        else:
+            for n, limit in enumerate((self.timeout, self.retry_timeout)):
+                text = user if n == 0 else f"{user}\n\n{CORRECTIVE}"
+                try:
+                    reply, attempt = self._attempt(system, text, limit)
+                except RejectedError as e:
+                    self.disabled = True
+                    record["attempts"].append({"retry": n > 0, "error": str(e)})
+                    record["error"] = "the service refused the credentials; factor plays " \
+                                      "the rest of the episode"
+                    break
+                attempt["retry"] = n > 0
+                record["attempts"].append(attempt)
+                if reply is not None:
+                    break
+        if reply is None:
+            decision = Decision(_FACTOR.act(game, seat), scripted=True)
+        else:
+            decision = Decision(reply.action, reply.say, reply.notes)
+        record.update(action=decision.action, say=decision.say, notes=decision.notes,
+                      scripted=decision.scripted)
+        with self._lock:
+            self.records.append(record)
+        return decision
+
+    # --- one request ---------------------------------------------------------------------
+
+    def _attempt(self, system: str, user: str, limit: float) -> tuple[Reply | None, dict]:
+        """One request and the reading of its reply; the attempt's record."""
+        body: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens,
+                                "messages": [{"role": "system", "content": system},
+                                             {"role": "user", "content": user}]}
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        headers = {}
+        key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        content, attempt = self._send(body, headers, limit)
+        if content is None:
+            return None, attempt
+        reply, why = parse_reply(content)
+        if why:
+            attempt["error"] = why
+        return reply, attempt
+
+    def _formats(self) -> Sequence[str]:
+        """The response_format kinds to try, in order."""
+        if self.response_format != "auto":
+            return (self.response_format,)
+        known = _ACCEPTED_FORMAT.get((self.base_url, self.model))
+        return RESPONSE_FORMATS if known is None else RESPONSE_FORMATS[
+            RESPONSE_FORMATS.index(known):]
+
+    def _send(self, body: dict, headers: dict[str, str],
+              limit: float) -> tuple[str | None, dict[str, Any]]:
+        """Send ``body`` with each format in turn while the endpoint refuses the format."""
+        kinds = self._formats()
+        refused: list[str] = []
+        for n, kind in enumerate(kinds):
+            fmt = response_format(kind)
+            if fmt is None:
+                body.pop("response_format", None)
+            else:
+                body["response_format"] = fmt
+            content, attempt = self._chat.complete(body, headers, limit)
+            if content is None and refuses_format(attempt) and n + 1 < len(kinds):
+                refused.append(kind)  # perhaps the format: try the next form at once
+                continue
+            attempt["format"] = kind
+            if refused:
+                attempt["refused_formats"] = refused
+            if content is not None and self.response_format == "auto":
+                _ACCEPTED_FORMAT[(self.base_url, self.model)] = kind
+            return content, attempt
+        raise AssertionError("unreachable: the last format always returns")
+
+
+def refuses_format(attempt: dict[str, Any]) -> bool:
+    """Whether a failed attempt looks like the endpoint refusing ``response_format``: HTTP 400
+    or 422, or any error status whose body names it (llama-cpp-python answers 500)."""
+    status = attempt.get("status")
+    return status is not None and (status in (400, 422)
+                                   or "response_format" in attempt.get("error", ""))
+
+
+# --- building from a spec -----------------------------------------------------------------------
+
+# Options a spec may carry after "#": name -> (keyword, type).
+OPTIONS: dict[str, tuple[str, type]] = {
+    "timeout": ("timeout", float), "retry_floor": ("retry_floor", float),
+    "max_tokens": ("max_tokens", int), "temperature": ("temperature", float),
+    "key_env": ("api_key_env", str), "api_key_env": ("api_key_env", str),
+    "prompt": ("prompt", str), "prompt_file": ("prompt_file", str),
+    "format": ("response_format", str), "response_format": ("response_format", str),
+}
+
+
+def parse_options(fragment: str, options: dict[str, tuple[str, type]]) -> dict[str, Any]:
+    """The ``key=value&...`` options after a spec's ``#``, typed by ``options``."""
+    kwargs: dict[str, Any] = {}
+    for pair in fragment.split("&") if fragment else ():
+        key, eq, value = pair.partition("=")
+        if key not in options or not eq:
+            raise ValueError(f"llm policy spec: unknown option {pair!r} after '#'; known: "
+                             f"{', '.join(sorted(options))} (as key=value)")
+        name, kind = options[key]
+        value = urllib.parse.unquote(value)
+        try:
+            kwargs[name] = kind(value)
+        except ValueError:
+            raise ValueError(f"llm policy spec: option {key} needs a {kind.__name__}; got "
+                             f"{value!r}") from None
+    return kwargs
+
+
+def read_prompt_file(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with a ``prompt_file`` read into ``prompt``."""
+    prompt_file = kwargs.pop("prompt_file", None)
+    if prompt_file is not None:
+        if "prompt" in kwargs:
+            raise ValueError("llm policy: give prompt or prompt_file, not both")
+        try:
+            kwargs["prompt"] = Path(prompt_file).read_text(encoding="utf-8")
+        except OSError as e:
+            raise ValueError(f"llm policy: cannot read prompt_file {prompt_file!r} "
+                             f"({e.strerror or e})") from None
+    return kwargs

@@ -1,0 +1,45 @@
+"""``llm:`` policy specs: ``MODEL@URL`` for a chat endpoint, ``local`` for a model here.
+
+Apart from the policy (``agents.llm.seat``) so that the local seat (``agents.llm.local``), which
+builds on the policy, is reached from here without importing back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents.llm.seat import OPTIONS, LLMPolicy, parse_options, read_prompt_file
+
+__all__ = ["from_spec"]
+
+
+def from_spec(spec: str, **params: Any) -> LLMPolicy:
+    """Build from ``"MODEL@URL"`` (what ``make_policy("llm:MODEL@URL")`` passes).
+
+    ``"local"`` and ``"local@/path/model.gguf"`` are a model on this machine
+    (``agents.llm.local``, the ``local-llm`` extra).
+
+    Options may follow a ``#`` as ``key=value`` pairs joined by ``&`` (values percent-encoded),
+    so a league's ``--policies`` can carry them: ``timeout``, ``retry_floor``, ``max_tokens``,
+    ``temperature``, ``key_env`` (the API key's variable name), ``prompt`` or ``prompt_file``
+    (the operator guidance). Keyword ``params`` override them, e.g.
+    ``make_policy("llm:m@http://127.0.0.1:8000/v1", timeout=5)``.
+    """
+    if not isinstance(spec, str):
+        raise ValueError(f"llm policy spec must be a string; got {spec!r}")
+    head, _, fragment = spec.partition("#")
+    model, sep, url = head.partition("@")
+    if model == "local" and not url.startswith(("http://", "https://")):
+        from agents.llm.local import from_spec as local_spec  # the local-llm extra's seat
+
+        return local_spec(spec, **params)
+    while sep and not url.startswith(("http://", "https://")) and "@" in url:
+        # a model name holding "@": split at the "@" that starts the URL
+        more, sep, url = url.partition("@")
+        model = f"{model}@{more}"
+    if not sep or not model.strip() or not url:
+        raise ValueError(f"llm policy spec {('llm:' + spec)!r} must look like "
+                         "llm:MODEL@http(s)://HOST[:PORT]/PATH")
+    kwargs = parse_options(fragment, OPTIONS)
+    kwargs.update(params)
+    return LLMPolicy(model, url, **read_prompt_file(kwargs))

@@ -1,0 +1,488 @@
+"""Seats that run apart run in a sandbox: bubblewrap, an unprivileged uid, limits that hold.
+
+A league runs every policy it does not trust (``module:Name``, ``sb3:`` zips, ``exec:``
+programs) in a seat process of its own (``league.apart.isolated``).  Here that process gets a
+sandbox: one bubblewrap (``bwrap``) container per policy and league process, holding a zygote
+(``league.seat.zygote``) that forks each seat into namespaces of its own.
+
+What a seat sees and may do:
+
+* **Files:** an allowlist, read-only: ``/usr`` (the system's programs and libraries), the
+  interpreter's prefixes (``sys.base_prefix``, ``sys.prefix``: the standard library and the
+  installed packages), the folders of our packages when they lie elsewhere (an editable
+  install: ``sim/`` and ``agents/``, not the repository around them), and the policy's own
+  files: its module or package, its ``sb3:`` model, the ``exec:`` program and the files its
+  command line names.  Nothing else of the machine: no home folder, no ``/etc``, no league
+  folder (``--out`` is covered by an empty folder even when it lies under a bound one), no
+  secret or key.  Its working folder (``HOME``, ``TMPDIR``) is a scratch folder of its own, a
+  tmpfs of :data:`SCRATCH_MB`; so is ``/tmp`` (where the policy's files under /tmp are bound
+  again); ``/dev/shm`` holds :data:`league.seat.zygote.SHM_MB`.
+* **Processes:** user, pid, network, IPC, UTS and mount namespaces; the seat is pid 1 of its
+  own pid namespace, so it sees no other process and everything it starts ends with it.  No
+  capabilities, ``no_new_privs``.  When the league runs as root, the sandbox runs under an
+  unprivileged uid of its own (from :data:`UID_BASE`), so a file readable only by root stays
+  unreadable, and the uid's ``RLIMIT_NPROC`` (:data:`NPROC`) bounds its processes and threads.
+* **Environment:** only ``PATH``, ``HOME``, ``TMPDIR``, ``LANG``, the ``PYTHON*`` settings the
+  seat host needs, and the engine's own switches (``GUILD_PURE``...).  Nothing of the league's.
+* **Limits** (set by the league, enforced from outside): memory (address space) and CPU time
+  per process, the decision timeout and the episode deadline (``league.core.episode``); and, where
+  the machine lets a root league make control groups (cgroup v1 ``memory`` and ``pids``), the
+  memory of all of a sandbox's processes together (:data:`SANDBOX_MEMORY_MB`) and their count.
+
+The league talks to a seat only through pipes (``league.seat.protocol``); it never reads a
+file a seat wrote.
+
+:func:`run` runs one command (no zygote) in the same kind of sandbox, bounded in time, memory
+and output, and returns its stdout: the command line loads ``sb3:`` zips that way
+(``league.apart.sb3_load``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import importlib.machinery
+import importlib.util
+import itertools
+import math
+import os
+import selectors
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from league.seat.zygote import OLD_TMP, Launch
+
+SCRATCH_MB = 64            # each seat's scratch folder (a tmpfs)
+SANDBOX_MEMORY_MB = 8192   # all the processes of one sandbox (a memory control group, where
+                           # the machine lets the league make one)
+CGROUP_ROOT = "/sys/fs/cgroup"
+CGROUP_PREFIX = "guild-sandbox-"
+NPROC = 4096               # processes and threads of one sandbox (its uid's RLIMIT_NPROC);
+                           # each seat in it: league.seat.zygote.SEAT_NPROC
+UID_BASE = 2_000_000       # sandboxes run as uids UID_BASE .. UID_BASE + UID_SPAN - 1
+UID_SPAN = 1_000_000
+# What the seat host imports: sim, agents and league.seat (with the league package's __init__,
+# which imports nothing eagerly), never the rest of the league.
+OUR_PACKAGES = ("sim", "agents", "league.seat")
+PASSED_ENV = ("GUILD_PURE", "GUILD_CHECK_PARSED", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
+              "OMP_NUM_THREADS")
+MODES = ("bwrap", "none")
+INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap), or accept "
+                "the risk with --trust (every policy in the league's process) or --sandbox "
+                "none (seat processes without a sandbox)")
+
+_UIDS = itertools.count()
+
+
+class SandboxError(ValueError):
+    """The sandbox cannot be made (bubblewrap missing, or it cannot start here)."""
+
+
+def _uid() -> int:
+    """A uid of its own for each sandbox this process starts (shared only by chance with
+    another league's, which would share the process limit, nothing else)."""
+    return UID_BASE + (os.getpid() * 1009 + next(_UIDS)) % UID_SPAN
+
+
+@functools.lru_cache(maxsize=1)
+def problem() -> str | None:
+    """Why a sandbox cannot start on this machine (None: it can); tried once per process."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return "bubblewrap (bwrap) is not installed"
+    argv = [*_prefix(bwrap, _binds([]), (), os.getuid() == 0), "/bin/true"]
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=30, env={})
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"bubblewrap could not start ({e})"
+    if done.returncode != 0:
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        return f"bubblewrap could not start a sandbox ({said[-1] if said else done.returncode})"
+    return None
+
+
+def require() -> None:
+    """Refuse in one line (:class:`SandboxError`) when no sandbox can start here."""
+    why = problem()
+    if why is not None:
+        raise SandboxError(f"seats that run apart need a sandbox, but {why}: {INSTALL_HINT}")
+
+
+@dataclass(frozen=True)
+class Bind:
+    source: str
+    target: str
+    directory: bool
+
+
+def _binds(extra: list[Path]) -> list[Bind]:
+    """The read-only allowlist: the interpreter, our packages, and ``extra`` (the policy's)."""
+    roots = [Path(sys.base_prefix), Path(sys.prefix), *_our_folders(), *extra]
+    out: list[Bind] = []
+    for root in roots:
+        path = root.resolve()
+        if path == Path("/") or not path.exists():
+            continue
+        if any(path == Path(b.target) or Path(b.target) in path.parents for b in out):
+            continue  # already inside a bound folder
+        out = [b for b in out if path not in Path(b.target).parents]
+        out.append(Bind(str(path), str(path), path.is_dir()))
+    return out
+
+
+def _system() -> list[str]:
+    """``/usr`` and the top-level links or folders into it (``/bin``, ``/lib``...)."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        top = Path("/") / name
+        if top.is_symlink():
+            args += ["--symlink", os.readlink(top), str(top)]
+        elif top.is_dir():
+            args += ["--ro-bind", str(top), str(top)]
+    args += ["--perms", "0755", "--dir", "/etc", "--perms", "0755", "--dir", "/etc/ssl"]
+    for name in ("/etc/ld.so.cache", "/etc/localtime", "/etc/ssl/openssl.cnf"):  # public
+        if Path(name).is_file():
+            args += ["--ro-bind", name, name]
+    return args
+
+
+def _parents(binds: list[Bind]) -> list[str]:
+    """Create every folder above a bind as world-readable (bubblewrap copies the mode of the
+    source's parents: ``/root`` would stay closed to the sandbox's uid)."""
+    made: set[str] = set()
+    args: list[str] = []
+    for b in binds:
+        for parent in reversed(Path(b.target).parents):
+            p = str(parent)
+            if p not in made and p not in ("/", "/usr"):
+                made.add(p)
+                args += ["--perms", "0755", "--dir", p]
+    return args
+
+
+def _prefix(bwrap: str, binds: list[Bind], hidden: tuple[str, ...], root: bool,
+            env: dict[str, str] | None = None) -> list[str]:
+    """The bubblewrap command line up to the program it runs."""
+    # As root, no user namespace here (it would map uid 0 alone, and setpriv needs the rest);
+    # each seat makes its own (league.seat.zygote).  Otherwise bubblewrap makes one.
+    args = [bwrap, *([] if root else ["--unshare-user"]), "--unshare-pid", "--unshare-net",
+            "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent",
+            "--new-session", "--clearenv"]
+    for key, value in (env or {}).items():
+        args += ["--setenv", key, value]
+    args += _system() + _parents(binds)
+    for b in binds:
+        args += ["--ro-bind", b.source, b.target]
+    for path in hidden:  # the league's folder, even under a bound one
+        if any(Path(b.target) == Path(path) or Path(b.target) in Path(path).parents
+               for b in binds if b.directory) and Path(path).is_dir():
+            args += ["--tmpfs", path]
+    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "0755", "--dir", "/scratch",
+             "--chdir", "/"]
+    args += ["--perms", "0755", "--dir", "/tmp", "--perms", "0755", "--dir", OLD_TMP]
+    # The proc mount must be fully visible for a seat's own (bubblewrap covers /proc/irq and
+    # /proc/bus with read-only copies of themselves): a shell with CAP_SYS_ADMIN uncovers them,
+    # then setpriv drops every capability (as root: and becomes the sandbox's own uid).
+    who = (["--reuid", str(uid := _uid()), "--regid", str(uid), "--clear-groups"]
+           if root else [])
+    args += ["--cap-add", "CAP_SYS_ADMIN"]
+    if root:
+        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
+    setpriv = shlex.join(["setpriv", *who, "--inh-caps=-all", "--bounding-set=-all",
+                          "--no-new-privs", "--"])
+    args += ["--", "/bin/sh", "-c",
+             f'umount /proc/irq /proc/bus 2>/dev/null; unset PWD OLDPWD; exec {setpriv} "$@"',
+             "sandbox"]
+    return args
+
+
+def policy_files(spec: str) -> tuple[list[Path], list[str], str]:
+    """What a policy spec needs to see: its files, the folders to put on its import path, and
+    the spec as the sandbox runs it (paths made absolute)."""
+    text = spec.strip()
+    low = text.lower()
+    if low.startswith("sb3:"):
+        path = Path(text[4:]).expanduser().absolute()
+        return [path], [], f"sb3:{path}"
+    if ":" not in text:  # a name our registry (or an installed package's entry point) knows
+        return [], [], text
+    module = text.split(":", 1)[0].strip()
+    top = module.split(".", 1)[0]
+    try:  # where a seat started in this folder would import it from; runs none of its code
+        found = (importlib.machinery.PathFinder.find_spec(top, [os.getcwd(), *sys.path])
+                 if top.isidentifier() else None)
+    except (ImportError, ValueError):
+        found = None
+    if found is None or found.origin in (None, "built-in", "frozen"):
+        return [], [], text
+    if found.submodule_search_locations:
+        folders = [Path(p).absolute() for p in found.submodule_search_locations]
+        return folders, sorted({str(p.parent) for p in folders}), text
+    origin = Path(found.origin).absolute()
+    return [origin], [str(origin.parent)], text
+
+
+def exec_files(argv: list[str]) -> tuple[list[Path], list[str]]:
+    """An ``exec:`` program's files (its executable and every argument that names an existing
+    path) and its command line with those paths made absolute (the seat works in its
+    scratch folder)."""
+    files: list[Path] = []
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        found = shutil.which(arg) if i == 0 else None
+        path = Path(found) if found else Path(arg)
+        if (found or "/" in arg or i > 0) and path.exists():
+            path = path.absolute()
+            files.append(path)
+            out.append(str(path))
+        else:
+            out.append(arg)
+    return files, out
+
+
+def _package_folders(name: str) -> list[Path]:
+    """The folders of package ``name``, wherever it is installed."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    return [Path(p) for p in spec.submodule_search_locations]
+
+
+def _our_folders() -> list[Path]:
+    """The folders of our packages (``sim/``, ``agents/``, ``league/seat/``) and the
+    ``__init__`` files of the packages above a subpackage (``league/__init__.py``)."""
+    out: list[Path] = []
+    for name in OUR_PACKAGES:
+        for folder in _package_folders(name):
+            out += [folder, *(parent / "__init__.py" for parent in
+                              folder.parents[:name.count(".")])]
+    return out
+
+
+def _our_paths() -> list[str]:
+    """The folders holding our packages (on the seat's import path)."""
+    return sorted({str(folder.parents[name.count(".")]) for name in OUR_PACKAGES
+                   for folder in _package_folders(name)})
+
+
+def environment(pythonpath: list[str]) -> dict[str, str]:
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/scratch", "TMPDIR": "/scratch",
+           "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
+           "PYTHONPATH": os.pathsep.join(pythonpath)}
+    env.update((k, os.environ[k]) for k in PASSED_ENV if k in os.environ)
+    return env
+
+
+def launch(files: list[Path], pythonpath: list[str], hidden: tuple[str, ...] = (),
+           scratch_mb: int = SCRATCH_MB) -> Launch:
+    """The sandbox for a policy with these files (refuses when none can start here); the same
+    one for the same arguments in this process, so its seats share one zygote."""
+    require()
+    # Only a folder that exists can be covered; one made later (a league's --out, after the
+    # check of its policies) gets a launch of its own, so a sandbox never shows it.
+    shown = tuple(str(Path(h).absolute()) for h in hidden)
+    return _launch(tuple(files), tuple(pythonpath),
+                   tuple(h for h in shown if Path(h).is_dir()), scratch_mb)
+
+
+@functools.lru_cache(maxsize=256)
+def _launch(files: tuple[Path, ...], pythonpath: tuple[str, ...], hidden: tuple[str, ...],
+            scratch_mb: int) -> Launch:
+    bwrap = shutil.which("bwrap")
+    assert bwrap is not None
+    ours = _our_paths()
+    path = list(dict.fromkeys([*pythonpath, *ours]))
+    env = environment(path)
+    root = os.getuid() == 0
+    binds = _binds(list(files))
+    prefix = _prefix(bwrap, binds, hidden, root, env)
+    keep = tuple(b.target for b in binds if Path("/tmp") in Path(b.target).parents)
+    return Launch(prefix=tuple(prefix), env=tuple(sorted(env.items())), scratch_mb=scratch_mb,
+                  nproc=NPROC, cgroups=_cgroups(prefix) if root else (),
+                  memory_mb=SANDBOX_MEMORY_MB, keep=keep)
+
+
+def _cgroups(prefix: list[str]) -> tuple[str, ...]:
+    """Control groups of a sandbox (memory and processes), under the machine's memory and pids
+    hierarchies (cgroup v1) where they are writable: named by the sandbox's uid."""
+    name = CGROUP_PREFIX + hashlib.sha256("\0".join(prefix).encode()).hexdigest()[:16]
+    found = []
+    for controller in ("memory", "pids"):
+        base = Path(CGROUP_ROOT) / controller
+        if (base / "cgroup.procs").is_file() and os.access(base, os.W_OK):
+            _sweep(str(base))
+            found.append(str(base / name))
+    return tuple(found)
+
+
+@functools.cache
+def _sweep(base: str) -> None:
+    """Remove the empty control groups of sandboxes gone without removing theirs (a league
+    killed with ``kill -9``); one that still holds a process refuses (EBUSY) and stays."""
+    for folder in Path(base).glob(CGROUP_PREFIX + "*"):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+# --- one command in a sandbox (no zygote) ------------------------------------------------------
+
+RUN_TIMEOUT = 60.0            # run(): wall seconds (and CPU seconds) of the command
+RUN_MEMORY_MB = 2048          # run(): address space of each of its processes
+RUN_MAX_OUTPUT = 256 << 20    # run(): bytes it may write on stdout
+RUN_MAX_FILE = 64 << 20       # run(): its largest file (RLIMIT_FSIZE), its scratch, /tmp
+_ERR_KEPT = 8192              # the tail of its stderr kept for the error line
+
+# Inside the sandbox, after setpriv: the command's limits, then the command itself.  Its own
+# code, so they hold before any of the command's (RLIMIT_NPROC is set here, not on bubblewrap,
+# as in the zygote: outside a user namespace it would count every process of the user).
+_LIMITS = ("import os, resource, sys\n"
+           "mem, cpu, nproc, fsize = map(int, sys.argv[1:5])\n"
+           "for rlimit, value in ((resource.RLIMIT_AS, mem), (resource.RLIMIT_CPU, cpu),\n"
+           "                      (resource.RLIMIT_NPROC, nproc), (resource.RLIMIT_FSIZE, fsize),\n"
+           "                      (resource.RLIMIT_CORE, 0)):\n"
+           "    resource.setrlimit(rlimit, (value, value))\n"
+           "try:\n"
+           "    os.execvp(sys.argv[5], sys.argv[5:])\n"
+           "except OSError as e:\n"
+           "    sys.exit(f'cannot start {sys.argv[5]!r}: {e.strerror}')\n")
+
+
+class RunError(ValueError):
+    """A command run by :func:`run` failed: it ended with an error, overran its time or wrote
+    more than its output allows.  The message is one line; ``returncode`` is the command's
+    exit code (None when it was stopped) and ``last_line`` its last line on stderr (printable
+    characters only)."""
+
+    def __init__(self, message: str, returncode: int | None = None,
+                 last_line: str = "") -> None:
+        super().__init__(message)
+        self.returncode = returncode
+        self.last_line = last_line
+
+
+@functools.lru_cache(maxsize=1)
+def _sized_tmpfs() -> bool:
+    """Whether this bubblewrap takes ``--size`` for a tmpfs (0.7 and later)."""
+    bwrap = shutil.which("bwrap")
+    try:
+        done = subprocess.run([bwrap or "bwrap", "--help"], capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return b"--size" in done.stdout + done.stderr
+
+
+def _printable(text: str, limit: int = 300) -> str:
+    """``text`` as one line of printable characters (no terminal escapes), at most ``limit``."""
+    line = "".join(c if c.isprintable() else "?" for c in text.strip())
+    return line if len(line) <= limit else line[:limit - 3] + "..."
+
+
+def run(argv: list[str], files: list[Path] | tuple[Path, ...] = (), *, stdin: bytes = b"",
+        timeout: float = RUN_TIMEOUT, memory_mb: int = RUN_MEMORY_MB,
+        max_output: int = RUN_MAX_OUTPUT, pythonpath: list[str] | tuple[str, ...] = ()) -> bytes:
+    """Run one command in a sandbox like a seat's and return what it wrote on stdout.
+
+    The same sandbox as :func:`launch` (the read-only allowlist with ``files``, the namespaces,
+    the environment, an unprivileged uid of its own as root) but no zygote: ``argv`` runs once,
+    its working folder a scratch tmpfs.  It reads ``stdin`` and is bounded by ``timeout``
+    seconds (wall and CPU), ``memory_mb`` of address space per process, :data:`NPROC`
+    processes, files of :data:`RUN_MAX_FILE` and ``max_output`` bytes on stdout; past any of
+    them it is killed.  ``argv[0]`` is looked up on the sandbox's ``PATH`` (``sys.executable``
+    is there: the interpreter's prefixes are bound).
+
+    Raises :class:`SandboxError` when no sandbox can start here (:func:`require`) and
+    :class:`RunError` when the command fails.
+    """
+    require()
+    if not argv:
+        raise ValueError("run needs a command")
+    bwrap = shutil.which("bwrap")
+    assert bwrap is not None
+    ours = _our_paths()
+    env = environment(list(dict.fromkeys([*pythonpath, *ours])))
+    binds = _binds([Path(f).absolute() for f in files])
+    prefix = _prefix(bwrap, binds, (), os.getuid() == 0, env)
+    cut = len(prefix) - 5  # ... "--", "/bin/sh", "-c", SCRIPT, "sandbox"
+    assert prefix[cut] == "--" and prefix[cut + 1] == "/bin/sh"
+    scratch: list[str] = []
+    if _sized_tmpfs():  # bounded, writable by the sandbox's uid
+        for target in ("/scratch", "/dev/shm",
+                       *(() if any(Path("/tmp") in Path(b.target).parents for b in binds)
+                         else ("/tmp",))):
+            scratch += ["--size", str(RUN_MAX_FILE), "--perms", "01777", "--tmpfs", target]
+        scratch += ["--chdir", "/scratch"]
+    cpu = max(1, math.ceil(timeout))
+    limits = [sys.executable, "-I", "-S", "-c", _LIMITS, str(memory_mb << 20), str(cpu),
+              str(NPROC), str(RUN_MAX_FILE)]
+    command = [*prefix[:cut], *scratch, *prefix[cut:], *limits, *argv]
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, start_new_session=True)
+    out = bytearray()
+    err = bytearray()
+    problem: str | None = None
+
+    def feed() -> None:
+        assert proc.stdin is not None
+        with contextlib.suppress(OSError):  # it ended, or closed its stdin: its business
+            proc.stdin.write(stdin)
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    deadline = time.monotonic() + timeout
+    try:
+        with selectors.DefaultSelector() as sel:
+            assert proc.stdout is not None and proc.stderr is not None
+            sel.register(proc.stdout, selectors.EVENT_READ)
+            sel.register(proc.stderr, selectors.EVENT_READ)
+            while sel.get_map() and problem is None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    problem = f"it ran longer than {timeout:g} s"
+                    break
+                for key, _ in sel.select(left):
+                    chunk = os.read(key.fd, 1 << 16)
+                    if not chunk:
+                        sel.unregister(key.fileobj)
+                    elif key.fileobj is proc.stdout:
+                        out += chunk
+                        if len(out) > max_output:
+                            problem = f"it wrote more than {max_output:,} bytes"
+                            break
+                    else:
+                        err += chunk
+                        if len(err) > 2 * _ERR_KEPT:
+                            del err[:-_ERR_KEPT]
+        if problem is None:
+            try:
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                problem = f"it ran longer than {timeout:g} s"
+    finally:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)  # bubblewrap's own: its sandbox dies with it
+        proc.wait()
+        feeder.join(timeout=5)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+    if problem is not None:
+        raise RunError(f"{problem}: stopped")
+    if proc.returncode != 0:
+        lines = [ln for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()]
+        said = _printable(lines[-1]) if lines else ""
+        how = (f"signal {-proc.returncode}" if proc.returncode < 0
+               else f"exit code {proc.returncode}")
+        raise RunError(f"it ended with {how}: {said or 'nothing on stderr'}", proc.returncode,
+                       said)
+    return bytes(out)

@@ -1,0 +1,106 @@
+"""``guild evaluate SPEC``: a paired, seat-rotated comparison of a policy with factor.
+
+The figures come from :func:`agents.learn.evaluation.paired_evaluation` (the same code training
+uses for its before/after figures); this module only adds the options, the readable lines and
+the JSON file.  ``sb3:`` models (pickles) are loaded in a sandbox unless ``--trust``
+(``league.apart.sb3_load``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from agents.learn.evaluation import DEFAULT_SEEDS, EvaluationError, PairedResult
+from agents.learn.evaluation import paired_evaluation as evaluate
+from feasibility.cli import (  # the one A..B parser of the command line
+    accept_negative_seeds,
+    parse_seeds,
+)
+from league.apart.sb3_load import guard
+from league.core.atomic import write_atomic
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``guild evaluate`` to the ``guild`` subcommands."""
+    p = sub.add_parser(
+        "evaluate", help="compare a policy with factor: same seeds, same tables, every seat",
+        description="Play SPEC in every seat of every seed's game, the other seats filled from "
+        "--against cycling in seat order, and the same games with --baseline in its place; "
+        "print both mean scores and the paired difference with its 95% interval (Student t "
+        "over the per-seed means). Batched engine when every policy has a batched form, "
+        "else the scalar one.")
+    accept_negative_seeds(p)  # --seeds -5..-1 as well as --seeds=-5..-1
+    p.add_argument("spec", metavar="SPEC",
+                   help="the policy: factor, magpie, random, module.path:Name, llm:..., ...")
+    p.add_argument("--against", default="factor,magpie", metavar="P1,P2,...",
+                   help="the other seats, cycling in seat order (factor,magpie)")
+    p.add_argument("--seeds", type=parse_seeds, metavar="A..B",
+                   default=DEFAULT_SEEDS,
+                   help=f"game seeds A to B inclusive ({DEFAULT_SEEDS[0]}.."
+                   f"{DEFAULT_SEEDS[-1]})")
+    p.add_argument("--baseline", default="factor", metavar="SPEC",
+                   help="what SPEC is compared with (factor)")
+    p.add_argument("--turns", type=int, default=14, metavar="N", help="turns per game (14)")
+    p.add_argument("--json", metavar="PATH", help="also write the figures to PATH as JSON")
+    p.add_argument("--trust", action="store_true",
+                   help="load sb3: models in this process (a model zip is a pickle: loading "
+                   "it runs its code; only for files you trust); by default each is loaded in "
+                   "a bubblewrap sandbox and played here from its weights alone")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Evaluate, print the figures, write ``--json``; 2 (one line on stderr) for bad input."""
+    against = [s.strip() for s in args.against.split(",")]
+    try:
+        if args.json is not None:
+            _check_writable(Path(args.json))
+        if any(not s for s in against):
+            raise EvaluationError(f"--against has an empty name: {args.against!r}")
+        try:  # an sb3: model is loaded now (in a sandbox), before any game
+            spec, baseline, *others = guard([args.spec, args.baseline, *against], args.trust)
+        except ValueError as e:
+            raise EvaluationError(str(e)) from None
+        result = evaluate(spec, against=others, seeds=args.seeds, baseline=baseline,
+                          turns=args.turns)
+    except EvaluationError as e:
+        return _error(str(e))
+    print(report(result))
+    if args.json is not None:
+        try:
+            write_atomic(args.json, json.dumps(result.to_dict(), indent=2) + "\n")
+        except OSError as e:
+            return _error(f"cannot write {args.json}: {e.strerror or e}")
+    return 0
+
+
+def report(r: PairedResult) -> str:
+    """The readable lines of a result."""
+    cycle = ", ".join(r.against)
+    seats = "  ".join(f"{k} {d:+.3f}" for k, d in enumerate(r.per_seat))
+    return "\n".join([
+        f"lineup: {r.spec} in each seat in turn, the others {cycle} cycling in seat order; "
+        f"seeds {r.seeds[0]}..{r.seeds[1]}, {r.turns} turns",
+        f"mean score {r.spec} {r.mean:+.3f}, {r.baseline} {r.baseline_mean:+.3f}",
+        f"paired difference {r.diff:+.3f} (95% interval [{r.low:+.3f}, {r.high:+.3f}]) over "
+        f"{r.games} games per side, seat-rotated",
+        f"per seat: {seats}",
+        f"time {r.seconds:.1f} s ({r.engine} engine, {2 * r.games / max(r.seconds, 1e-9):,.0f} "
+        "games/s)",
+    ])
+
+
+def _check_writable(path: Path) -> None:
+    """Refuse a --json path that cannot be written before playing thousands of games."""
+    if path.is_dir():
+        raise EvaluationError(f"--json {path} is a directory")
+    if not (path.parent if str(path.parent) else Path(".")).is_dir():
+        raise EvaluationError(f"--json {path}: no directory {path.parent}")
+
+
+def _error(message: str) -> int:
+    print(f"guild evaluate: error: {message}", file=sys.stderr)
+    return 2

@@ -1,0 +1,297 @@
+"""The ``guild`` command line: ``guild league`` and ``guild verify`` (API.md §5); more commands
+(``evaluate``, ``train``...) register from their own modules (``EXTRA_COMMANDS``).
+
+Exit codes: 0 done; 1 ``verify`` found a claim that does not hold, or a worker died;
+2 a user mistake (bad option, unknown policy, unusable or foreign directory), reported in one
+line on stderr without a traceback; 130 interrupted by Ctrl-C, 143 stopped by SIGTERM (finished
+episodes are kept; run the same command again to resume).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import signal
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any, NoReturn
+
+from league.apart.isolated import DEFAULT_MEMORY_MB
+from league.cli.progress import Progress
+from league.core.errors import LeagueError
+from league.core.ladder import table
+from league.core.lineups import parse_policies
+from league.core.verify import verify_dir
+from league.core.verify_signature import public_key_arg
+from league.procs.backends import WorkerDiedError
+from league.tournament import MAX_SECONDS, LeagueOptions, default_workers, run_league
+from sim.rules.world import MAX_TURNS, MIN_TURNS
+
+EPILOG_LEAGUE = """\
+Episodes come in groups of six: one seed and one lineup under all six cyclic seat rotations.
+Group g's lineup is the next six entries of the policy list repeated (p[(6g+j) mod k]),
+shuffled; its seed comes from sha256 of --seed and g (see league/core/lineups.py). Re-running the
+same command resumes an interrupted league; a larger --episodes extends a finished one.
+Outputs in --out: league.json, results.jsonl, replays/<id>.json, ladder.json (ladder.png).
+
+No free rides: a decision a policy does not make (it raised, returned garbage or an action
+the rules refuse, overran --decision-timeout, crashed, or its reset failed) is played by the
+seat's fallback, marked scripted and counted. By default llm: seats fall back to factor and
+every other seat waits ("I wait and watch the road."); --fallback wait or --fallback factor
+sets it for every seat (it is part of the league's configuration). A policy more than 10% of
+whose decisions were not its own is unranked: listed below the ranked policies, with rank
+null in ladder.json and the reason.
+
+Signed: at the end of every run the league signs signature.json (the sha256 of league.json,
+results.jsonl, ladder.json and every replay) with its Ed25519 key, kept outside --out:
+--signing-key FILE, else $XDG_CONFIG_HOME/guild/league-key.pem (~/.config/guild/...),
+created on first use with mode 0600. league.json holds the public key (signedBy);
+resuming with another key is refused. Publish that key (64 hex digits) apart from the
+league, so that readers can run guild verify --public-key HEX (verify prints its fingerprint).
+"""
+
+EPILOG_VERIFY = """\
+Checks every replay (it re-derives from its seed and acts, and gives its results line), the
+lineups, fallbacks, faults and ladder against league.json, and plays again every seat whose
+policy is deterministic: each act of a factor, magpie or random seat (and of a ppo: seat whose
+model file is here with the sha256 league.json records) must be the one that policy chooses.
+Then the signature: signature.json must be signed by the key in league.json (signedBy) and
+every file must have the digest it signed. Without --public-key that proves only that whoever
+holds that key signed it (verify prints its fingerprint: compare it with the publisher's); with
+--public-key HEX any other key fails. A league without signature.json from before leagues
+were signed verifies as before, noted as unsigned. Exit 1 if anything fails.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage mistake in one line (exit 2), not usage plus error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not 0 < value <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, at most "
+                                         f"{MAX_SECONDS:g}; got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="guild", description="Run, rank and verify leagues of the guild game.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    lg = sub.add_parser("league", help="play a league, write results and replays, print the "
+                        "ladder", epilog=EPILOG_LEAGUE,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    lg.add_argument("--policies", required=True, metavar="P1,P2,...",
+                    help="policies: factor, magpie, random, ppo:MODEL.pt, sb3:MODEL.zip, "
+                    "llm:MODEL@URL or module.path:Name")
+    lg.add_argument("--episodes", type=int, required=True, metavar="N",
+                    help="episodes in the league (groups of six rotations)")
+    lg.add_argument("--seed", type=int, default=None, metavar="S",
+                    help="draw the towns in public from S, reproducibly (whoever knows S "
+                    "knows every town; with seats that run apart it needs --public-draw); "
+                    "default: a secret draw, committed to in league.json and revealed there "
+                    "when the league ends")
+    lg.add_argument("--public-draw", action="store_true",
+                    help="accept --seed's public draw in a league with seats that run apart")
+    lg.add_argument("--workers", type=int, default=None, metavar="W",
+                    help="worker processes or Ray tasks in flight (default: the CPUs here)")
+    lg.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    lg.add_argument("--turns", type=int, default=14,
+                    help=f"turns per episode (14; {MIN_TURNS}..{MAX_TURNS})")
+    lg.add_argument("--honest-town", action="store_true",
+                    help="the honest-town variant: every robbery is forbidden")
+    lg.add_argument("--no-speech", action="store_true", help="blank every spoken line")
+    lg.add_argument("--decision-timeout", type=_positive_float, metavar="SEC",
+                    help="a decision taking longer is discarded and the fallback plays it "
+                    "(default: none for our in-process seats; 10 s for seats that run apart, "
+                    "which also get an episode deadline of 60 s + turns x (timeout + 1 s) "
+                    "unless --episode-timeout is given)")
+    lg.add_argument("--fallback", choices=("wait", "factor"), default=None,
+                    help="what plays a decision a policy fails to make, for every seat: wait "
+                    "(the do-nothing sentence) or factor (default: factor for llm: seats, "
+                    "wait for the others)")
+    lg.add_argument("--seat-memory", type=_seat_memory, default=DEFAULT_MEMORY_MB, metavar="MB",
+                    help=f"address-space cap of each seat process ({DEFAULT_MEMORY_MB})")
+    lg.add_argument("--trust", action="store_true",
+                    help="run every policy in the league's process (your own code only; "
+                    "or prefix one spec with trusted:)")
+    lg.add_argument("--sandbox", choices=("bwrap", "none"), default="bwrap",
+                    help="how seats that run apart (module:, sb3:, exec:) run: bwrap (default: "
+                    "a bubblewrap sandbox each, no view of the machine, the league or the "
+                    "others; needs bubblewrap) or none (a plain process of your user: only "
+                    "for code you trust)")
+    lg.add_argument("--episode-timeout", type=_positive_float, metavar="SEC",
+                    help="end an episode between turns after SEC seconds (reason deadline)")
+    lg.add_argument("--plot", action="store_true", help="also write ladder.png (matplotlib)")
+    lg.add_argument("--backend", choices=("local", "ray"), default="local",
+                    help="worker processes here (local) or Ray tasks (ray)")
+    lg.add_argument("--address", metavar="ADDR", help="Ray cluster address (with --backend ray)")
+    lg.add_argument("--signing-key", metavar="FILE",
+                    help="the league's Ed25519 private key (PEM), created there if missing; "
+                    "never inside --out (default: $XDG_CONFIG_HOME/guild/league-key.pem, else "
+                    "~/.config/guild/league-key.pem)")
+    vf = sub.add_parser("verify", help="re-derive every replay and check the results",
+                        epilog=EPILOG_VERIFY,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    vf.add_argument("dir", metavar="DIR", help="a league's --out directory")
+    vf.add_argument("--public-key", type=public_key_arg, metavar="HEX",
+                    help="require the league to be signed by this Ed25519 public key (the 64 "
+                    "hex digits its publisher gives; league.json's signedBy.publicKey)")
+    for module in _extra_commands():
+        module.register(sub)
+    return parser
+
+
+# More commands live in their own modules, each with ``register(sub)`` that adds its parser
+# and sets ``handler=`` (a function of the parsed args returning the exit code) as a default.
+EXTRA_COMMANDS = ("html_viewer", "terminal", "train", "export_sft", "evaluate")
+
+
+def _extra_commands() -> list:
+    import importlib
+    import importlib.util
+
+    return [importlib.import_module(f"league.cli.{name}") for name in EXTRA_COMMANDS
+            if importlib.util.find_spec(f"league.cli.{name}") is not None]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``guild`` script; returns the exit code."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # --help (0) or a usage mistake (2, already reported)
+        return e.code if isinstance(e.code, int) else 2
+    stop = _Stop()
+    try:
+        if args.command == "league":
+            with stop.on_sigterm():
+                return _league(args)
+        if args.command == "verify":
+            return _verify(args)
+        handler = getattr(args, "handler", None)
+        if handler is not None:
+            return handler(args)
+        print("guild: error: choose a command (guild --help)", file=sys.stderr)
+        return 2
+    except LeagueError as e:
+        print(f"guild {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return stop.report(args.command)
+    except WorkerDiedError as e:
+        if stop.terminated:  # SIGTERM to the whole group: the workers went first
+            return stop.report(args.command)
+        print(f"guild {args.command}: error: {e}; finished episodes are kept, run the same "
+              "command again to resume", file=sys.stderr)
+        return 1
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, a scheduler's stop) during a league: it stops as Ctrl-C does."""
+
+
+class _Stop:
+    """How a run was stopped: SIGTERM raises :class:`Terminated` once, and is remembered."""
+
+    def __init__(self) -> None:
+        self.terminated = False
+
+    @contextlib.contextmanager
+    def on_sigterm(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield  # signals reach only the main thread: nothing to catch here
+            return
+
+        def stop(signum: int, frame: Any) -> None:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the save
+            self.terminated = True
+            raise Terminated()
+
+        previous = signal.signal(signal.SIGTERM, stop)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+
+    def report(self, command: str) -> int:
+        """One line on stderr; the exit code (143 for SIGTERM, 130 for Ctrl-C)."""
+        how = "terminated (SIGTERM)" if self.terminated else "interrupted"
+        print(f"guild {command}: {how}; finished episodes are kept, run the same command "
+              "again to resume", file=sys.stderr)
+        return 128 + signal.SIGTERM if self.terminated else 130
+
+
+class _ProgressBar:
+    """``run_league``'s progress callback: a ``Progress`` on stderr, closed when all are done."""
+
+    def __init__(self) -> None:
+        self.bar: Progress | None = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is None:
+            self.bar = Progress(total, sys.stderr)
+        if done:
+            self.bar.update()
+        if done >= total:
+            self.close()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def _seat_memory(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected megabytes, got {text!r}") from None
+    if not 64 <= value <= 1 << 20:
+        raise argparse.ArgumentTypeError(f"expected 64..{1 << 20} megabytes, got {text!r}")
+    return value
+
+
+def _note(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def _league(args: argparse.Namespace) -> int:
+    options = LeagueOptions(
+        policies=tuple(parse_policies(args.policies)), episodes=args.episodes, out=args.out,
+        seed=args.seed, public_draw=args.public_draw,
+        workers=args.workers if args.workers is not None else default_workers(),
+        turns=args.turns, honest_town=args.honest_town, no_speech=args.no_speech,
+        decision_timeout=args.decision_timeout, episode_timeout=args.episode_timeout,
+        plot=args.plot, backend=args.backend, address=args.address, trust=args.trust,
+        seat_memory=args.seat_memory, fallback=args.fallback, sandbox=args.sandbox,
+        signing_key=args.signing_key)
+    progress = _ProgressBar()
+    try:
+        run = run_league(options, on_note=_note, on_progress=progress)
+    finally:
+        progress.close()  # before an interruption or error is reported
+    rate = f", {run.new / run.seconds:.1f} episodes/s" if run.new and run.seconds > 0 else ""
+    print(f"league: {run.new} new episodes in {run.seconds:.1f} s{rate}; {len(run.rows)} "
+          f"episodes in {args.out}")
+    print(table(run.ladder))
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    report = verify_dir(args.dir, public_key=args.public_key)
+    if report.torn:
+        print(f"verify: ignoring the unfinished last line of {args.dir}/results.jsonl (an "
+              "interrupted run)", file=sys.stderr)
+    print("\n".join(report.lines()))
+    return 1 if report.problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,361 @@
+"""``guild view REPLAY.json [-o page.html]``: one self-contained HTML page that plays a replay.
+
+People would rather watch an episode than read its JSON.  The page (inline CSS and JS, no
+network, no build step) draws the town from the room coordinates, moves the six seats turn by
+turn, tells each turn's sentences with their outcomes, picks a highlight reel by salience
+(RULES §15.3) and keeps a scoreboard.
+
+The page computes no game rule itself: every frame (positions, purses, packs, shop stock and
+prices, commissions, scores) is worked out here by re-deriving the replay with ``sim.replay``
+(RULES §15.4) and embedded as JSON, so what the page shows is what the rules say, and the last
+frame's scores are the replay's ``results``.  A replay that does not re-derive is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import os
+import stat
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+
+from league.core.errors import LeagueError
+from league.core.verify import MAX_REPLAY_BYTES
+from sim import GameConfig, ReplayMismatch, replay
+from sim.game import Game
+from sim.language.phrasing import outcome_text
+from sim.rules.errors import ConfigError
+from sim.rules.world import MAX_TURNS, SEATS, STANDARD_TOWN, World
+
+PROTOCOL = "cogmud.replay.v1"
+HIGHLIGHTS = 8
+TEMPLATE = "viewer.html"
+DATA_MARK = "/*__REPLAY_DATA__*/"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``guild view`` to the ``guild`` command line."""
+    p = sub.add_parser(
+        "view", help="write a self-contained HTML page that plays a replay",
+        description="Write one self-contained HTML page (no network needed) that plays a "
+                    "replay: the town map, the seats moving turn by turn, the chronicle, a "
+                    "highlight reel and the scoreboard. Keys: left/right step, space plays "
+                    "or pauses, Home/End jump.")
+    p.add_argument("replay", metavar="REPLAY.json", help="a replay (e.g. a league's "
+                   "replays/<id>.json)")
+    p.add_argument("-o", "--out", metavar="PAGE.html",
+                   help="where to write the page (default: the replay's path with .html)")
+    p.add_argument("--world", metavar="FILE",
+                   help="the world file of a replay played in a variant town")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handler of ``guild view``: read, re-derive, write the page; 2 on a bad file."""
+    src = Path(args.replay)
+    out = Path(args.out) if args.out else src.with_suffix(".html")
+    world = _load_world(args.world) if args.world else None
+    payload = load_replay(src)
+    try:
+        page = render_page(payload, world)
+    except RecursionError:  # a value nested deeper than any replay's, met after loading
+        raise LeagueError(f"{src}: a value is nested too deeply for a replay") from None
+    try:
+        out.write_text(page, encoding="utf-8")
+    except OSError as e:
+        raise LeagueError(f"cannot write {out} ({e.strerror or e})") from None
+    print(f"view: wrote {out}")
+    return 0
+
+
+def load_replay(path: Path) -> dict:
+    """The replay payload at ``path``; ``LeagueError`` (one line) when it is not one."""
+    raw = read_regular(path, MAX_REPLAY_BYTES, "replay")
+    try:
+        payload = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise LeagueError(f"{path}: cannot read it ({e})") from None
+    except json.JSONDecodeError as e:
+        raise LeagueError(f"{path} is not JSON (line {e.lineno} column {e.colno}: {e.msg})"
+                          ) from None
+    except ValueError as e:  # e.g. an integer of more digits than Python converts
+        raise LeagueError(f"{path} is not a replay ({_short(e, 120)})") from None
+    except RecursionError:
+        raise LeagueError(f"{path} is nested too deeply to be a replay") from None
+    if not isinstance(payload, dict) or payload.get("protocol") != PROTOCOL:
+        raise LeagueError(f"{path} is not a {PROTOCOL} replay")
+    if not isinstance(payload.get("config"), dict) or not isinstance(payload.get("events"),
+                                                                     list):
+        raise LeagueError(f"{path}: the replay lacks its config or events")
+    return payload
+
+
+def read_regular(path: Path, cap: int, what: str) -> bytes:
+    """The bytes of ``path`` when it is a regular file of at most ``cap`` bytes; otherwise
+    ``LeagueError`` (one line), decided before any read: ``/dev/zero`` never ends, a FIFO
+    blocks its reader and a huge file would be read whole into memory. The file is checked by
+    ``stat`` before it is opened (opening a FIFO blocks until a writer comes), opened without
+    blocking and checked again (it may have been swapped), and read ``cap + 1`` bytes at most."""
+    _regular(path, cap, what)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            _check_mode(path, os.fstat(f.fileno()), cap, what)
+            raw = f.read(cap + 1)
+    except FileNotFoundError:
+        raise LeagueError(f"{path}: no such file") from None
+    except OSError as e:
+        raise LeagueError(f"{path}: cannot read it ({e.strerror or e})") from None
+    if len(raw) > cap:  # it grew since
+        raise LeagueError(_too_large(path, cap, what))
+    return raw
+
+
+def _regular(path: Path, cap: int, what: str) -> None:
+    """``LeagueError`` unless ``path`` is a regular file of at most ``cap`` bytes (``stat``:
+    nothing is opened)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise LeagueError(f"{path}: no such file") from None
+    except (OSError, ValueError) as e:  # ValueError: a NUL in the path
+        raise LeagueError(f"{path}: cannot read it ({getattr(e, 'strerror', None) or e})"
+                          ) from None
+    _check_mode(path, st, cap, what)
+
+
+def _check_mode(path: Path, st: os.stat_result, cap: int, what: str) -> None:
+    if stat.S_ISDIR(st.st_mode):
+        raise LeagueError(f"{path} is a directory, not a {what.removesuffix(' file')} file")
+    if not stat.S_ISREG(st.st_mode):
+        raise LeagueError(f"{path} is not a regular file (a device, FIFO or socket); a {what} "
+                          "is read from a regular file only")
+    if st.st_size > cap:
+        raise LeagueError(_too_large(path, cap, what))
+
+
+def _too_large(path: Path, cap: int, what: str) -> str:
+    if what == "replay":
+        return (f"{path} is over {cap >> 20} MB, more than any game of at most {MAX_TURNS} "
+                f"turns writes; not a replay")
+    return f"{path} is over {cap:,} bytes, the most a {what} may hold"
+
+
+def _load_world(path: str) -> World:
+    from sim.rules.worldfile import MAX_FILE_BYTES, load_world
+
+    _regular(Path(path), MAX_FILE_BYTES, "world file")  # a FIFO would block its open
+    try:
+        return load_world(path)[0]
+    except ValueError as e:
+        raise LeagueError(_short(e)) from None
+    except RecursionError:
+        raise LeagueError(f"{path} is nested too deeply to be a world file") from None
+
+
+def render_page(payload: dict, world: World | None = None) -> str:
+    """The whole HTML page for a replay payload (see :func:`view_model`)."""
+    model = view_model(payload, world)
+    template = resources.files("league.cli").joinpath("viewer", TEMPLATE).read_text("utf-8")
+    # "<" escaped so no sentence in the data can close the <script> element.
+    data = json.dumps(model, separators=(",", ":"), ensure_ascii=False).replace("<", "\\u003c")
+    title = f"Guild replay: seed {model['seed']}"
+    # The title first: the data, inserted last, is never searched for the title mark.
+    return template.replace("__TITLE__", html.escape(title)).replace(DATA_MARK, data)
+
+
+def view_model(payload: dict, world: World | None = None) -> dict:
+    """Everything the page shows, frame by frame, re-derived from the replay's events.
+
+    Frame 0 is the town before turn 1; frame k is the town after turn k, with the acts of turn
+    k.  The replay is re-derived once (``sim.replay`` checks every recorded snapshot against
+    the rules); each frame is then that turn's snapshot restored into one scratch game, so the
+    rules (not the page) compute the scores, and time and memory grow linearly with the
+    replay.  ``LeagueError`` if the replay is too long, does not re-derive or its results
+    differ from what its events give.
+    """
+    config, events = payload["config"], payload["events"]
+    world = world if world is not None else STANDARD_TOWN
+    if config.get("world") is not None and config["world"] != world.to_json():
+        raise LeagueError("the replay is played in a variant town; pass its world file with "
+                          "--world FILE")
+    policies = payload.get("policyNames")
+    if not (isinstance(policies, list) and len(policies) == SEATS
+            and all(isinstance(p, str) for p in policies)):
+        policies = [f"P{i + 1}" for i in range(SEATS)]
+    _check_length(config, events)
+    try:
+        cfg = GameConfig.from_dict({**config, "players": policies}, world)
+    except (ConfigError, TypeError) as e:
+        raise LeagueError(f"the replay's config is invalid: {e}") from None
+    n_frames = sum(1 for e in events if isinstance(e, dict) and e.get("kind") == "turn")
+    try:
+        final = replay(cfg, events)
+        frames_of = _frame_games(cfg, final, n_frames)
+        results = final.results()
+        acts_by_turn: dict[int, list[dict]] = {}
+        for e in events:
+            if isinstance(e, dict) and e.get("kind") == "act":
+                acts_by_turn.setdefault(e.get("turn", -1), []).append(e)
+        aliases = final.aliases
+        frames = [_frame(game, k, [_act_view(e, world, aliases)
+                                   for e in acts_by_turn.get(k - 1, [])])
+                  for k, game in frames_of]
+    except ReplayMismatch as e:
+        hint = "" if world is not STANDARD_TOWN else " (a variant town? pass --world FILE)"
+        raise LeagueError(f"the replay does not re-derive{hint}: {_short(e)}") from None
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError) as e:
+        raise LeagueError(f"the replay's events are malformed ({type(e).__name__}: "
+                          f"{_short(e)})") from None
+    if "results" in payload and payload["results"] != results:
+        raise LeagueError("the replay's results differ from what its events give")
+    return {
+        "seed": cfg.seed, "turns": cfg.turns, "speech": cfg.speech, "thievery": cfg.thievery,
+        "names": aliases, "policies": policies,
+        "rooms": [{"id": r.id, "name": r.name, "desc": r.desc, "x": r.x, "y": r.y,
+                   "dark": r.dark, "exits": list(r.exits)} for r in world.rooms],
+        "keepers": [{"name": k.name, "room": k.room, "trade": list(k.trade)}
+                    for k in world.keepers],
+        "goods": [g.name for g in world.goods],
+        "guild": world.guild,
+        "frames": frames,
+        "highlights": highlights(frames),
+        "results": results,
+    }
+
+
+def _check_length(config: dict, events: list) -> None:
+    """Refuse, before any work, a replay longer than any game may be (``MAX_TURNS``)."""
+    turns = config.get("turns")
+    if isinstance(turns, int) and not isinstance(turns, bool) and turns > MAX_TURNS:
+        raise LeagueError(f"the replay has {turns} turns; a game has at most {MAX_TURNS}")
+    # A start event, a snapshot per turn and its six acts, an end: anything longer is not a game.
+    most = 2 + (MAX_TURNS + 1) * (SEATS + 1)
+    if len(events) > most:
+        raise LeagueError(f"the replay has {len(events)} events; a game of at most "
+                          f"{MAX_TURNS} turns has at most {most}")
+
+
+def _frame_games(cfg: GameConfig, final: Game, n_frames: int) -> Iterator[tuple[int, Game]]:
+    """``(k, game standing after k turns)`` for each of the first ``n_frames`` snapshots.
+
+    The snapshots are the final game's own (the replay matched the recorded ones to them);
+    each is restored into one scratch game, so only one extra game exists at a time.  The
+    last frame is the final game itself, which knows how the episode ended.
+    """
+    snaps = [e for e in final.events if e.get("kind") == "turn"][:n_frames]
+    scratch = Game(cfg)
+    for k, snap in enumerate(snaps[:-1]):
+        scratch.restore({key: v for key, v in snap.items() if key != "kind"})
+        yield k, scratch
+    yield max(len(snaps) - 1, 0), final
+
+
+def _short(e: BaseException, limit: int = 300) -> str:
+    """An exception's message on one line, cut: a hostile file must not flood the terminal."""
+    text = " ".join(str(e).split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _frame(game: Game, k: int, acts: list[dict]) -> dict:
+    """One frame: the state after ``k`` turns, shown as the page needs it."""
+    w, snap, res = game.world, game.snapshot(), game.results()
+    cogs = []
+    for s, c in enumerate(snap["cogs"]):
+        comms = game.commissions(s)
+        cogs.append({
+            "room": c["room"], "coin": c["coin"], "pack": _goods_text(w, c["items"]),
+            "carried": sum(c["items"]), "score": res["scores"][s], "wealth": res["wealth"][s],
+            "points": res["questPoints"][s], "delivered": res["delivered"][s],
+            "commissions": [{"item": w.goods[q["item"]].plural, "count": q["count"],
+                             "delivered": q["delivered"]} for q in comms],
+            "robberies": c["robberies"], "robbed": c["robbed"],
+            "hiredTo": c["retainerOf"] if c["retainerTurns"] > 0 else -1,
+        })
+    stalls = []
+    for n, keeper in enumerate(w.keepers):
+        stock = snap["npcs"][n]["stock"]
+        stalls.append({"coin": snap["npcs"][n]["coin"], "goods": [
+            {"item": w.goods[g].name, "stock": w.item_name(g, stock[g]),
+             "ask": w.ask_table[g][stock[g]],
+             "bid": w.bid_table[g][stock[g]]} for g in keeper.trade]})
+    done = game.done
+    label = ("Before turn 1" if k == 0 else
+             f"After turn {k} of {game.config.turns}" + (f" - {res['reason']}" if done else ""))
+    return {"turn": k, "label": label, "done": done, "cogs": cogs, "stalls": stalls,
+            "ground": [_goods_text(w, f) for f in snap["rooms"]], "acts": acts}
+
+
+def _goods_text(w: World, counts: list[int]) -> str:
+    return ", ".join(w.item_name(g, n) for g, n in enumerate(counts) if n > 0)
+
+
+def _act_view(e: dict, w: World, aliases: list[str]) -> dict:
+    """One act as the chronicle tells it: who, the sentence, what came of it."""
+    room = e.get("room", -1)
+    room_name = w.rooms[room].name if 0 <= room < len(w.rooms) else "?"
+    reason = str(e.get("reason", ""))
+    return {"seat": e.get("seat", 0), "turn": e.get("turn", 0), "order": e.get("order", 0),
+            "intent": e.get("intent", ""), "ok": reason == "ok", "reason": reason,
+            "salience": e.get("salience", 0), "sentence": e.get("sentence", ""),
+            "say": e.get("say", ""), "outcome": outcome(e, w, aliases, room_name)}
+
+
+def outcome(e: dict, w: World, aliases: list[str], room_name: str) -> str:
+    """What came of an act, in words: what happened when it succeeded, why not otherwise."""
+    reason, kind = e.get("reason", ""), e.get("intent", "")
+    qty, coin = e.get("qty", 0), e.get("coin", 0)
+
+    def name(table, i: int, attr: str = "name") -> str:
+        return getattr(table[i], attr) if isinstance(i, int) and 0 <= i < len(table) else "?"
+
+    item = e.get("item", -1)
+    goods = w.item_name(item, qty) if isinstance(item, int) and 0 <= item < w.n_goods else ""
+    keeper = name(w.keepers, e.get("npc", -1))
+    other = e.get("other", -1)
+    cog = aliases[other] if isinstance(other, int) and 0 <= other < len(aliases) else "?"
+    if kind == "rob" and reason == "robbery_failed":
+        return f"the attempt on {cog} failed; paid a {coin} coin fine."
+    if reason != "ok":
+        return outcome_text(reason, room_name)
+    if kind == "move":
+        return f"walked to {name(w.rooms, e.get('toRoom', -1))}."
+    if kind == "take":
+        return f"picked up {goods}."
+    if kind == "drop":
+        return f"dropped {goods}."
+    if kind == "buy":
+        return f"bought {goods} from {keeper} for {coin} coin."
+    if kind == "sell":
+        return f"sold {goods} to {keeper} for {coin} coin."
+    if kind == "give" and e.get("npc", -1) >= 0:
+        return f"delivered {goods} to {keeper}: {coin} commission points."
+    if kind == "give":
+        parts = [p for p in (goods if qty > 0 else "", f"{coin} coin" if coin > 0 else "") if p]
+        return f"handed {cog} {' and '.join(parts)}."
+    if kind == "trade":
+        return f"offered {cog} {goods} for {coin} coin."
+    if kind == "hire":
+        return f"offered to hire {cog} for {coin} coin."
+    if kind == "accept":
+        if goods:
+            return f"accepted {cog}'s offer: {goods} for {coin} coin."
+        return f"was hired by {cog} for {coin} coin."
+    if kind == "rob":
+        return f"robbed {cog} of {goods or f'{coin} coin'}."
+    if kind == "quest":
+        return f"asked {keeper} about the commissions."
+    if kind == "say":
+        return "spoke."
+    return outcome_text(reason, room_name)
+
+
+def highlights(frames: list[dict], n: int = HIGHLIGHTS) -> list[dict]:
+    """The ``n`` most salient acts (ties: the earlier), in the order they happened."""
+    acts = [(a["salience"], f["turn"], a["order"], a) for f in frames for a in f["acts"]]
+    top = sorted(acts, key=lambda t: (-t[0], t[1], t[2]))[:n]
+    return [{"frame": turn, **a} for _, turn, _, a in sorted(top, key=lambda t: (t[1], t[2]))]
+

@@ -1,0 +1,25 @@
+"""``guild train``: the PPO trainer of ``agents.learn.training`` as a ``guild`` command.
+
+The training code lives in the package (so the command works from a wheel); this module only
+adds its options to the ``guild`` command line. ``examples/train_ppo.py`` runs the
+same code as a script.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from agents.learn import training
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``guild train`` to the ``guild`` subcommands."""
+    p = sub.add_parser("train", help="train a seat with PPO on the batched engine against "
+                       "factor and magpie (needs torch: the 'train' extra)",
+                       description="Train one seat with our PPO on the batched engine against "
+                       "factor and magpie lineups (or in self-play); save OUT/model.pt, "
+                       "checkpoint.pt, curve.csv, curve.png, summary.json; print the paired "
+                       "evaluation against factor before and after, the summary as a JSON "
+                       "line and, last, the policy spec that plays the model.")
+    training.add_arguments(p)
+    p.set_defaults(handler=training.run)

@@ -1,0 +1,443 @@
+"""Playing one league episode: policies decide, faults fall back, time is bounded.
+
+This is the part that runs inside worker processes (or Ray tasks). It imports only ``sim`` and
+``agents`` plus the policies' own modules, and returns plain JSON-ready data.
+
+Faults. For each decision the seat's policy is called; the decision is
+replaced by the seat's *fallback*, recorded ``scripted`` (RULES §6.1, §21), when the policy
+
+- raises (any ``Exception``, or ``SystemExit``),
+- returns garbage: neither a sentence (``str``) nor an ``Intent`` the rules accept for that
+  seat now (``play_turn`` would refuse it), or
+- takes longer than ``decision_timeout`` seconds.
+
+The fallback (``Settings.fallback``, ``guild league --fallback``) is ``wait`` (the sentence
+``I wait and watch the road.``, the original's do-nothing act) or ``factor`` (the ``factor``
+baseline's sentence). By default language-model seats (``llm:``) fall back to ``factor``, as in
+the original, and every other seat waits: a policy that fails gains nothing by failing, so a
+policy that raises on every decision scores as a seat that only waits, not as ``factor``. Each
+results row and replay says what each seat fell back to (``fallbackPlay``). A language-model
+seat's own fallback (its client plays ``factor`` after a second invalid reply, marked scripted
+and counted in ``fallbacks``) is the policy's decision and is not replaced.
+
+Time limits. When ``decision_timeout`` or ``episode_timeout`` is set, every policy
+call (``reset`` and ``act``) runs in a worker thread of its seat, and the episode waits for it
+only until the limit; this works in any thread, on any platform, inside worker processes and
+Ray tasks alike (no signals). A Python thread cannot be killed, so a call that overruns is
+*abandoned*: it may go on running, and reading the game, in the background, but its answer is
+never used and its policy is never asked again -- the seat is marked broken and its fallback
+plays it for the rest of the episode. A ``timeout`` fault is counted for the call that overran
+and for every later decision of the seat that comes while that call is still running (each is
+a decision the policy did not make in time). Worker threads are daemons, so an abandoned call
+never keeps its process alive. (Seats that run apart are processes of their own, which can be
+stopped: ``league.apart.isolated``.) Without limits there is nothing to wait for, and seats are
+called directly; so are the built-in baselines (``factor``, ``magpie``, ``random``) always.
+Timeouts depend on the machine, so a policy near its limit can make a league non-reproducible;
+everything else is deterministic.
+
+A policy whose ``reset`` raises or overruns plays its fallback for the whole episode (its state is
+unknown); every decision counts as a fallback.
+
+The episode limit ``episode_timeout`` is checked before each turn and bounds every wait; when
+it passes, the episode ends between turns with ``end_early`` (reason ``deadline``, RULES
+§6.4), so the turn in progress never happens (its unfinished calls are abandoned, without a
+fault).
+
+Language-model seats. A policy may answer with an ``agents.Decision`` (sentence, say,
+notes, scripted); its say and notes go to ``play_turn`` and ``scripted`` (the policy's own
+``factor`` fallback) is recorded and counted in ``fallbacks``. Seats whose policy sets
+``concurrent = True`` are asked at the same time, each in its worker thread, while the others
+decide one after another (RULES §6.6: the requests of a turn overlap). Records a policy returns
+from ``take_records()`` (an ``LLMPolicy``'s prompts, replies and token counts) are stored in the
+replay payload under ``"llm"``, sorted by turn and seat; ``sim.replay`` and ``guild verify``
+ignore that key. A policy whose ``take_records`` raises loses its records, and the seat's fault
+note (and the log) say why.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agents import Decision, Factor, is_scripted, make_policy
+from agents.baselines.rules import WAIT
+from league.apart import sandbox
+from league.apart.calls import Seat, check, describe, explain, fault_of, past, plays, until
+from league.apart.isolated import DEFAULT_MEMORY_MB, START_TIMEOUT, hosted
+from league.apart.isolated import from_spec as exec_policy
+from league.core.atomic import write_atomic
+from league.core.lineups import EpisodeSpec
+from league.core.replay_json import STDLIB, encode
+from sim import Game, GameConfig, Intent
+from sim.rules.world import SEATS
+
+RESULT_KEYS = ("names", "scores", "coin", "wealth", "questPoints", "delivered", "robberies",
+               "robbed", "turns", "maxTurns", "reason")  # RULES §13, in its order
+FAULT_KINDS = ("raised", "garbage", "timeout", "crashed")
+
+_log = logging.getLogger(__name__)
+_FACTOR = Factor()
+FALLBACKS = ("wait", "factor")  # what plays a decision a seat's policy does not make
+FallbackAct = Callable[[Game, int], str]
+
+Fault = Callable[[int, str, str], None]
+_JSON = STDLIB  # what a replay's bytes are (``encode`` makes the same ones faster)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every episode of a league shares (sent once to each worker)."""
+
+    policies: tuple[str, ...]
+    turns: int = 14
+    thievery: bool = True
+    speech: bool = True
+    decision_timeout: float | None = None
+    episode_timeout: float | None = None
+    replay_dir: str | None = None  # write replays here; None returns them to the caller
+    trust: bool = False            # run every policy in-process (--trust)
+    seat_memory: int = DEFAULT_MEMORY_MB  # address-space cap of a seat process, MB
+    sandbox: str = "bwrap"         # how seats that run apart run (league.apart.sandbox.MODES)
+    hidden: tuple[str, ...] = ()   # folders no sandbox may see (the league's --out)
+    seat_key: bytes | None = None  # a secret draw's key for seats' reset seeds (lineups)
+    fallback: str | None = None    # wait or factor for every seat; None: factor for llm:, else wait
+
+
+APART_DECISION_TIMEOUT = 10.0  # seconds a seat that runs apart has per decision by default
+IN_PROCESS = ("factor", "magpie", "random")   # ours: the engine's side
+IN_PROCESS_PREFIXES = ("ppo:", "llm:")
+TRUSTED = "trusted:"
+
+
+def trusted(name: str, settings: Settings) -> bool:
+    """Whether a seat's policy runs in the league's process.
+
+    Our own policies do: the baselines (which alone may read the two hidden facts RULES §21
+    allows), ``ppo:`` models (plain tensors, loaded with ``weights_only``) and language-model
+    seats (our client talking to an endpoint).  So does anything under ``--trust`` or named
+    ``trusted:SPEC``.  Everything else (``module:Name``, ``sb3:`` zips, which unpickle, and
+    ``exec:`` programs) runs apart, in a seat process that sees only its seat.
+    """
+    low = name.strip().lower()
+    if low.startswith(TRUSTED):
+        return True
+    if low.startswith("exec:"):  # a program, never in-process
+        return False
+    return settings.trust or low in IN_PROCESS or low.startswith(IN_PROCESS_PREFIXES)
+
+
+def fallback_play(name: str, fallback: str | None) -> str:
+    """What plays seat ``name``'s decisions that its policy does not make: ``wait`` or
+    ``factor``. ``fallback`` (``--fallback``) decides for every seat; without it language-model
+    seats (``llm:``, as in the original) fall back to ``factor`` and all others wait."""
+    if fallback is not None:
+        return fallback
+    spec = name.strip().lower()
+    return "factor" if spec.removeprefix(TRUSTED).startswith("llm:") else "wait"
+
+
+def _wait(game: Game, seat: int) -> str:
+    return WAIT
+
+
+_FALLBACK_ACTS: dict[str, FallbackAct] = {"wait": _wait, "factor": _FACTOR.act}
+
+
+def check_policy(name: str, settings: Settings) -> None:
+    """Build the policy once before a league starts (ValueError naming it when it cannot be).
+
+    A policy that runs apart is built in its own process (its module is never imported here,
+    so its import-time code cannot reach the league)."""
+    policy = league_policy(name, settings)
+    probe = getattr(policy, "probe", None)
+    if callable(probe):
+        probe()
+
+
+def league_policy(name: str, settings: Settings) -> Any:
+    """The policy that plays ``name`` in a league: in-process when trusted, else apart."""
+    spec = name.strip()
+    if spec.lower().startswith(TRUSTED):
+        return make_policy(spec[len(TRUSTED):])
+    if trusted(spec, settings):
+        return make_policy(spec)
+    limits = {"timeout": decision_limit(settings), "memory_mb": settings.seat_memory,
+              "seat_key": settings.seat_key}
+    if spec.lower().startswith("exec:"):
+        policy = exec_policy(spec[len("exec:"):], **limits)
+        if settings.sandbox == "bwrap":
+            files, policy.argv = sandbox.exec_files(policy.argv)
+            policy.launch = sandbox.launch(files, [], settings.hidden)
+        return policy
+    if settings.sandbox != "bwrap":
+        return hosted(spec, **limits)
+    files, path, runs = sandbox.policy_files(spec)
+    return hosted(runs, name=spec, launch=sandbox.launch(files, path, settings.hidden),
+                  **limits)
+
+
+def decision_limit(settings: Settings) -> float:
+    """A seat that runs apart always has a decision timeout (``--decision-timeout``, else
+    :data:`APART_DECISION_TIMEOUT`): a program that sleeps must not hang the league."""
+    return settings.decision_timeout or APART_DECISION_TIMEOUT
+
+
+def episode_limit(settings: Settings) -> float:
+    """The episode deadline when a seat runs apart and none was set: every decision at its
+    limit, plus a start for the seat processes (``league.apart.isolated.START_TIMEOUT``)."""
+    return START_TIMEOUT + settings.turns * (decision_limit(settings) + 1.0)
+
+
+# --- one episode -------------------------------------------------------------------------------
+
+def play(spec: EpisodeSpec, settings: Settings) -> tuple[dict, str | None]:
+    """Play one episode; return its ``results.jsonl`` row and, unless written, its replay JSON.
+
+    With ``settings.replay_dir`` the replay is written there atomically before returning, so a
+    results line is only ever appended for an episode whose replay is already written; it is
+    not fsynced here: the league makes a batch of replays durable at once before their lines
+    (``league.core.store``).
+    """
+    started = time.perf_counter()
+    limit = settings.decision_timeout
+    deadline = (started + settings.episode_timeout if settings.episode_timeout is not None
+                else None)
+    if deadline is None and not all(trusted(name, settings) for name in spec.lineup):
+        deadline = started + episode_limit(settings)  # a seat runs apart: always a deadline
+    threaded = limit is not None or deadline is not None
+    config = GameConfig(seed=spec.seed, turns=settings.turns, thievery=settings.thievery,
+                        speech=settings.speech, players=spec.lineup)
+    game = Game(config)
+    fallbacks = [0] * SEATS
+    fallback_plays = [fallback_play(name, settings.fallback) for name in spec.lineup]
+    acts = [_FALLBACK_ACTS[k] for k in fallback_plays]
+
+    def fallback(game: Game, seat: int) -> str:
+        return acts[seat](game, seat)
+
+    faults: list[dict[str, int]] = [{} for _ in range(SEATS)]
+    notes = [""] * SEATS
+
+    def fault(seat: int, kind: str, note: str) -> None:
+        faults[seat][kind] = faults[seat].get(kind, 0) + 1
+        remark(seat, note)
+
+    def remark(seat: int, note: str) -> None:
+        if not notes[seat]:
+            notes[seat] = f"turn {game.turn}: {note}"[:300]
+
+    # Fresh policies every episode, so no state leaks from one episode into another and the
+    # results cannot depend on which worker played which episode.
+    seats: list[Seat] = []
+    for seat, name in enumerate(spec.lineup):
+        try:
+            seats.append(Seat(league_policy(name, settings), fallback=fallback_plays[seat]))
+        except Exception as e:
+            seats.append(Seat(_FACTOR, broken=True, fallback=fallback_plays[seat]))
+            fault(seat, "raised", f"could not be built ({explain(e)}); "
+                                  f"{plays(fallback_plays[seat])}")
+    try:
+        for seat, s in enumerate(seats):
+            reset = getattr(s.policy, "reset", None)
+            if callable(reset) and not s.broken:
+                call = s.call(seat, reset, (spec.seed,), game.turn, threaded)
+                if not call.wait(until(call.started, limit, deadline)):
+                    s.broken, s.overrun = True, call
+                    if not past(deadline):
+                        fault(seat, "timeout", f"reset took over {limit} s; {plays(s.fallback)}")
+                elif call.error is not None:
+                    s.broken = True
+                    fault(seat, "raised", f"reset raised {check(call.error, s.policy)}; "
+                                          f"{plays(s.fallback)}")
+        scripted_by_policy = [is_scripted(s.policy) for s in seats]
+        while not game.done:
+            if past(deadline):
+                game.end_early()
+                break
+            turn = _decide(game, seats, limit, deadline, threaded, fault, fallback)
+            if turn is None:  # the episode deadline passed during the decisions
+                game.end_early()
+                break
+            answers, fell = turn
+            if fell is None:  # six bare actions, nothing said, no fallback: the common turn
+                try:
+                    game.play_turn(answers, scripted=scripted_by_policy)
+                    continue
+                except ValueError:  # refused, nothing changed: replace the refused seats
+                    decisions, fell = [Decision(a) for a in answers], [False] * SEATS
+                    _replace_refused(game, decisions, fell, fault, fallback)
+                    _play_decisions(game, decisions, fell, scripted_by_policy)
+            else:
+                decisions = answers
+                _play_turn(game, decisions, fell, scripted_by_policy, fault, fallback)
+            for seat in range(SEATS):
+                fallbacks[seat] += fell[seat] or (decisions[seat].scripted
+                                                  and not scripted_by_policy[seat])
+    finally:
+        for s in seats:
+            s.close()
+    payload = game.replay_payload(list(spec.lineup))
+    payload["trusted"] = [trusted(name, settings) for name in spec.lineup]
+    # how each seat ran: in the league's process (null), in a sandbox ("bwrap"), or apart
+    # without one ("none")
+    payload["sandbox"] = [None if t else settings.sandbox for t in payload["trusted"]]
+    payload["fallbackPlay"] = fallback_plays
+    records = _take_records(seats, remark)
+    if records:
+        payload["llm"] = records
+    data = encode(payload)
+    if settings.replay_dir is not None:  # this process alone writes this episode's replay
+        write_atomic(Path(settings.replay_dir) / f"{spec.id}.json", data, sync=False, sole=True)
+        text_out: str | None = None
+    else:
+        text_out = data.decode("ascii")
+    results = payload["results"]
+    row = {"id": spec.id, "index": spec.index, "group": spec.group, "rotation": spec.rotation,
+           "seed": spec.seed, "lineup": list(spec.lineup)}
+    row.update((k, results[k]) for k in RESULT_KEYS)
+    row.update(trusted=payload["trusted"], fallbacks=fallbacks, fallbackPlay=fallback_plays,
+               faults=faults, faultNotes=notes, wallTime=round(time.perf_counter() - started, 4))
+    return row, text_out
+
+
+def _decide(game: Game, seats: list[Seat], limit: float | None, deadline: float | None,
+            threaded: bool, fault: Fault,
+            fallback: FallbackAct) -> tuple[list[Any], list[bool] | None] | None:
+    """Six decisions for this turn and which seats fell back (``fallback`` plays them).
+
+    Concurrent seats are all started first, in their threads; the others are asked one after
+    another meanwhile. None when the episode deadline passed: the turn is abandoned. A seat
+    that would run here and now anyway (a built-in baseline, a seat process, any policy when
+    there is no time limit) is called directly, without a ``Call`` to wait on; and when all six
+    answer a bare action (a sentence or an ``Intent``), the six answers come back as they are,
+    with None for ``fell``: no ``Decision`` is built (in a league of baselines this machinery
+    cost a sixth of the episode).
+    """
+    asking = [seat for seat, s in enumerate(seats) if not s.broken]
+    bare = len(asking) == SEATS
+    answers: list[Any] = [None] * SEATS
+    errors: list[tuple[str, str] | None] = [None] * SEATS  # (fault kind, note)
+    for seat in asking:  # seat processes start thinking while the others are asked
+        if seats[seat].bounded:
+            seats[seat].policy.post(game, seat)
+    calls = {seat: seats[seat].call(seat, seats[seat].policy.act, (game, seat), game.turn, True)
+             for seat in asking if seats[seat].concurrent}
+    for seat in [x for x in asking if x not in calls] + list(calls) if calls else asking:
+        s = seats[seat]
+        if seat not in calls and (s.direct or not threaded):  # what Seat.call runs here
+            try:
+                answer = answers[seat] = s.policy.act(game, seat)
+            except BaseException as e:  # judged as a Call's error would be
+                errors[seat] = fault_of(s, e)
+                bare = False
+            else:
+                bare = bare and isinstance(answer, (str, Intent))
+            continue
+        bare = False
+        call = calls.get(seat) or s.call(seat, s.policy.act, (game, seat), game.turn, threaded)
+        if not call.wait(until(call.started, limit, deadline)):
+            if past(deadline):
+                return None
+            s.broken, s.overrun = True, call
+            errors[seat] = ("timeout", f"took over {limit} s; {plays(s.fallback)} from now on")
+        elif call.error is not None:
+            errors[seat] = fault_of(s, call.error)
+        else:
+            answers[seat] = call.value
+    if bare:
+        return answers, None
+    decisions: list[Decision] = []
+    fell: list[bool] = []
+    for seat, s in enumerate(seats):
+        decision: Decision | None = None
+        error = errors[seat]
+        if error is not None:
+            fault(seat, *error)
+        elif s.broken:
+            if s.still_overrunning():
+                fault(seat, "timeout", f"still busy with its call of turn {s.overrun.turn}")
+        else:
+            decision = _valid(answers[seat], seat, fault)
+        fell.append(decision is None)
+        decisions.append(Decision(fallback(game, seat)) if decision is None else decision)
+    return decisions, fell
+
+
+def _valid(answer: Any, seat: int, fault: Fault) -> Decision | None:
+    """The answer as a ``Decision``, or None (a ``garbage`` fault) when it is not one."""
+    decision = answer if isinstance(answer, Decision) else Decision(answer)
+    if not isinstance(decision.action, (str, Intent)):
+        fault(seat, "garbage", f"returned {type(decision.action).__name__}, not a sentence or "
+                               "an Intent")
+        return None
+    if not (isinstance(decision.say, str) and isinstance(decision.notes, str)):
+        fault(seat, "garbage", "returned a Decision whose say or notes is not a str")
+        return None
+    return decision
+
+
+def _take_records(seats: list[Seat], remark: Callable[[int, str], None]) -> list[dict]:
+    """Every policy's ``take_records()`` (each policy object once), sorted by turn and seat.
+
+    A policy whose bookkeeping fails must not lose the episode: its records are left out, and
+    why goes into the seat's fault note and the log.
+    """
+    out: list[dict] = []
+    seen: set[int] = set()
+    for seat, s in enumerate(seats):
+        take = getattr(s.policy, "take_records", None)
+        if id(s.policy) in seen or not callable(take):
+            continue
+        seen.add(id(s.policy))
+        try:
+            got = take()
+        except Exception as e:
+            _log.warning("seat %d: take_records raised; its records are not in the replay",
+                         seat, exc_info=True)
+            remark(seat, f"take_records raised {explain(e, s.policy)}; its records are not "
+                         "in the replay")
+            continue
+        if isinstance(got, list):
+            out.extend(r for r in got if isinstance(r, dict))
+    out.sort(key=lambda r: (r.get("turn", 0), r.get("seat", 0)))
+    return out
+
+
+def _play_turn(game: Game, decisions: list[Decision], fell: list[bool],
+               scripted_by_policy: list[bool], fault: Any, fallback: FallbackAct) -> None:
+    """``play_turn``; an ``Intent`` the rules refuse is garbage and the fallback plays that seat.
+
+    ``play_turn`` checks every action before it changes anything, so a refused call can be
+    retried with the offending seats replaced. Fallback decisions are recorded scripted.
+    """
+    try:
+        _play_decisions(game, decisions, fell, scripted_by_policy)
+        return
+    except ValueError:
+        pass
+    _replace_refused(game, decisions, fell, fault, fallback)
+    _play_decisions(game, decisions, fell, scripted_by_policy)
+
+
+def _play_decisions(game: Game, decisions: list[Decision], fell: list[bool],
+                    scripted_by_policy: list[bool]) -> None:
+    game.play_turn([d.action for d in decisions], says=[d.say for d in decisions],
+                   notes=[d.notes for d in decisions],
+                   scripted=[f or s or d.scripted
+                             for f, s, d in zip(fell, scripted_by_policy, decisions)])
+
+
+def _replace_refused(game: Game, decisions: list[Decision], fell: list[bool],
+                     fault: Any, fallback: FallbackAct) -> None:
+    """Let the fallback play each seat whose action the rules refuse (a ``garbage`` fault)."""
+    for seat, d in enumerate(decisions):
+        try:
+            game.intent_for(d.action, seat)
+        except ValueError as e:
+            fault(seat, "garbage", f"returned an action the rules refuse ({describe(e)})")
+            decisions[seat] = Decision(fallback(game, seat))
+            fell[seat] = True

@@ -1,0 +1,270 @@
+"""``guild verify``: re-derive every replay and check what the league claims against it.
+
+Per results line (``check_episode``): the line is the episode that ``league.json``'s lineup draw
+puts at its index (seed and policy names by seat); ``replays/<id>.json`` exists, carries that
+seed and lineup, re-derives with ``sim.replay`` (RULES §15.4: every recorded snapshot and the end
+reason follow from the recorded acts) and gives exactly the line's 11 result keys (and the
+payload's own ``results``). Across the league (``league.core.verify_claims``): every episode that
+``league.json`` claims is in ``results.jsonl`` exactly once, the fallbacks and faults agree with
+the replays' scripted marks, each seat's ``fallbackPlay`` (what played its fallbacks) is what
+``league.json``'s ``--fallback`` gives, and ``ladder.json`` is the ladder of the results.
+
+Every disagreement is one line naming the file or episode; a directory that is not a league
+(no ``league.json``, unreadable files) is a ``LeagueError`` instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from league.core import replay_seats, verify_signature
+from league.core import verify_claims as claims
+from league.core.episode import RESULT_KEYS
+from league.core.errors import LeagueError
+from league.core.lineups import SECRET_SCHEME, Draw, EpisodeSpec, SecretDraw, episode_spec
+from league.core.store import MANIFEST, REPLAYS, RESULTS, load_results
+from sim import GameConfig, ReplayMismatch, replay
+from sim.rules.world import SEATS, STANDARD_TOWN
+
+PROTOCOL = "cogmud.replay.v1"
+# A replay of MAX_TURNS turns is a few MB (every sentence, say and note at its longest, a
+# 64-room town's snapshots: under 32 MB); a bigger file is not a replay, and is not read.
+MAX_REPLAY_BYTES = 64 << 20
+ROW_KEYS = ("id", "index", "group", "rotation", "seed", "lineup", *RESULT_KEYS, "fallbacks",
+            "faults", "faultNotes")
+
+
+@dataclass
+class Report:
+    """What verification found: results lines checked, lines that fail, and every problem."""
+
+    checked: int
+    failed: int
+    problems: list[str] = field(default_factory=list)
+    torn: bool = False
+    notes: list[str] = field(default_factory=list)  # what could not be checked, and why
+    # the seats played again and the signature's key (league.core.replay_seats, .verify_signature)
+    vouched: list[str] = field(default_factory=list)
+
+    @property
+    def first(self) -> str | None:
+        return self.problems[0] if self.problems else None
+
+    def lines(self) -> list[str]:
+        """What ``guild verify`` prints: each problem, then a summary."""
+        out = [f"verify: {p}" for p in self.problems] + [f"verify: {n}" for n in self.notes]
+        out += [f"verify: {n}" for n in self.vouched]
+        if self.problems:
+            out.append(f"verify: {self.failed} of {self.checked} episodes do not verify; "
+                       f"{len(self.problems)} problem{'s' * (len(self.problems) > 1)} in all")
+        else:
+            out.append(f"verify: all {self.checked} episodes verify, and {RESULTS}, the "
+                       f"lineups, the fallbacks and the ladder agree with {MANIFEST}")
+        return out
+
+
+def verify_dir(root: str | Path, public_key: str | None = None) -> Report:
+    """Check the league in ``root``; ``LeagueError`` if it is not one. With ``public_key``
+    (64 hex digits) its signature must be by that key (``league.core.verify_signature``)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise LeagueError(f"{root} is not a directory")
+    if not (root / RESULTS).is_file():
+        raise LeagueError(f"{root} has no {RESULTS}; is it a league's --out directory?")
+    manifest = _manifest(root / MANIFEST)
+    try:
+        rows, torn = load_results(root / RESULTS)
+    except RecursionError:
+        raise LeagueError(f"{root / RESULTS} has a line nested too deeply to be a results "
+                          "line") from None
+    problems = _guarded(lambda: claims.schedule_problems(rows, manifest["episodes"]),
+                        f"{RESULTS}'s episode ids")
+    draw, draw_problems = _draw(manifest)
+    problems += draw_problems
+    bad: dict[int, str] = {}
+    marks: dict[int, claims.Marks] = {}
+    secret: list[int] = []  # rows whose group's secret is not revealed yet
+    seats = replay_seats.Seats(manifest)  # the deterministic seats, re-played
+    for n, row in enumerate(rows):
+        try:
+            problem, seat_marks = check_episode(root, n, row, manifest, draw, secret, seats)
+        except RecursionError:  # a line or a replay nested deeper than any real one
+            problem, seat_marks = f"{NESTED} in the line or its replay", None
+        if problem is not None:
+            bad[n] = problem
+        elif seat_marks is not None:
+            marks[n] = seat_marks
+    bad.update(claims.fallback_problems(rows, marks))
+    bad.update(claims.fallback_play_problems(rows, manifest))
+    for n in sorted(bad):
+        problems.append(f"{_shown(rows[n].get('id', '?'))} ({RESULTS} line {n + 1}): {bad[n]}")
+    if all(not any(k not in r for k in ROW_KEYS) for r in rows):
+        problems += _guarded(lambda: claims.ladder_problems(root, rows, manifest),
+                             claims.LADDER)
+    notes = []
+    if secret:
+        notes.append(f"the seeds and lineups of {len(secret)} episodes were not checked: their "
+                     f"draw is secret until the league ends ({MANIFEST} holds only its "
+                     "commitment); everything else was")
+    signature = verify_signature.check(root, manifest, rows, public_key)
+    problems += signature.problems
+    return Report(len(rows), len(bad), problems, torn, notes, seats.notes() + signature.notes)
+
+
+def _draw(manifest: dict) -> tuple[Draw, list[str]]:
+    """The draw ``league.json`` describes: ``--seed``, or the secrets it has revealed, each
+    checked against its commitment."""
+    if manifest.get("draw") != SECRET_SCHEME:
+        return manifest["seed"], []
+    pairs: list[tuple[int, bytes | None]] = []
+    problems: list[str] = []
+    commitments = manifest.get("commitments")
+    if not isinstance(commitments, list) or not commitments:
+        return SecretDraw(()), [f"{MANIFEST} names a secret draw but holds no commitment to it"]
+    for c in commitments:
+        if not isinstance(c, dict) or not isinstance(c.get("fromGroup"), int):
+            problems.append(f"{MANIFEST} has a commitment that is not one: {_shown(c)}")
+        elif c.get("secret") is None:
+            pairs.append((c["fromGroup"], None))  # not revealed: its groups go unchecked
+        else:
+            try:
+                secret = bytes.fromhex(str(c["secret"]))
+            except ValueError:
+                secret = b""
+            if hashlib.sha256(secret).hexdigest() != c.get("sha256"):
+                problems.append(f"{MANIFEST}'s secret from group {c['fromGroup']} does not "
+                                "match its commitment")
+                pairs.append((c["fromGroup"], None))
+            else:
+                pairs.append((c["fromGroup"], secret))
+    return SecretDraw(tuple(sorted(pairs, key=lambda p: p[0]))), problems
+
+
+NESTED = "a value is nested too deeply"
+
+
+def _guarded(check: Callable[[], list[str]], what: str) -> list[str]:
+    """``check()``'s problems; a value nested deeper than Python can walk is one problem."""
+    try:
+        return check()
+    except RecursionError:
+        return [f"{what}: {NESTED}"]
+
+
+def _shown(value: object, limit: int = 80) -> str:
+    """An id as a problem line shows it: a hostile one is cut, and never recursed into."""
+    if isinstance(value, (int, float, type(None))):
+        return repr(value)
+    text = value if isinstance(value, str) else type(value).__name__
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def check_episode(root: Path, n: int, row: dict, manifest: dict, draw: Draw | None = None,
+                  secret: list[int] | None = None, seats: replay_seats.Seats | None = None,
+                  ) -> tuple[str | None, claims.Marks | None]:
+    """What is wrong with results line ``n`` (None when it verifies), and the replay's marks."""
+    missing = [k for k in ROW_KEYS if k not in row]
+    if missing:
+        return f"the line lacks {', '.join(missing)}", None
+    index = row["index"]
+    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+        return f"index {index!r} is not an episode index", None
+    try:
+        spec = episode_spec(manifest["policies"],
+                            manifest["seed"] if draw is None else draw, index)
+    except KeyError:  # its group's secret is not revealed yet: the rest is still checked
+        if secret is not None:
+            secret.append(n)
+        group, rotation = divmod(index, SEATS)
+        spec = EpisodeSpec(index, group, rotation, row["seed"], tuple(row["lineup"]))
+    if row["id"] != spec.id:
+        return f"id {row['id']} does not go with index {index} ({spec.id})", None
+    if (row["group"], row["rotation"]) != (spec.group, spec.rotation):
+        return (f"group {row['group']}, rotation {row['rotation']} are not the episode's "
+                f"({spec.group}, {spec.rotation})"), None
+    if row["seed"] != spec.seed:
+        return f"seed {row['seed']}, but {MANIFEST}'s draw gives {spec.seed}", None
+    if row["lineup"] != list(spec.lineup):
+        return (f"lineup {_names(row['lineup'])}, but {MANIFEST}'s draw seats "
+                f"{_names(spec.lineup)}"), None
+    return _check_replay(root, row, seats)
+
+
+def _check_replay(root: Path, row: dict, seats: replay_seats.Seats | None = None,
+                  ) -> tuple[str | None, claims.Marks | None]:
+    path = root / REPLAYS / f"{row['id']}.json"
+    shown = f"{REPLAYS}/{path.name}"
+    try:
+        if path.stat().st_size > MAX_REPLAY_BYTES:
+            return (f"replay {shown} is over {MAX_REPLAY_BYTES >> 20} MB, more than any game "
+                    "of at most MAX_TURNS turns writes"), None
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return f"replay {shown} is missing", None
+    except RecursionError:
+        return f"replay {shown} is not a replay: {NESTED}", None
+    except (OSError, ValueError) as e:
+        return f"replay {shown} cannot be read as JSON ({e})", None
+    if not isinstance(payload, dict) or payload.get("protocol") != PROTOCOL:
+        return f"replay {shown} is not a {PROTOCOL} payload", None
+    config, events = payload.get("config"), payload.get("events")
+    if not isinstance(config, dict) or not isinstance(events, list):
+        return f"replay {shown} lacks its config or events", None
+    if config.get("world") != STANDARD_TOWN.to_json():
+        return (f"replay {shown} is not played in the standard town, which every league "
+                "episode is"), None
+    if config.get("seed") != row["seed"] or payload.get("policyNames") != row["lineup"]:
+        return (f"replay {shown} has seed {config.get('seed')} and policies "
+                f"{payload.get('policyNames')}, not the results line's"), None
+    try:
+        cfg = GameConfig.from_dict({**config, "players": row["lineup"]})
+        game = replay(cfg, events)
+    except ReplayMismatch as e:
+        return f"replay {shown} does not re-derive: {e}", None
+    except ValueError as e:
+        return f"replay {shown} has an invalid config: {e}", None
+    except (TypeError, KeyError, AttributeError, IndexError) as e:
+        return f"replay {shown} has malformed events ({type(e).__name__})", None
+    if not game.done:
+        return f"replay {shown} stops before the episode ends", None
+    derived = game.results()
+    for key in RESULT_KEYS:
+        if row[key] != derived[key]:
+            return (f"{RESULTS} claims {key} {row[key]!r} but replay {shown} gives "
+                    f"{derived[key]!r}"), None
+    if payload.get("results") != derived:
+        return f"replay {shown}'s own results differ from what its events give", None
+    if "fallbackPlay" in row and payload.get("fallbackPlay") != row["fallbackPlay"]:
+        return f"replay {shown}'s fallbackPlay differs from the results line's", None
+    replayed = seats.check(row, cfg, events) if seats is not None else None
+    if replayed is not None:  # a seat did not play as its (deterministic) policy does
+        return f"replay {shown}: {replayed}", None
+    return None, claims.replay_marks(events)
+
+
+def _names(lineup: object) -> str:
+    return ",".join(map(str, lineup)) if isinstance(lineup, (list, tuple)) else repr(lineup)
+
+
+def _manifest(path: Path) -> dict:
+    """``league.json``, which says what the league claims; without it there is nothing to check."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise LeagueError(f"{path.parent} has no {MANIFEST}; it says which episodes the "
+                          "league holds, so there is nothing to check against") from None
+    except (OSError, ValueError, RecursionError):
+        raise LeagueError(f"{path} is not valid JSON (or is nested too deeply)") from None
+    ok = (isinstance(data, dict) and isinstance(data.get("policies"), list)
+          and data["policies"] and all(isinstance(p, str) for p in data["policies"])
+          and (isinstance(data.get("seed"), int) or (data.get("seed") is None
+                                                      and data.get("draw") == SECRET_SCHEME))
+          and isinstance(data.get("episodes"), int) and data["episodes"] >= 1)
+    if not ok:
+        raise LeagueError(f"{path} does not describe a league (policies, seed or a secret "
+                          "draw, episodes)")
+    return data

@@ -1,0 +1,268 @@
+"""What ``guild verify`` checks beyond each replay: the league's claims about itself.
+
+A replay that re-derives proves one episode; the league also claims how many episodes it
+played (``league.json``), who fell back, to what and why (``results.jsonl``), and a ladder
+(``ladder.json``). Each of these is a number a reader trusts without a replay to hand, so each
+is recomputed here from the files that back it, and every disagreement is one line naming the
+file or episode.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from agents import Factor, Magpie, RandomPolicy, is_scripted
+from league.core import ladder
+from league.core.episode import FAULT_KINDS, fallback_play
+from league.core.lineups import EpisodeSpec
+from league.core.store import LADDER, MANIFEST, RESULTS
+from sim.rules.world import SEATS
+
+# Whether the built-in policies mark every act scripted (RULES §6.6, §21). Other policies are
+# judged by their acts: one unscripted act anywhere in the league shows a policy is not.
+_BUILT_IN = {cls.__name__.lower().removesuffix("policy"): is_scripted(cls)
+             for cls in (Factor, Magpie, RandomPolicy)}
+LADDER_TOLERANCE = 1.5e-6  # ladder.json rounds to 6 decimals; allow one flip of the last digit
+
+Marks = list[tuple[int, int]]  # per seat: (acts in the replay, acts marked scripted)
+
+
+def schedule_problems(rows: Sequence[dict], episodes: int) -> list[str]:
+    """Each of the ``episodes`` that league.json claims must be in ``results.jsonl`` once."""
+    lines: dict[str, list[int]] = {}
+    for n, row in enumerate(rows, start=1):
+        lines.setdefault(str(row.get("id")), []).append(n)
+    expected = [_id(i) for i in range(episodes)]
+    problems = []
+    if len(rows) != episodes:
+        problems.append(f"{RESULTS} has {len(rows)} episode lines but {MANIFEST} claims "
+                        f"{episodes} episodes")
+    missing = [i for i, e in enumerate(expected) if e not in lines]
+    if missing:
+        problems.append(f"{RESULTS} lacks episode{'s' * (len(missing) > 1)} "
+                        f"{_ranges(missing)} of the {episodes} that {MANIFEST} claims")
+    known = set(expected)
+    for ep, ns in lines.items():
+        if len(ns) > 1:
+            problems.append(f"{RESULTS} has episode {ep} {len(ns)} times (lines "
+                            f"{', '.join(map(str, ns))})")
+        if ep not in known:
+            problems.append(f"{RESULTS} line {ns[0]} is episode {ep}, not one of the "
+                            f"{episodes} that {MANIFEST} claims")
+    if not problems and [r["id"] for r in rows] != expected:
+        n = next(n for n, (r, e) in enumerate(zip(rows, expected), start=1) if r["id"] != e)
+        problems.append(f"{RESULTS} is out of episode order: line {n} is {rows[n - 1]['id']}, "
+                        f"not {expected[n - 1]}")
+    return problems
+
+
+def _ranges(indices: list[int]) -> str:
+    """``e000003, e000010-e000599``: a long gap (an interrupted league) stays one line."""
+    spans: list[list[int]] = []
+    for i in indices:
+        if spans and spans[-1][1] == i - 1:
+            spans[-1][1] = i
+        else:
+            spans.append([i, i])
+    ids = [_id(a) if a == b else f"{_id(a)}-{_id(b)}" for a, b in spans[:10]]
+    return ", ".join(ids) + (f" and {len(spans) - 10} more ranges" if len(spans) > 10 else "")
+
+
+def _id(index: int) -> str:
+    return EpisodeSpec(index, 0, 0, 0, ()).id
+
+
+def replay_marks(events: list) -> Marks:
+    """Per seat, how many act events the replay holds and how many are marked scripted."""
+    acts, marked = [0] * SEATS, [0] * SEATS
+    for e in events:
+        if isinstance(e, dict) and e.get("kind") == "act" and e.get("seat") in range(SEATS):
+            acts[e["seat"]] += 1
+            marked[e["seat"]] += bool(e.get("scripted", False))
+    return list(zip(acts, marked))
+
+
+def fallback_problems(rows: Sequence[dict], marks: dict[int, Marks]) -> dict[int, str]:
+    """Per results line (0-based) whose fallbacks or faults the replay contradicts, why.
+
+    How ``league.core.episode`` counts: a decision is a fallback when the seat's fallback (waiting
+    or ``factor``) played it (the policy raised, returned garbage or overran, or its seat was
+    given up after a fault) or when
+    a policy that is not scripted by nature answered with a scripted decision of its own. Every
+    fallback is marked scripted in the replay; so is every act of a scripted policy. Hence, per
+    seat: a policy that is not scripted has exactly as many fallbacks as scripted acts; a
+    scripted one has all acts scripted and falls back only after a fault; and each decision has
+    at most one fault, plus one for building or resetting the policy.
+    """
+    unscripted = {name for n, m in marks.items() for name, (acts, k) in
+                  zip(rows[n]["lineup"], m) if k < acts}
+    out: dict[int, str] = {}
+    for n, m in marks.items():
+        row = rows[n]
+        shape = _shape_problem(row)
+        if shape is not None:
+            out[n] = shape
+            continue
+        for seat, (name, (acts, k)) in enumerate(zip(row["lineup"], m)):
+            problem = _seat_problem(name, acts, k, row["fallbacks"][seat], row["faults"][seat],
+                                    row["faultNotes"][seat], name in unscripted)
+            if problem is not None:
+                out[n] = f"seat {seat} ({name}): {problem}"
+                break
+    return out
+
+
+def fallback_play_problems(rows: Sequence[dict], manifest: dict) -> dict[int, str]:
+    """Per results line (0-based) whose ``fallbackPlay`` is not what ``league.json`` gives.
+
+    ``--fallback`` (the manifest's ``fallback``, absent by default) decides each seat's
+    fallback from its policy name (``league.core.episode.fallback_play``). Lines written before
+    ``fallbackPlay`` existed lack it; they come first, and a league begun with them went on with
+    ``factor`` for every seat (as ``league.tournament`` resumes it). A line without it after one
+    with it, or in a league whose manifest names a fallback, has lost it.
+    """
+    chosen = manifest.get("fallback")
+    legacy = bool(rows) and "fallbackPlay" not in rows[0]
+    rule = "factor" if legacy and chosen is None else chosen
+    out: dict[int, str] = {}
+    seen = False
+    for n, row in enumerate(rows):
+        if "fallbackPlay" not in row:
+            if seen or chosen is not None:
+                out[n] = "the line lacks fallbackPlay, which every line of this league has"
+            continue
+        seen = True
+        lineup = row.get("lineup")
+        if not (isinstance(lineup, list) and all(isinstance(x, str) for x in lineup)):
+            continue  # a line that is not its episode: check_episode says so
+        expected = [fallback_play(name, rule) for name in lineup]
+        if row["fallbackPlay"] != expected:
+            given = f"--fallback {chosen}" if chosen is not None else "the default fallback"
+            out[n] = (f"{RESULTS} claims fallbackPlay {_cut(json.dumps(row['fallbackPlay']))} "
+                      f"but {given} gives {json.dumps(expected)}")
+    return out
+
+
+def _shape_problem(row: dict) -> str | None:
+    fb, faults, notes = row["fallbacks"], row["faults"], row["faultNotes"]
+    if not (isinstance(fb, list) and len(fb) == SEATS
+            and all(isinstance(x, int) and x >= 0 for x in fb)):
+        return f"fallbacks {fb!r} is not six counts"
+    if not (isinstance(faults, list) and len(faults) == SEATS and all(
+            isinstance(f, dict) and all(k in FAULT_KINDS and isinstance(v, int) and v > 0
+                                        for k, v in f.items()) for f in faults)):
+        return f"faults {faults!r} is not six counts by kind ({', '.join(FAULT_KINDS)})"
+    if not (isinstance(notes, list) and len(notes) == SEATS
+            and all(isinstance(x, str) for x in notes)):
+        return "faultNotes is not six strings"
+    return None
+
+
+def _seat_problem(name: str, acts: int, marked: int, fallbacks: int, faults: dict[str, int],
+                  note: str, seen_unscripted: bool) -> str | None:
+    n_faults = sum(faults.values())
+    claim = f"{RESULTS} claims {fallbacks} fallbacks and faults {faults}"
+    if faults and not note:
+        return f"{RESULTS} records faults {faults} without a fault note"
+    if n_faults > fallbacks + 1:
+        return f"{claim}, but a seat has at most one fault per fallback, plus one at reset"
+    scripted = _BUILT_IN.get(name.strip().lower())
+    if scripted is False or seen_unscripted:
+        if fallbacks != marked:
+            return f"{claim}, but the replay marks {marked} of its {acts} acts scripted"
+        return None
+    if marked != acts:
+        return (f"the replay marks only {marked} of its {acts} acts scripted, but every act of a "
+                "scripted policy is")
+    if fallbacks > acts:
+        return f"{claim}, but the seat made only {acts} decisions"
+    if fallbacks and not faults and not (scripted is None and fallbacks == acts):
+        return f"{claim}, but a scripted policy falls back only after a fault"
+    return None
+
+
+def ladder_problems(root: Path, rows: Sequence[dict], manifest: dict) -> list[str]:
+    """``ladder.json`` must be what ``league.core.ladder`` computes from ``results.jsonl``.
+
+    The ladder is deterministic (its bootstrap is seeded from the league seed), so the only
+    slack is the last rounded digit.
+    """
+    path = root / LADDER
+    try:
+        claimed = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return [f"{LADDER} is missing; the league writes it after every run"]
+    except RecursionError:
+        return [f"{LADDER} cannot be read as JSON (nested too deeply)"]
+    except (OSError, ValueError) as e:
+        return [f"{LADDER} cannot be read as JSON ({e})"]
+    try:
+        derived = ladder.build(rows, manifest["policies"],
+                               ladder.bootstrap_seed(manifest["seed"],
+                                                     manifest.get("commitments")))
+    except (KeyError, TypeError, IndexError, ValueError) as e:
+        return [f"{LADDER} cannot be recomputed: {RESULTS} lacks what the ladder needs "
+                f"({type(e).__name__}: {e})"]
+    derived = json.loads(json.dumps(derived))
+    if (isinstance(claimed, dict) and "ranking" not in claimed
+            and not any("fallbackPlay" in r for r in rows)):
+        derived = _before_ranking(derived)  # a league played, and ranked, before the rule
+    diffs: list[str] = []
+    _diff(claimed, derived, "", diffs)
+    shown = [f"{LADDER}: {d}" for d in diffs[:5]]
+    if len(diffs) > 5:
+        shown[-1] += f" (and {len(diffs) - 5} more differences)"
+    return shown
+
+
+NEW_KEYS = ("faults", "notOwnShare", "ranked", "unranked")  # of an entry, with the ranking rule
+
+
+def _before_ranking(derived: dict) -> dict:
+    """The ladder as it was written before unranked policies: every policy ranked by mean
+    score, without the keys the rule added."""
+    entries = [{k: v for k, v in e.items() if k not in NEW_KEYS} for e in derived["policies"]]
+    entries.sort(key=lambda e: (e["meanScore"] is None, -(e["meanScore"] or 0.0), e["policy"]))
+    for rank, e in enumerate(entries, start=1):
+        e["rank"] = rank
+    return {**{k: v for k, v in derived.items() if k != "ranking"}, "policies": entries}
+
+
+def _diff(claimed: Any, derived: Any, where: str, out: list[str]) -> None:
+    """Append ``where: claimed vs derived`` for each leaf that differs (numbers: tolerance)."""
+    if isinstance(claimed, dict) and isinstance(derived, dict):
+        for key in sorted(set(claimed) | set(derived), key=str):
+            if key not in claimed or key not in derived:
+                side = "lacks" if key not in claimed else "has an extra"
+                out.append(f"{where or 'the ladder'} {side} key {key!r}")
+            else:
+                _diff(claimed[key], derived[key], f"{where}.{key}" if where else str(key), out)
+    elif isinstance(claimed, list) and isinstance(derived, list):
+        if len(claimed) != len(derived):
+            out.append(f"{where} has {len(claimed)} entries but {RESULTS} gives {len(derived)}")
+            return
+        for i, (c, d) in enumerate(zip(claimed, derived)):
+            label = d.get("policy") if isinstance(d, dict) and where == "policies" else i
+            _diff(c, d, f"{where}[{label}]", out)
+    elif _close(claimed, derived):
+        return
+    else:
+        out.append(f"{where} is {_cut(json.dumps(claimed))} but {RESULTS} gives "
+                   f"{_cut(json.dumps(derived))}")
+
+
+def _cut(text: str, limit: int = 100) -> str:
+    """A claimed value as a problem line shows it: an edited ladder may hold anything."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _close(a: Any, b: Any) -> bool:
+    numbers = (int, float)
+    if (isinstance(a, numbers) and isinstance(b, numbers)
+            and not isinstance(a, bool) and not isinstance(b, bool)):
+        return math.isclose(a, b, rel_tol=0.0, abs_tol=LADDER_TOLERANCE)
+    return bool(a == b) and type(a) is type(b)

@@ -1,0 +1,217 @@
+"""What ``guild verify`` checks of a league's signature (``league.core.signing``).
+
+``signature.json`` must be signed, over the canonical JSON of its other keys, by the Ed25519 key
+that ``league.json`` names (``signedBy``), or by ``--public-key`` when that is given; and each
+file it covers must still have the digest it signed: ``league.json``, ``results.jsonl``,
+``ladder.json`` and the replay of every episode. Each difference is one line naming the file.
+
+Without ``--public-key`` a valid signature proves only that whoever holds the key in
+``league.json`` signed these files: a forger can rewrite a league, sign it with a key of their
+own and put that key in ``league.json``. So verify prints the key's fingerprint (the first 16
+hex digits of sha256 of the raw key) for the reader to compare with the publisher's, and
+``--public-key HEX`` makes any other key a failure.
+
+A league without ``signature.json`` is *unsigned*: a note for a league begun before leagues were
+signed (``league.json`` without ``signedBy``), a problem for one that says it is signed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from league.core.signing import (
+    ALGORITHM,
+    SIGNATURE,
+    SIGNATURE_FORMAT,
+    SIGNED_FILES,
+    canonical,
+    fingerprint,
+    sha256_hex,
+)
+from league.core.store import MANIFEST, REPLAYS, RESULTS
+
+HEX64 = re.compile(r"[0-9a-f]{64}")
+EPISODE_ID = re.compile(r"e[0-9]{6,}")  # a signed replay's name: never a path
+SHOWN = 5  # files named one by one before the rest are counted
+MAX_SIGNATURE_BYTES = 256 << 20  # 1,000,000 episodes at ~90 bytes each, with room to spare
+
+
+@dataclass
+class Found:
+    """The signature's problems (each one line) and notes (the fingerprint, an unsigned league)."""
+
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def public_key_arg(text: str) -> str:
+    """``--public-key``: 64 hex digits (the raw Ed25519 key), as ``league.json`` shows it."""
+    key = text.strip().lower()
+    if not HEX64.fullmatch(key):
+        raise argparse.ArgumentTypeError(f"expected the 64 hex digits of an Ed25519 public key "
+                                         f"(league.json's signedBy.publicKey); got "
+                                         f"{text[:80]!r}")
+    return key
+
+
+def check(root: Path, manifest: dict, rows: Sequence[dict],
+          public_key: str | None = None) -> Found:
+    """The signature of the league in ``root`` (``rows``: its results lines)."""
+    found = Found()
+    signed_by = manifest.get("signedBy")
+    path = root / SIGNATURE
+    if not path.exists():
+        if public_key is not None:
+            found.problems.append(f"{SIGNATURE} is missing: the league is unsigned, so it "
+                                  "cannot be signed by the --public-key given")
+        elif signed_by is not None:
+            found.problems.append(f"{SIGNATURE} is missing, but {MANIFEST} says the league is "
+                                  "signed (signedBy); a first run stopped before its end "
+                                  "leaves none: run the same command again to sign it")
+        else:
+            found.notes.append(f"unsigned: the league has no {SIGNATURE} (it was begun before "
+                               "leagues were signed); nothing vouches for who published it")
+        return found
+    key = _league_key(signed_by)
+    if key is None:
+        found.problems.append(f"{MANIFEST}'s signedBy is not an {ALGORITHM} public key "
+                              "(algorithm and 64 hex digits of publicKey)")
+        return found
+    if public_key is not None and public_key != key:
+        found.problems.append(f"{MANIFEST} names signing key {fingerprint(key)}, not the "
+                              f"--public-key given ({fingerprint(public_key)}); the league was "
+                              "not signed by its publisher")
+        return found
+    body = _read(path, found)
+    if body is None:
+        return found
+    if not _valid(body, key):
+        found.problems.append(f"{SIGNATURE}'s signature does not hold for its contents under "
+                              f"key {fingerprint(key)} ({MANIFEST}'s signedBy); "
+                              f"{SIGNATURE} was changed or signed by another key")
+        return found
+    found.problems += _files(root, body["files"], len(body["replays"]))
+    found.problems += _replays(root, body["replays"], rows)
+    if public_key is not None:
+        found.notes.append(f"signed by the --public-key given (fingerprint {fingerprint(key)})")
+    else:
+        found.notes.append(f"signed by key {fingerprint(key)} ({MANIFEST}'s signedBy); "
+                           "compare this fingerprint with the publisher's, or pass "
+                           "--public-key to require their key")
+    return found
+
+
+def _league_key(signed_by: object) -> str | None:
+    if not (isinstance(signed_by, dict) and signed_by.get("algorithm") == ALGORITHM):
+        return None
+    key = signed_by.get("publicKey")
+    return key if isinstance(key, str) and HEX64.fullmatch(key) else None
+
+
+def _read(path: Path, found: Found) -> dict | None:
+    """``signature.json`` if it has the v1 shape; else a problem and None."""
+    try:
+        if path.stat().st_size > MAX_SIGNATURE_BYTES:
+            found.problems.append(f"{SIGNATURE} is over {MAX_SIGNATURE_BYTES >> 20} MB; it is "
+                                  "not a league's signature")
+            return None
+        body = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as e:
+        found.problems.append(f"{SIGNATURE} cannot be read as JSON ({type(e).__name__})")
+        return None
+    ok = (isinstance(body, dict) and body.get("format") == SIGNATURE_FORMAT
+          and isinstance(body.get("files"), dict) and isinstance(body.get("replays"), dict)
+          and isinstance(body.get("signature"), str)
+          and all(isinstance(v, str) for v in body["files"].values())
+          and all(isinstance(k, str) and EPISODE_ID.fullmatch(k) and isinstance(v, str)
+                  for k, v in body["replays"].items()))
+    if not ok:
+        found.problems.append(f"{SIGNATURE} is not a {SIGNATURE_FORMAT} signature (format, "
+                              "files, replays, signature)")
+        return None
+    return body
+
+
+def _valid(body: dict, key: str) -> bool:
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    signed = {k: v for k, v in body.items() if k != "signature"}
+    try:
+        public = Ed25519PublicKey.from_public_bytes(bytes.fromhex(key))
+        public.verify(bytes.fromhex(body["signature"]), canonical(signed))
+    except (InvalidSignature, ValueError):
+        return False
+    return True
+
+
+def _files(root: Path, files: dict, signed_lines: int) -> list[str]:
+    out = []
+    for name in SIGNED_FILES:
+        if name not in files:
+            out.append(f"{SIGNATURE} does not cover {name}")
+            continue
+        try:
+            data = (root / name).read_bytes()
+        except FileNotFoundError:
+            out.append(f"{name} is missing; {SIGNATURE} signed it")
+            continue
+        except OSError as e:
+            out.append(f"{name} cannot be read ({e.strerror or e}); {SIGNATURE} signed it")
+            continue
+        if sha256_hex(data) == files[name]:
+            continue
+        if name == RESULTS and _extends(data, signed_lines, files[name]):
+            lines = data.count(b"\n")
+            out.append(f"{RESULTS} has {lines - signed_lines} lines after the {signed_lines} "
+                       f"that {SIGNATURE} covers (a run stopped before it signed; run the same "
+                       "command again to sign them)")
+        else:
+            out.append(f"{name} is not the file {SIGNATURE} signed (its sha256 differs); it "
+                       "was changed after the league signed it")
+    return out
+
+
+def _extends(data: bytes, lines: int, digest: str) -> bool:
+    """Whether the first ``lines`` lines of ``data`` are the signed results file."""
+    cut = 0
+    for _ in range(lines):
+        cut = data.find(b"\n", cut) + 1
+        if cut == 0:
+            return False
+    return cut < len(data) and sha256_hex(data[:cut]) == digest
+
+
+def _replays(root: Path, signed: dict, rows: Sequence[dict]) -> list[str]:
+    missing, changed = [], []
+    for ep, digest in signed.items():
+        path = root / REPLAYS / f"{ep}.json"
+        try:
+            data = path.read_bytes()
+        except (FileNotFoundError, IsADirectoryError):
+            missing.append(ep)
+            continue
+        except OSError:
+            changed.append(ep)
+            continue
+        if sha256_hex(data) != digest:
+            changed.append(ep)
+    ids = [r.get("id") for r in rows]
+    unsigned = [i for i in ids if isinstance(i, str) and i not in signed]
+    out = [f"{REPLAYS}/{ep}.json is missing; {SIGNATURE} signed it" for ep in missing[:SHOWN]]
+    if len(missing) > SHOWN:
+        out.append(f"{len(missing) - SHOWN} more replays that {SIGNATURE} signed are missing")
+    out += [f"{REPLAYS}/{ep}.json is not the replay {SIGNATURE} signed (its sha256 differs)"
+            for ep in changed[:SHOWN]]
+    if len(changed) > SHOWN:
+        out.append(f"{len(changed) - SHOWN} more replays are not the ones {SIGNATURE} signed")
+    if unsigned:
+        shown = ", ".join(unsigned[:SHOWN]) + (", ..." if len(unsigned) > SHOWN else "")
+        out.append(f"{len(unsigned)} replays of {RESULTS} are not covered by {SIGNATURE} "
+                   f"({shown})")
+    return out

@@ -1,0 +1,27 @@
+"""Imported by the workers' fork server (``league.procs.workers``): one short episode of our
+baselines.
+
+A fresh process pays about 20 ms on its first episode filling per-town caches (the baselines'
+phrasebook and phrases, the parser's memo). Played once here, before the fork server forks the
+workers, every worker starts with them filled. The caches are memos of pure functions, so no
+episode's result can depend on them. Importing this module anywhere else only costs that
+episode; nothing it raises may stop the fork server, so nothing is raised.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from league.core.episode import IN_PROCESS, Settings, play
+from league.core.lineups import episode_spec
+from sim.rules.world import MIN_TURNS
+
+
+def warm() -> None:
+    try:
+        play(episode_spec(IN_PROCESS, 0, 0), Settings(policies=IN_PROCESS, turns=MIN_TURNS))
+    except Exception:  # a broken engine shows in the league's own episodes, not here
+        logging.getLogger(__name__).debug("warm-up episode failed", exc_info=True)
+
+
+warm()

@@ -1,0 +1,184 @@
+"""``python -m league.seat.host SPEC``: a Python policy in a process of its own (``module:Name``).
+
+It speaks the seat protocol (``league.seat.protocol``) on its standard input and output and
+hands the policy a :class:`SeatGame`: a view of its own seat with the read methods a seat may
+use (``observe(seat)``, ``observation_text(seat)``, its own ``commissions``, ``aliases``,
+``turn``, ``done``, ``world``, ``admissible``).  Everything else a ``Game`` has (other seats'
+hidden state, ``play_turn``, ``restore``, ``state``, ``snapshot``, ``end_early``) is simply not
+there: this process holds no game.  Whatever the policy prints goes to standard error, so it
+cannot corrupt the protocol.  A fresh policy object is built at every reset (every episode).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from agents.policy import Decision, make_policy
+from league.seat.protocol import VIEW_FIELDS, encode_line
+from sim import Intent
+from sim.language.phrasing import canonical_sentence
+from sim.language.textview import render_observation
+from sim.rules.world import STANDARD_TOWN
+
+
+class SeatGame:
+    """What a policy running apart receives as ``game``: its own seat's view, nothing more.
+
+    The view fields (observation, text view, legal actions and their sentences) come with the
+    request when the league was asked for them at reset; any other is fetched on first use
+    through ``fetch`` (a ``need`` request, ``league.seat.protocol``), and ``used`` learns which
+    this policy reads, so the next reset asks for exactly those.
+    """
+
+    __slots__ = ("world", "aliases", "turn", "turns", "done", "_seat", "_view", "_commissions",
+                 "_speech", "_fetch", "_used", "_lent")
+
+    def __init__(self, request: dict, speech: bool,
+                 fetch: Callable[[list[str]], dict] | None = None,
+                 used: set[str] | None = None) -> None:
+        self.world = STANDARD_TOWN
+        self.aliases: list[str] = list(request["aliases"])
+        self.turn: int = request["turn"]
+        self.turns: int = request["turns"]
+        self.done = False
+        self._seat: int = request["seat"]
+        self._view = {k: request[k] for k in VIEW_FIELDS if k in request}
+        self._commissions: list[dict] = request["commissions"]
+        self._speech = speech
+        self._fetch = fetch
+        self._used = set() if used is None else used
+        self._lent = False  # the observation dict was handed out once (then copies)
+
+    def _field(self, name: str) -> Any:
+        self._used.add(name)
+        if name not in self._view:
+            if self._fetch is None:
+                raise ValueError(f"this seat's view has no {name!r}")
+            missing = [k for k in VIEW_FIELDS if k in self._used and k not in self._view]
+            self._view.update(self._fetch(missing))
+        return self._view[name]
+
+    @property
+    def legal(self) -> list[int]:
+        """Indices of the seat's legal actions in the action table."""
+        return list(self._field("legal"))
+
+    @property
+    def admissible(self) -> list[str]:
+        """The legal actions' canonical sentences, in the order of :attr:`legal`."""
+        return list(self._field("admissible"))
+
+    def _own(self, seat: int) -> None:
+        if seat != self._seat:
+            raise ValueError(f"seat {self._seat} sees only its own view, not seat {seat}'s")
+
+    def observe(self, seat: int) -> dict:
+        self._own(seat)
+        obs = self._field("observation")
+        if self._lent:  # the policy may keep or change what it got: later calls get copies
+            return json.loads(json.dumps(obs))
+        self._lent = True
+        return obs
+
+    def observation_text(self, seat: int, prompt: str = "") -> str:
+        self._own(seat)
+        if not prompt:
+            return self._field("text")
+        return render_observation(self._field("observation"), self.world, prompt[:4000],
+                                  self._speech)
+
+    def commissions(self, seat: int) -> list[dict]:
+        self._own(seat)
+        return [dict(c) for c in self._commissions]
+
+
+def answer(policy: Any, view: SeatGame, seat: int) -> dict:
+    """The policy's decision as a protocol answer."""
+    got = policy.act(view, seat)
+    decision = got if isinstance(got, Decision) else Decision(got)
+    action = decision.action
+    if isinstance(action, Intent):
+        try:
+            action = canonical_sentence(action, view.world, view.aliases)
+        except Exception as e:  # an Intent naming what does not exist
+            return {"garbage": f"returned an Intent the rules refuse ({type(e).__name__}: {e})"}
+    if not isinstance(action, str):
+        return {"garbage": f"returned {type(action).__name__}, not a sentence or an Intent"}
+    if not (isinstance(decision.say, str) and isinstance(decision.notes, str)):
+        return {"garbage": "returned a Decision whose say or notes is not a str"}
+    return {"action": action, "say": decision.say, "notes": decision.notes}
+
+
+def _where(e: BaseException, spec: str) -> str:
+    """`` (at file.py:LINE)``: the innermost frame of the traceback in the policy's own
+    top-level package (else the innermost), named by its file's last two path parts."""
+    frames = traceback.extract_tb(e.__traceback__)
+    if not frames:
+        return ""
+    home = spec.split(":", 1)[0].split(".")[0]
+    pick = next((f for f in reversed(frames) if f"/{home}" in f.filename), frames[-1])
+    name = "/".join(pick.filename.split("/")[-2:]) if "/__init__" in pick.filename else \
+        pick.filename.rsplit("/", 1)[-1]
+    return f" (at {name}:{pick.lineno})"
+
+
+def serve(spec: str, requests: Any, replies: Any) -> None:
+    """Answer requests until standard input closes."""
+    policy: Any = None
+    speech = True
+    used: set[str] = set()  # the view fields the policy has read, in any episode
+    requests = iter(requests)
+    reply: dict
+
+    def write(message: dict) -> None:
+        replies.write(encode_line(message))
+        replies.flush()
+
+    def fetch(names: list[str]) -> dict:
+        write({"need": names})
+        got = json.loads(next(requests))
+        if not isinstance(got, dict) or got.get("type") != "view":
+            raise RuntimeError("the league answered a need with no view")
+        return {k: got[k] for k in names}
+
+    for line in requests:
+        try:
+            request = json.loads(line)
+            if request.get("type") == "build":  # the league's check before it starts
+                make_policy(spec)
+                reply = {"ok": True}
+            elif request.get("type") == "reset":
+                speech = bool(request.get("speech", True))
+                policy = make_policy(spec)
+                reset = getattr(policy, "reset", None)
+                if callable(reset):
+                    reset(request.get("seed"))
+                reply = {"ok": True, "fields": [k for k in VIEW_FIELDS if k in used]}
+            elif policy is None:
+                reply = {"error": "act before reset"}
+            else:
+                reply = answer(policy, SeatGame(request, speech, fetch, used), request["seat"])
+        except Exception as e:  # the policy's own failure: a fault of this seat
+            reply = {"error": f"{f'{type(e).__name__}: {e}'[:160]}{_where(e, spec)}"[:300]}
+        write(reply)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m league.seat.host MODULE:NAME", file=sys.stderr)
+        return 2
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)            # the policy's prints go to standard error
+    sys.stdout = sys.stderr
+    serve(args[0], sys.stdin.buffer, replies)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

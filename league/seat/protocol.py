@@ -1,0 +1,172 @@
+"""The seat protocol: what a seat running apart receives each turn, and what it may answer.
+
+A policy that is not one of ours runs in a process of its own (``league.apart.isolated``) and talks
+to the league through one JSON object per line on its standard input and output, whatever
+language it is written in (``exec:COMMAND``; ``module:Name`` uses the same protocol through
+``python -m league.seat.host``).  Requests, one per line:
+
+* ``{"type": "build"}`` once, when a league checks its policies before it starts (answer
+  ``{}``, or ``{"error": "..."}`` if the policy cannot be built);
+* ``{"type": "reset", "seed": S, "seat": K, "turns": T, "speech": B, "thievery": B}`` at the
+  start of every episode (``seed`` is derived from the game seed and the seat, so it seeds a
+  stochastic policy but does not reveal the town);
+* ``{"type": "act", "turn", "seat", "turns", "aliases", "commissions", "observation", "text",
+  "legal", "admissible"}`` each turn: exactly what the seat may see (RULES §17): its
+  observation dict (``Game.observe``), its text view (SENTENCES §17), its own commissions, the
+  indices of its legal actions in the action table (``sim.codec.action_table``) and their
+  canonical sentences, in the same order.
+
+Answers, one line each: ``{}`` (or anything) to a reset; to an act, ``{"action": ..., "say":
+"...", "notes": "..."}`` as SENTENCES §20 has it, where ``action`` is a sentence or the index
+of a legal action, or ``{"error": "..."}`` when the policy failed (a fault of the seat;
+``league.seat.host`` says ``{"garbage": "..."}`` when its policy returned something that is no
+decision).
+
+Paying only for what a seat reads.  The four view fields (:data:`VIEW_FIELDS`: observation,
+text, legal, admissible) cost the league most of a decision to build and send, so a program
+may say which it wants: a reset answer ``{"fields": [...]}`` makes every act of that episode
+carry just those (no ``fields``: all four), and during an act the program may write
+``{"need": [...]}`` and read back ``{"type": "view", ...}`` holding the named fields before it
+answers (at most :data:`MAX_NEEDS` times per act).  ``league.seat.host`` asks for nothing at
+first, fetches what its policy reads, and names those fields at the next reset.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from typing import Any
+
+from agents.policy import Decision
+from sim import Game, Intent
+from sim.codec.action_table import canonical, legal_mask, n_actions, to_intent
+from sim.language.textview import render_observation
+
+MAX_LINE = 1 << 16          # bytes of one answer line; more is a flood
+MAX_ACTION = 240            # characters of a sentence (SENTENCES §20)
+MAX_SAY = 160
+MAX_NOTES = 600
+VIEW_FIELDS = ("observation", "text", "legal", "admissible")
+MAX_NEEDS = 4               # need requests per act; more is garbage
+
+
+class ProtocolError(ValueError):
+    """An answer that is not one (not JSON, wrong fields, too long): a ``garbage`` fault."""
+
+
+def seat_seed(game_seed: int, seat: int, key: bytes | None = None) -> int:
+    """The seed a seat running apart is reset with: stable, but not the town's own seed.
+
+    With the league's secret ``key`` it is an HMAC, which no search of game seeds can match
+    to a town; without one (a public draw) a hash of the game seed."""
+    text = f"guild-seat:{game_seed}:{seat}".encode()
+    digest = (hmac.new(key, text, hashlib.sha256).digest() if key is not None
+              else hashlib.sha256(text).digest())
+    return int.from_bytes(digest[:7], "big")
+
+
+def reset_request(game: Game, seat: int, seed: int, key: bytes | None = None) -> dict:
+    c = game.config
+    return {"type": "reset", "seed": seat_seed(seed, seat, key), "seat": seat,
+            "turns": c.turns, "speech": c.speech, "thievery": c.thievery}
+
+
+def act_request(game: Game, seat: int, fields: tuple[str, ...] = VIEW_FIELDS) -> dict:
+    """What ``seat`` may see this turn, as one JSON-ready object (module docstring), with just
+    the view ``fields`` named."""
+    return {"type": "act", "turn": game.turn, "seat": seat, "turns": game.config.turns,
+            "aliases": game.aliases, "commissions": game.commissions(seat),
+            **view(game, seat, fields)}
+
+
+def view(game: Game, seat: int, fields: tuple[str, ...] | list[str]) -> dict:
+    """The named view fields of ``seat`` (each built only when named)."""
+    st = game.state
+    out: dict[str, Any] = {}
+    if "observation" in fields or "text" in fields:
+        obs = game.observe(seat)  # once: the text view is rendered from it, as Game's is
+        if "observation" in fields:
+            out["observation"] = obs
+        if "text" in fields:
+            out["text"] = render_observation(obs, game.world, "", game.config.speech)
+    if "legal" in fields or "admissible" in fields:
+        legal = [i for i, ok in enumerate(legal_mask(st, seat)) if ok]
+        if "legal" in fields:
+            out["legal"] = legal
+        if "admissible" in fields:
+            room = st.room[seat]
+            out["admissible"] = [canonical(i, game.world, st.aliases, seat, room)
+                                 for i in legal]
+    return out
+
+
+def view_fields(names: Any, what: str) -> tuple[str, ...]:
+    """``names`` checked as a list of view fields; :class:`ProtocolError` naming ``what``."""
+    if not isinstance(names, list) or len(names) > len(VIEW_FIELDS) or not all(
+            isinstance(n, str) and n in VIEW_FIELDS for n in names):
+        raise ProtocolError(f"{what} must be a list of view fields {list(VIEW_FIELDS)}; got "
+                            f"{_show(json.dumps(names).encode())}")
+    return tuple(names)
+
+
+def read_line(line: bytes) -> dict:
+    """One answer line as a JSON object; :class:`ProtocolError` when it is not one."""
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        raise ProtocolError(f"answered {_show(line)}, not a JSON object") from None
+    if not isinstance(data, dict):
+        raise ProtocolError(f"answered {_show(line)}, not a JSON object")
+    return data
+
+
+def parse_answer(data: dict, game: Game, seat: int) -> Decision:
+    """The decision in one answer (see :func:`read_line`); :class:`ProtocolError` when it is
+    not a valid one."""
+    if "error" in data:
+        raise SeatError(str(data["error"])[:300])
+    if "garbage" in data:  # the host's verdict on what its policy returned
+        raise AnswerError(str(data["garbage"])[:300])
+    action = data.get("action")
+    say, notes = data.get("say", ""), data.get("notes", "")
+    if not isinstance(say, str) or not isinstance(notes, str):
+        raise ProtocolError("answered a say or notes that is not a string")
+    if isinstance(action, bool) or not isinstance(action, (str, int)):
+        raise ProtocolError(f"answered action {_show(json.dumps(action).encode())}, neither "
+                            f"a sentence nor an action index")
+    if isinstance(action, int):
+        if not (0 <= action < n_actions(game.world) and legal_mask(game.state, seat)[action]):
+            raise ProtocolError(f"answered action index {action}, not one of the seat's legal "
+                                f"actions (0..{n_actions(game.world) - 1})")
+        act: str | Intent = to_intent(action, game.world, seat, game.state.room[seat])
+    else:
+        act = action[:MAX_ACTION]
+    return Decision(act, say=say[:MAX_SAY], notes=notes[:MAX_NOTES])
+
+
+class AnswerError(ProtocolError):
+    """The policy behind ``league.seat.host`` returned something that is no decision."""
+
+
+class SeatError(RuntimeError):
+    """The policy in the seat's process failed and said why (a ``raised`` fault)."""
+
+
+def _show(line: bytes) -> str:
+    text = line.decode("utf-8", "replace").strip()
+    return repr(text[:60] + ("..." if len(text) > 60 else ""))
+
+
+def encode_line(obj: Any) -> bytes:
+    """One protocol line (orjson, the ``fast`` extra, where installed: a request is encoded
+    once per decision, and json's encoder was the largest cost of the league's side)."""
+    if _orjson is not None:
+        return _orjson.dumps(obj, option=_orjson.OPT_NON_STR_KEYS | _orjson.OPT_APPEND_NEWLINE)
+    return (json.dumps(obj, separators=(",", ":")) + "\n").encode()
+
+
+try:
+    import orjson as _orjson
+except ImportError:  # the fast extra is not installed: the standard library's encoder
+    _orjson = None

@@ -1,0 +1,444 @@
+"""Seat processes forked from a clean interpreter: a restart costs milliseconds, not a start.
+
+Starting ``python -m league.seat.host`` costs about 0.3 s of imports, paid again at every
+restart after a fault.  A zygote (``python -m league.seat.zygote FD``) is started once per league
+process with the same interpreter and import path; it imports what every hosted seat needs and
+then only forks.  It never runs a policy's code: the policy's module is imported by the forked
+seat, after it has left the zygote's session and taken its limits, so one policy cannot change
+what another one's seat starts from.  Nothing of a game is ever in the zygote.
+
+Its protocol, on a ``SOCK_SEQPACKET`` socket from the league process: ``{"spawn": SPEC,
+"memory_mb": M, "cpu_s": C}`` (or ``{"exec": ARGV, ...}`` for a program) with three file
+descriptors (the seat's standard input, output and error) answers ``{"pid": P}`` and a pidfd of
+the seat, through which the league signals it and sees it end, in whatever pid namespace it
+runs; ``{"status": P}`` answers ``{"status": CODE}`` once P has ended (``Popen.returncode``'s
+convention; null while it runs).  The zygote exits when the league process does (its socket
+closes), and its seats die with it.
+
+Inside a sandbox (``python -m league.seat.zygote FD --isolate SCRATCH_MB``, started by the
+league's bubblewrap launcher, ``league.apart.sandbox``) every seat it forks also gets namespaces of
+its own: a user namespace (its uid mapped to itself, no capabilities left), a pid namespace in which
+it is pid 1 (so everything it starts dies with it, and it sees no other process), an IPC
+namespace, and a mount namespace with a fresh scratch folder (``/scratch``, a tmpfs of
+``SCRATCH_MB``, its working folder, also seen as an empty ``/tmp``), a bounded ``/dev/shm`` and its
+own ``/proc``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import resource
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+MAX_ENDED = 4096        # exit codes kept for status requests
+PR_SET_PDEATHSIG = 1
+PR_CAPBSET_DROP = 24
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID = 0x20000, 0x8000000, 0x10000000, 0x20000000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 0x1000, 0x4000, 0x40000
+SCRATCH = "/scratch"    # a seat's working folder inside the sandbox
+OLD_TMP = "/.sandbox-tmp"  # where a seat's namespace moves the sandbox's /tmp aside
+SHM_MB = 16             # its /dev/shm
+SEAT_NPROC = 256        # its processes and threads (RLIMIT_NPROC in its own user namespace)
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+
+
+def die_with_parent() -> None:
+    """Ask the kernel to kill this process when its parent dies (Linux; elsewhere nothing)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+# --- a seat's own namespaces (inside a sandbox) ------------------------------------------------
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _ok(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int,
+           data: str | None = None) -> None:
+    def enc(text: str | None) -> bytes | None:
+        return None if text is None else text.encode()
+
+    _ok(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
+        f"mount {target}")
+
+
+def _own_namespaces(scratch_mb: int, keep: tuple[str, ...] = ()) -> None:
+    """Enter new user, pid, IPC and mount namespaces; mount a fresh scratch, /tmp and
+    /dev/shm.  ``keep``: the policy's files under /tmp, shown again on the fresh /tmp.
+
+    The pid namespace takes effect for this process's next child, which becomes its pid 1.
+    """
+    uid, gid = os.getuid(), os.getgid()
+    _ok(_libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWPID), "unshare")
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
+                       ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    _mount("tmpfs", SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, f"size={scratch_mb}m,mode=0700")
+    _fresh_tmp(scratch_mb, keep)
+    if os.path.isdir("/dev/shm"):
+        _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={SHM_MB}m,mode=1777")
+
+
+def _fresh_tmp(scratch_mb: int, keep: tuple[str, ...]) -> None:
+    """A tmpfs of the seat's own on /tmp; the policy's files that lie under /tmp (read-only
+    binds of the sandbox) are bound again at their places on it."""
+    if not os.path.isdir("/tmp"):
+        return
+    if keep:  # the sandbox's /tmp, with the policy's binds, out of the way first
+        _mount("/tmp", OLD_TMP, None, MS_BIND | MS_REC)
+    _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={scratch_mb}m,mode=1777")
+    for path in keep:
+        source = os.path.join(OLD_TMP, os.path.relpath(path, "/tmp"))
+        if os.path.isdir(source):
+            os.makedirs(path, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            open(path, "a").close()
+        _mount(source, path, None, MS_BIND | MS_REC)
+    if keep:  # and the old view hidden
+        _mount("tmpfs", OLD_TMP, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755")
+
+
+def _drop_capabilities() -> None:
+    """Give up every capability (those the new user namespace granted, and the bounding set)."""
+    for cap in range(64):
+        if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            break  # past the last capability this kernel has
+    header = (ctypes.c_uint32 * 2)(_LINUX_CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()
+    _ok(_libc.capset(header, data), "capset")
+
+
+def _pid1(alive: int) -> None:
+    """In the seat (pid 1 of its namespace): die with its keeper, see only its own processes."""
+    die_with_parent()
+    if select.select([alive], [], [], 0)[0]:  # its keeper died before the flag was set
+        os._exit(1)
+    os.close(alive)
+    os.setsid()  # a group of its own: a signal to its group never reaches its keeper
+    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    # Counted in its own user namespace; the sandbox's limit still bounds all of its seats.
+    limit = min(SEAT_NPROC, resource.getrlimit(resource.RLIMIT_NPROC)[1])
+    resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
+    _drop_capabilities()
+    os.chdir(SCRATCH)
+
+
+def _keep(child: int, alive_w: int) -> None:
+    """In the keeper (the seat's parent, outside its pid namespace): wait for the seat and end
+    as it ended; never returns.  Killing the keeper kills the seat and all it started."""
+    code = 1
+    with contextlib.suppress(ChildProcessError):
+        _, status = os.waitpid(child, 0)
+        code = os.waitstatus_to_exitcode(status)
+    if code < 0:  # end as the seat did, so the league reads the same signal
+        signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+    os._exit(code & 0xFF)
+
+
+# --- the zygote -------------------------------------------------------------------------------
+
+def _seat(request: dict, fds: list[int], sock: socket.socket, zygote: int,
+          scratch_mb: int | None, keep: tuple[str, ...] = ()) -> None:
+    """In the forked child: leave the zygote, take the limits and the pipes, serve; never
+    returns.  In a sandbox (``scratch_mb``) the seat runs in namespaces of its own, as pid 1
+    below this process, which stays to wait for it (:func:`_keep`)."""
+    code = 1
+    try:
+        os.setsid()
+        die_with_parent()
+        if os.getppid() != zygote:  # the zygote died before the flag was set
+            return
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        sock.close()
+        for target, fd in enumerate(fds):  # first: what fails from here reaches its stderr
+            os.dup2(fd, target)
+            os.close(fd)
+        if scratch_mb is not None:
+            _own_namespaces(scratch_mb, keep)
+            alive_r, alive_w = os.pipe()
+            child = os.fork()
+            if child:
+                os.close(alive_r)
+                null = os.open(os.devnull, os.O_RDWR)
+                for target in range(3):  # only the seat holds its pipes: its end is their end
+                    os.dup2(null, target)
+                _keep(child, alive_w)
+            os.close(alive_w)
+            _pid1(alive_r)
+        mem = int(request["memory_mb"]) * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+        cpu = int(request["cpu_s"])
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if "exec" in request:
+            argv = [str(a) for a in request["exec"]]
+            try:
+                os.execvp(argv[0], argv)
+            except OSError as e:
+                print(f"cannot start {argv[0]!r}: {e.strerror}", file=sys.stderr)
+                code = 127
+                return
+        from league.seat import host as seat_host
+
+        code = seat_host.main([str(request["spawn"])])
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    except BaseException:  # the policy's KeyboardInterrupt and the like: its own crash
+        traceback.print_exc()
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        os._exit(code)
+
+
+def serve(sock: socket.socket, scratch_mb: int | None = None,
+          keep: tuple[str, ...] = ()) -> None:
+    """Fork seats on request until the league process closes the socket."""
+    ended: dict[int, int] = {}
+
+    def reap(*_: Any) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            ended[pid] = os.waitstatus_to_exitcode(status)
+            if len(ended) > MAX_ENDED:
+                ended.pop(next(iter(ended)))
+
+    signal.signal(signal.SIGCHLD, reap)
+    me = os.getpid()
+    while True:
+        message, fds, _, _ = socket.recv_fds(sock, 65536, 3)
+        if not message:
+            return
+        request = json.loads(message)
+        pidfds: list[int] = []
+        if ("spawn" in request or "exec" in request) and len(fds) == 3:
+            sys.stderr.flush()
+            try:
+                pid = os.fork()
+            except OSError as e:  # out of processes (a seat's fork bomb): this seat only
+                reply: dict = {"error": f"cannot fork a seat: {e.strerror}"}
+            else:
+                if pid == 0:
+                    _seat(request, fds, sock, me, scratch_mb, keep)
+                reply = {"pid": pid}
+                with contextlib.suppress(OSError):
+                    pidfds.append(os.pidfd_open(pid))
+        else:
+            reap()
+            reply = {"status": ended.get(int(request.get("status", -1)))}
+        for fd in fds:
+            os.close(fd)
+        socket.send_fds(sock, [json.dumps(reply).encode()], pidfds)
+        for fd in pidfds:
+            os.close(fd)
+
+
+def main() -> int:
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    die_with_parent()
+    scratch_mb, keep = None, ()
+    if sys.argv[2:3] == ["--isolate"]:  # in a sandbox, under a uid of its own
+        scratch_mb, nproc, keep = int(sys.argv[3]), int(sys.argv[4]), tuple(sys.argv[5:])
+        hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]  # a lower one set on the league
+        if hard != resource.RLIM_INFINITY:
+            nproc = min(nproc, hard)
+        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+    from league.seat import host  # noqa: F401  (every seat's imports, paid once here)
+
+    serve(sock, scratch_mb, keep)
+    return 0
+
+
+# --- the league's side ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Launch:
+    """How a zygote is started inside a sandbox: the sandbox's command (the zygote's own
+    command line is appended to ``prefix``), the environment it is started with, and the size
+    of each seat's scratch folder.  Made by ``league.apart.sandbox``."""
+
+    prefix: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    scratch_mb: int
+    nproc: int              # the sandbox's processes and threads (RLIMIT_NPROC of its uid)
+    python: str = sys.executable
+    # control groups the sandbox runs in, made for it (memory.limit_in_bytes = memory_mb,
+    # pids.max = nproc) where the machine lets the league make them; () where it does not
+    cgroups: tuple[str, ...] = ()
+    memory_mb: int = 0
+    keep: tuple[str, ...] = ()  # the policy's files under /tmp (each seat's /tmp is fresh)
+
+
+_CGROUP_LIMITS = {"memory.limit_in_bytes": lambda launch: str(launch.memory_mb << 20),
+                  "memory.max": lambda launch: str(launch.memory_mb << 20),
+                  "pids.max": lambda launch: str(launch.nproc)}
+
+
+def _enter_cgroups(launch: Launch) -> None:
+    """In the sandbox's first process, before it starts: make its control groups, set their
+    limits and join them, so everything it starts is counted (best effort: a folder the
+    machine does not let us make is skipped)."""
+    for folder in launch.cgroups:
+        try:
+            os.makedirs(folder, exist_ok=True)
+            for name, value in _CGROUP_LIMITS.items():
+                if os.path.exists(os.path.join(folder, name)):
+                    with open(os.path.join(folder, name), "w") as f:
+                        f.write(value(launch))
+            with open(os.path.join(folder, "cgroup.procs"), "w") as f:
+                f.write("0")
+        except OSError:
+            continue
+
+
+def _leave_cgroups(launch: Launch) -> None:
+    """Remove a sandbox's control groups once its processes are gone."""
+    for folder in launch.cgroups:
+        for _ in range(50):
+            try:
+                os.rmdir(folder)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:  # its last processes are still being torn down
+                time.sleep(0.02)
+
+
+class Zygote:
+    """A running zygote and the league process's end of its socket (in a sandbox: ``launch``)."""
+
+    def __init__(self, env: dict[str, str] | None, launch: Launch | None = None) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        argv = [sys.executable, "-m", "league.seat.zygote", str(theirs.fileno())]
+        if launch is not None:
+            argv = [*launch.prefix, launch.python, *argv[1:], "--isolate",
+                    str(launch.scratch_mb), str(launch.nproc), *launch.keep]
+            env = dict(launch.env)
+        self.launch = launch
+        enter = None
+        if launch is not None and launch.cgroups:
+            def enter() -> None:
+                _enter_cgroups(launch)
+        self.proc = subprocess.Popen(
+            argv, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE if launch else subprocess.DEVNULL,
+            start_new_session=True, env=env, preexec_fn=enter)
+        theirs.close()
+        self.sock = ours
+        self.lock = threading.Lock()
+
+    def _call(self, request: dict, fds: Sequence[int] = ()) -> tuple[dict, list[int]]:
+        with self.lock:
+            socket.send_fds(self.sock, [json.dumps(request).encode()], list(fds))
+            reply, got, _, _ = socket.recv_fds(self.sock, 65536, 1)
+        if not reply:
+            raise OSError(f"the seat zygote has ended{self._why()}")
+        return json.loads(reply), got
+
+    def _why(self) -> str:
+        """What a sandbox's launcher said before it ended (one bounded line)."""
+        if self.launch is None or self.proc.stderr is None or self.proc.poll() is None:
+            return ""
+        text = self.proc.stderr.read(2048).decode("utf-8", "replace").strip()
+        return f" ({' | '.join(text.splitlines())[:300]})" if text else ""
+
+    def spawn(self, request: dict, fds: list[int]) -> tuple[int, int]:
+        """Fork a seat (``{"spawn": SPEC}`` or ``{"exec": ARGV}``, with ``memory_mb`` and
+        ``cpu_s``) on the pipes ``fds`` (stdin, stdout, stderr): its pid in the zygote's pid
+        namespace and a pidfd of it."""
+        reply, got = self._call(request, fds)
+        if len(got) != 1:
+            for fd in got:
+                os.close(fd)
+            raise OSError(reply.get("error", "the seat zygote sent no pidfd"))
+        return int(reply["pid"]), got[0]
+
+    def status(self, pid: int) -> int | None:
+        """The exit code of a seat that has ended (None while it runs, or if unknown)."""
+        try:
+            return self._call({"status": pid})[0]["status"]
+        except (OSError, ValueError):
+            return None
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        self.sock.close()
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+        if self.launch is not None:
+            _leave_cgroups(self.launch)
+
+
+_ZYGOTES: dict[tuple, Zygote] = {}
+_LOCK = threading.Lock()
+
+
+def zygote(env: dict[str, str] | None, launch: Launch | None = None) -> Zygote:
+    """This process's zygote for ``env`` or ``launch`` (started on first use, again if it has
+    died)."""
+    key = (tuple(sorted((env or {}).items())), launch)
+    with _LOCK:
+        z = _ZYGOTES.get(key)
+        if z is None or not z.alive():
+            if z is not None:
+                z.close()
+            z = _ZYGOTES[key] = Zygote(env, launch)
+        return z
+
+
+def _forget_zygotes() -> None:
+    """In a child forked from a league process (a worker): the parent's zygotes are the
+    parent's; forget them without signalling them (a worker's exit must not end them)."""
+    for z in _ZYGOTES.values():
+        with contextlib.suppress(OSError):
+            z.sock.close()
+    _ZYGOTES.clear()
+
+
+os.register_at_fork(after_in_child=_forget_zygotes)
+
+
+def close_zygotes() -> None:
+    with _LOCK:
+        zs = list(_ZYGOTES.values())
+        _ZYGOTES.clear()
+    for z in zs:
+        z.close()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
