@@ -32,14 +32,22 @@ def _effect(it, game: Game, seat: int) -> tuple:
     return tuple(sem)
 
 
+# The defaults first, then margins that make the rarer branches fire (the same parameters on
+# both faces).
+FACTOR_PARAMS = [{}, {"sell_margin": -3, "pickup_value": 0}, {"sell_margin": 4, "pickup_value": 12}]
+MAGPIE_PARAMS = [{}, {"hawk_period": 0}, {"hawk_period": 1, "sell_margin": -2, "buy_margin": 3},
+                 {"hawk_period": 2, "sell_margin": 5, "buy_margin": -4}]
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_batched_baselines_choose_the_scalar_sentence(seed: int) -> None:
-    """Batched factor/magpie pick, in every state, the index whose effect is the scalar
-    baseline's sentence: no snapping (table version 2 has every amount they name)."""
+    """Batched factor/magpie pick, in every state and with any parameters, the index whose
+    effect is the scalar baseline's sentence: no snapping (table version 2 has every amount
+    they name)."""
     rng = np.random.default_rng(seed)
     lineups = [["factor", "magpie"] * 3, ["magpie"] * 6, ["factor"] * 3 + ["random"] * 3]
-    scalar = {"factor": Factor(), "magpie": Magpie()}
-    batched = {"factor": BatchedFactor(), "magpie": BatchedMagpie()}
+    pairs = {"factor": [(Factor(**p), BatchedFactor(**p)) for p in FACTOR_PARAMS],
+             "magpie": [(Magpie(**p), BatchedMagpie(**p)) for p in MAGPIE_PARAMS]}
     checked = 0
     kinds = set()
     for k in range(36):
@@ -50,25 +58,26 @@ def test_batched_baselines_choose_the_scalar_sentence(seed: int) -> None:
             e.load_games([game])
             sentences = []
             for seat in range(SEATS):
-                for name in ("factor", "magpie"):
-                    sentence = scalar[name].act(game, seat)
-                    want = _effect(game.intent_for(sentence, seat)[0], game, seat)
-                    index = int(batched[name].act(e, np.array([0]), np.array([seat]))[0])
-                    it = check_structured(to_intent(index, W, seat, game.state.room[seat]), W,
-                                          seat, game.state.room[seat], game.state.offers,
-                                          game.state.turn)
-                    got = _effect(it, game, seat)
-                    checked += 1
-                    kinds.add(want[0] if want[0] != "give" else want[1])
-                    assert got == want, (name, seat, sentence, got)
-                    if name == lineup[seat]:
-                        sentences.append(sentence)
+                for name, variants in pairs.items():
+                    for i, (scalar, batched) in enumerate(variants):
+                        sentence = scalar.act(game, seat)
+                        want = _effect(game.intent_for(sentence, seat)[0], game, seat)
+                        index = int(batched.act(e, np.array([0]), np.array([seat]))[0])
+                        it = check_structured(to_intent(index, W, seat, game.state.room[seat]),
+                                              W, seat, game.state.room[seat], game.state.offers,
+                                              game.state.turn)
+                        got = _effect(it, game, seat)
+                        checked += 1
+                        kinds.add(want[0] if want[0] != "give" else want[1])
+                        assert got == want, (name, vars(scalar), seat, sentence, got)
+                        if name == lineup[seat] and i == 0:
+                            sentences.append(sentence)
                 if lineup[seat] == "random":
                     legal = np.flatnonzero(legal_mask(game.state, seat))
                     sentences.append(to_intent(int(rng.choice(legal)), W, seat,
                                                game.state.room[seat]))
             game.play_turn(sentences)
-    assert checked > 3000
+    assert checked > 10_000
     assert {"keeper", "trade", "rob", "buy", "sell", "take", "move"} <= kinds
 
 

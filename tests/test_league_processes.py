@@ -19,6 +19,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from conftest import needs
 from leagues import ROOT, TESTS, F, league_args, lines, one_error_line, same_replays, timeless
 
 from league.cli.guild import main
@@ -26,8 +27,7 @@ from league.core.errors import LeagueError
 from league.tournament import LeagueOptions, check_options
 from sim.rules.world import MAX_TURNS
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
-                                reason="reads /proc to find the league's processes")
+needs(sys.platform.startswith("linux"), "Linux (these tests read /proc for the league's processes)")
 
 MARK = "GUILD_TEST_LEAGUE_MARK"
 

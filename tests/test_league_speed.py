@@ -10,7 +10,7 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
+from conftest import needs
 
 from league import LeagueOptions, run_league
 from league.core import store
@@ -72,10 +72,10 @@ def _same_files(outs: list[Path]) -> None:
         assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes()
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="worker processes need a POSIX system")
 def test_episodes_played_while_workers_start_give_the_same_bytes(tmp_path, monkeypatch) -> None:
     """With the fork server, the league's process plays the first episodes of a baseline
     league while the server starts; the files are those of one process playing everything."""
+    needs(hasattr(os, "fork"), "a POSIX system (worker processes fork)")
     played_here = []
     real_play = workers.play
 
@@ -110,10 +110,10 @@ print(started)
 """
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks only on Linux")
 def test_a_baseline_league_forks_its_workers_here_with_the_same_bytes(tmp_path) -> None:
     """In a process of its own (this one has the test run's threads), a league of our
     baselines forks its workers from the league's process: the same files as one process."""
+    needs(sys.platform.startswith("linux"), "Linux (a league forks its workers only there)")
     one = tmp_path / "w1"
     run_league(LeagueOptions(policies=("factor", "magpie", "random"), episodes=40,
                              out=str(one), seed=4, workers=1))

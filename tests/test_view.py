@@ -182,11 +182,10 @@ def _guild_process(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60, preexec_fn=limit)
 
 
-@pytest.mark.skipif(not hasattr(os, "mkfifo") or not os.path.exists("/dev/zero"),
-                    reason="needs FIFOs and /dev/zero (POSIX)")
 def test_view_reads_regular_files_only_refused_before_reading(replay_path: Path,
                                                               tmp_path: Path) -> None:
     """/dev/zero would be read without end and a FIFO would block: both refused unread."""
+    needs(hasattr(os, "mkfifo") and os.path.exists("/dev/zero"), "FIFOs and /dev/zero (POSIX)")
     fifo = tmp_path / "replay.json"
     os.mkfifo(fifo)
     page = str(tmp_path / "x.html")

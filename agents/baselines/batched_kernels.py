@@ -33,8 +33,7 @@ FAR = np.iinfo(np.int64).max  # the distance of a shop that cannot serve (factor
 
 class BaselineTables(NamedTuple):
     """What the baseline kernels read: the town (``sim.batched.tables.Tables``) and the action
-    indices the baselines use (``agents.baselines.batched._Index``), as int64 arrays unless
-    noted."""
+    indices the baselines use, as int64 arrays unless noted."""
 
     keeper_here: np.ndarray  # [room] keeper id, the dummy where none
     keeper_room: np.ndarray  # [keeper]

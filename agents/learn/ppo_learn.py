@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 import time
-from typing import Any
 
 import numpy as np
 import torch
@@ -207,6 +206,3 @@ def engine_share(learner: Learner) -> float:
     total = learner.engine_seconds + learner.learner_seconds
     return learner.engine_seconds / total if total else float("nan")
 
-
-def as_plain(figures: dict[str, Any]) -> dict[str, float]:
-    return {k: float(v) for k, v in figures.items()}

@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.learn.sb3_net import META_NAME, Log1pFeatures  # noqa: F401 (models name it here)
 from sim import Game, Intent
 from sim.batched.observe import encode as encode_rows
 from sim.codec.action_table import TABLE_VERSION, legal_mask, to_intent
@@ -56,30 +57,6 @@ from sim.codec.encode import encode, encode_flat, slices
 
 _log = logging.getLogger(__name__)
 
-# Written into the model zip by the trainer: how to rebuild the observation, and provenance.
-META_NAME = "guild.json"
-
-try:  # the feature extractor must be importable wherever a model is loaded
-    import torch
-    from gymnasium import spaces
-    from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
-
-    class Log1pFeatures(BaseFeaturesExtractor):
-        """Flat guild observation squashed with ``log1p``.
-
-        The raw vector mixes 0/1 flags with coin counts in the hundreds; ``log1p`` brings them
-        to one scale inside the network, so the model stays a plain zip with no separate
-        normalisation statistics to ship (unlike ``VecNormalize``).
-        """
-
-        def __init__(self, observation_space: spaces.Box) -> None:
-            super().__init__(observation_space, features_dim=int(observation_space.shape[0]))
-
-        def forward(self, observations: torch.Tensor) -> torch.Tensor:
-            return torch.log1p(torch.clamp(observations, min=0.0))
-
-except ImportError:  # pragma: no cover - only without the train extra
-    Log1pFeatures = None  # type: ignore[assignment,misc]
 
 
 @dataclass
@@ -256,16 +233,6 @@ class SB3Policy:
             import torch as _torch
 
             _torch.manual_seed(int(seed) % (2 ** 63))
-
-    @classmethod
-    def from_model(cls, model: Any, deterministic: bool = True) -> SB3Policy:
-        """Wrap an in-memory model (e.g. during training) without saving it first."""
-        from gymnasium import spaces as gspaces
-
-        policy = cls("<in memory>", deterministic)
-        flat = not isinstance(model.observation_space, gspaces.Dict)
-        policy._loaded = _Loaded(model, flat, {})
-        return policy
 
     def _model(self) -> _Loaded:
         if self._loaded is None:  # lazily: building a league lineup must stay cheap

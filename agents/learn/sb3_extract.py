@@ -15,7 +15,7 @@ the UTF-8 JSON of what rebuilds the same network:
 * ``net_arch`` (``{"pi": [...], "vf": [...]}``), ``activation`` (a ``torch.nn`` activation
   by name), ``features`` (``FlattenExtractor``, ``CombinedExtractor`` or ``Log1pFeatures``) and
   ``features_kwargs``, ``share_features_extractor``, ``normalize_images``;
-* ``meta``: the zip's ``guild.json`` (``agents.learn.sb3.META_NAME``; ``{}`` without one).
+* ``meta``: the zip's ``guild.json`` (``agents.learn.sb3_net.META_NAME``; ``{}`` without one).
 
 :func:`rebuild` (in the league's process) trusts none of it: it reads the arrays with
 ``np.load(allow_pickle=False)`` from an archive of stored (uncompressed) ``.npy`` records,
@@ -85,7 +85,7 @@ def describe(model: Any, meta: dict) -> bytes:
     )
     from stable_baselines3.common.torch_layers import CombinedExtractor, FlattenExtractor
 
-    from agents.learn.sb3 import Log1pFeatures
+    from agents.learn.sb3_net import Log1pFeatures
 
     policy = model.policy
     kind = type(policy)
@@ -136,7 +136,7 @@ def describe(model: Any, meta: dict) -> bytes:
 
 
 def _meta(data: bytes) -> dict:
-    from agents.learn.sb3 import META_NAME
+    from agents.learn.sb3_net import META_NAME
 
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
@@ -341,7 +341,7 @@ def rebuild(blob: bytes) -> tuple[Any, dict]:
     from sb3_contrib.common.maskable import policies
     from stable_baselines3.common import torch_layers
 
-    from agents.learn.sb3 import Log1pFeatures
+    from agents.learn.sb3_net import Log1pFeatures
 
     desc, arrays = read(blob)
     name = desc.get("policy")

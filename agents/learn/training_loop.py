@@ -24,7 +24,7 @@ from agents.learn.ppo_records import (
     write_curve,
     write_text,
 )
-from agents.learn.training import (
+from agents.learn.train_options import (
     EVAL_OPPONENTS,
     EVAL_SEED0,
     TrainingError,

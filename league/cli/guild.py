@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 from league.apart.isolated import DEFAULT_MEMORY_MB
 from league.cli.progress import Progress
@@ -26,6 +26,7 @@ from league.core.verify import verify_dir
 from league.core.verify_signature import public_key_arg
 from league.procs.backends import WorkerDiedError
 from league.tournament import MAX_SECONDS, LeagueOptions, default_workers, run_league
+from sim.commandline import OneLineParser
 from sim.rules.world import MAX_TURNS, MIN_TURNS
 
 EPILOG_LEAGUE = """\
@@ -64,12 +65,6 @@ were signed verifies as before, noted as unsigned. Exit 1 if anything fails.
 """
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports a usage mistake in one line (exit 2), not usage plus error."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
 
 def _positive_float(text: str) -> float:
     try:
@@ -83,8 +78,9 @@ def _positive_float(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="guild", description="Run, rank and verify leagues of the guild game.")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    parser = OneLineParser(prog="guild",
+                           description="Run, rank and verify leagues of the guild game.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     lg = sub.add_parser("league", help="play a league, write results and replays, print the "
                         "ladder", epilog=EPILOG_LEAGUE,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
