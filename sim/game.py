@@ -303,7 +303,7 @@ def _parse_cached(world: World, aliases: list[str], aliases_low: tuple[str, ...]
                   room: int, offers, turn: int, sentence: str) -> Intent:
     """``parse`` with a memo: the parse is pure in (town, aliases, seat, room, sentence) except
     for an ``accept`` naming nobody, which reads the live offers, so those are never stored.
-    Baselines and leagues repeat sentences a lot; this saves about a third of a turn.  The
+    Baselines and leagues repeat sentences a lot, so most parses are memo hits.  The
     aliases join the key only when one of them occurs in the sentence (as a substring of its
     lowercased text, a superset of occurring as a token), so alias-free sentences are shared
     across episodes."""

@@ -82,12 +82,12 @@ class BatchedGuild:
         st, tb = self.state, self.tables
         starts, quests, floor = towns_of(seeds, self.world)
         at = rows
-        if rows is self.rows:  # every row (each reset of a one-row face): a third of the cost
+        if rows is self.rows:  # every row (each reset of a one-row face): fill, not indexing
             at = slice(None)
             for a in st:
                 a.fill(0)
         else:
-            if rows.size == 1 and 0 <= rows[0] < self.n:  # a slice: half the cost of a list
+            if rows.size == 1 and 0 <= rows[0] < self.n:  # a slice: cheaper than a list
                 at = slice(int(rows[0]), int(rows[0]) + 1)
             for a in st:
                 a[at] = 0

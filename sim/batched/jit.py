@@ -15,7 +15,7 @@ so it happens only when a kernel is first needed.
 
 The kernels run without numba's reference counting (``_nrt=False``): they only read and write
 arrays the engine owns and allocate nothing (work arrays come in a ``Scratch``), and counting
-references on every call of a helper that takes the whole state would cost five times the
+references on every call of a helper that takes the whole state would cost more than the
 work itself.
 """
 

@@ -4,6 +4,10 @@ Row for row ``sim.codec.encode.encode_flat`` and ``sim.codec.action_table.legal_
 §17), with the rules' own ``cheapest_source``, ``guards`` and ``robbery_succeeds``.  Plain
 Python functions over a ``BatchState`` ``st`` and the town's ``KernelTables`` ``tb``; ``o`` is one
 observation row, ``at`` the first column of each key (``tables.OBS_KEYS`` order).
+
+Those two are its twins: ``test_batched_equals_scalar_turn_by_turn`` (``tests/test_batched.py``)
+compares every seat's row and mask with theirs after every turn, and ``tests/test_faces_rules.py``
+holds the rows to ``Game.observe`` and the masks to the rules' verdict on every action.
 """
 
 from __future__ import annotations

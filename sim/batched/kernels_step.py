@@ -6,8 +6,10 @@ open the next turn.  Every formula comes from the rules themselves, not a copy: 
 walks, robbery odds, guards, loot, commission credit, score points, initiative and the retainer
 tick are the functions of ``sim.rules``, which ``sim.batched.jit`` compiles together with this
 module.  What remains here is the bookkeeping of the arrays: the check order of each resolver
-(RULES §9, §11) and which acts leave a public line (§12.1), held equal to the scalar resolvers
-by the differential tests.
+(RULES §9, §11) and which acts leave a public line (§12.1).  Its twin is the scalar turn
+(``sim.rules.turn``, ``resolve``, ``robbery``): ``tests/test_batched.py``'s
+``test_batched_equals_scalar_turn_by_turn`` (and ``..._in_a_variant_town``) compares the two
+states after every turn, and ``test_tables_are_the_rules_checks_and_classes`` the decoding.
 
 These are plain Python functions: ``sim.batched.jit`` compiles them (``NUMBA_DISABLE_JIT=1``
 runs them as Python, for debugging).  Arguments: ``st`` is a ``BatchState``, ``tb`` the

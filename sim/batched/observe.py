@@ -19,6 +19,7 @@ from .tables import Tables
 if TYPE_CHECKING:
     from .engine import BatchedGuild
 
+
 def all_seats(n: int) -> tuple[np.ndarray, np.ndarray]:
     """``(rows, seats)`` listing every seat of ``n`` episodes, episode-major (``[n * 6]``)."""
     return np.repeat(np.arange(n), SEATS), np.tile(np.arange(SEATS), n)

@@ -1,10 +1,11 @@
 """Seed -> starting town for many episodes at once: Nim's xoroshiro128+ on numpy arrays.
 
-The batched twin of ``sim.rules.rng`` and ``sim.rules.setup.draw_town`` (RULES §3-4).  Every
-episode has
-its own generator state, one row of two ``uint64`` arrays; all rows take the same sequence of
-draws, so each step of the scalar generator becomes a handful of array operations.  The alias
-stream is not drawn: aliases only name seats in text, and the batched engine keeps no text.
+The batched twin of ``sim.rules.rng`` and ``sim.rules.setup.draw_town`` (RULES §3-4), held
+equal to them by ``test_setup_is_seed_compatible`` and ``test_reset_equals_fresh_games``
+(``tests/test_batched.py``).  Every episode has its own generator state, one row of two
+``uint64`` arrays; all rows take the same sequence of draws, so each step of the scalar
+generator becomes a handful of array operations.  The alias stream is not drawn: aliases only
+name seats in text, and the batched engine keeps no text.
 
 >>> rooms, quests, floor = draw_towns(np.array([0]))
 >>> rooms[0].tolist(), quests[0].tolist()[:2], floor[0, 4].tolist()

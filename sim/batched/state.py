@@ -2,22 +2,8 @@
 conversion to and from the scalar engine's state.
 
 Field for field the scalar ``GameState`` (``sim.rules.state``), with two encodings that keep
-the arrays fixed-size (``-1`` = none; ``K`` = the dummy keeper of ``sim.batched.tables``):
-
-| array | shape | meaning |
-|---|---|---|
-| room, prev_room, coin, carried | [N, 6] | seat fields; ``carried`` = pack size |
-| items | [N, 6, goods] | packs |
-| quest_item, quest_count, delivered | [N, 6, 2] | commissions |
-| retainer_of, retainer_turns, robberies, robbed | [N, 6] | bonds and theft counters |
-| hint | [N, 6] bool | asked a keeper last turn (§9.3) |
-| last_reason | [N, 6] | code of ``REASONS`` of the last act, -1 before the first |
-| floor | [N, rooms, goods] | loose goods |
-| stock, shop_coin | [N, K + 1, goods], [N, K + 1] | shops; row K is the dummy, always 0 |
-| off_kind/to/item/qty/coin | [N, 2, 6] | live offers by ``posted_turn % 2`` and sender |
-| room_log, heard | [N, rooms] | public lines this turn / last turn (counted, capped at 12) |
-| turn, turns_played, done, seed | [N] | clock, end flag, the episode's game seed |
-| points | [N, 6] | wealth + 3 x commission points (``sim.rules.scoring.score_points``) |
+the arrays fixed-size (``-1`` = none; ``K`` = the dummy keeper of ``sim.batched.tables``);
+:class:`BatchState` lists the arrays.
 
 Offers: a seat posts at most one offer a turn and an offer lives until the open two turns
 later, so slot ``turn % 2`` holds the offers posted this turn and the other slot last turn's.
@@ -38,7 +24,23 @@ from .tables import HIRE_OFFER, NO_OFFER, REASON_CODE, TRADE_OFFER, Tables
 
 
 class BatchState(NamedTuple):
-    """The arrays of N episodes (module docstring); the kernels change them in place."""
+    """The arrays of N episodes; the kernels change them in place.
+
+    | array | shape | meaning |
+    |---|---|---|
+    | room, prev_room, coin, carried | [N, 6] | seat fields; ``carried`` = pack size |
+    | items | [N, 6, goods] | packs |
+    | quest_item, quest_count, delivered | [N, 6, 2] | commissions |
+    | retainer_of, retainer_turns, robberies, robbed | [N, 6] | bonds and theft counters |
+    | hint | [N, 6] bool | asked a keeper last turn (§9.3) |
+    | last_reason | [N, 6] | code of ``REASONS`` of the last act, -1 before the first |
+    | floor | [N, rooms, goods] | loose goods |
+    | stock, shop_coin | [N, K + 1, goods], [N, K + 1] | shops; row K is the dummy, always 0 |
+    | off_kind/to/item/qty/coin | [N, 2, 6] | live offers by ``posted_turn % 2`` and sender |
+    | room_log, heard | [N, rooms] | public lines this turn / last turn (counted, capped at 12) |
+    | turn, turns_played, done, seed | [N] | clock, end flag, the episode's game seed |
+    | points | [N, 6] | wealth + 3 x commission points (``sim.rules.scoring.score_points``) |
+    """
 
     room: np.ndarray
     prev_room: np.ndarray

@@ -1,36 +1,22 @@
 """The flat structured action table: index <-> Intent, canonical sentences, the legal mask.
 
 Every environment asks this module, and only this module, for ``index -> Intent`` and the mask,
-so the structured face and the sentence face cannot drift apart: each action's canonical
-sentence parses back to the same intent (tested over every action in many states).
+so the structured and sentence faces cannot drift apart: each action's canonical sentence
+parses back to the same intent (``tests/test_env.py``).
 
-Other seats are named **seat-relative**: ``rel`` 1..5 is the seat ``(me + rel) % 6``, so a
-policy learnt in one seat transfers to another.  Quantities use the small set {1, all} (buying
-and delivering add 2: a commission asks for 2 units); coin amounts use fixed sets, and offer
-prices are the good's base value plus a markup, so that every act of the scripted baselines
-(RULES §21) is one row: factor's "hand Vell 2 of the 3 held" and magpie's "1 unit for base + 2
-coins".  Only free-text speech is outside the table.
+Other seats are **seat-relative** (``rel`` 1..5 is seat ``(me + rel) % 6``), so a policy learnt
+in one seat transfers to another.  Quantities ({1, all}; buying and delivering add 2, what a
+commission asks), coin amounts and offer markups over the base value come from small fixed sets
+that make every act of the scripted baselines (RULES §21) one row.  Only free-text speech is
+outside the table; :func:`action_table` lists the blocks.
 
-The table is versioned (:data:`TABLE_VERSION`): a trained model's index means the row of the
-table it was trained on, so a model records the version and loading it under another table is
-refused.  Version 1 had deliver {1, all} and absolute offer prices {4, 8, 12, 16}.
+The table is versioned (:data:`TABLE_VERSION`): a model records the version its indices mean,
+and loading it under another table is refused.  Version 1 had deliver {1, all} and absolute
+offer prices {4, 8, 12, 16}.
 
-| block | slots | count |
-|---|---|---|
-| wait | - | 1 |
-| quest | ask the keeper here | 1 |
-| move | destination room 0..8 | 9 |
-| take | good x {1, all} | 12 |
-| drop | good x {1, all} | 12 |
-| buy | good x {1, 2} from the keeper here | 12 |
-| sell | good x {1, all} to the keeper here | 12 |
-| deliver | good x {1, 2, all} handed to the keeper here | 18 |
-| gift | rel x good (1 unit) | 30 |
-| pay | rel x coin {1, 5, 10} | 15 |
-| offer | rel x good (1 unit) x price base value + {0, 2, 4, 8} | 120 |
-| hire | rel x fee {1, 5, 10} | 15 |
-| accept | rel | 5 |
-| rob | rel | 5 |
+Twin: ``sim.batched.kernels_observe.mask_rows`` computes the mask again on arrays;
+``test_batched_equals_scalar_turn_by_turn`` (``tests/test_batched.py``) holds the two equal, and
+``tests/test_faces_rules.py`` holds both to the rules' own verdict on every action.
 """
 
 from __future__ import annotations
@@ -70,7 +56,27 @@ class ActionSpec:
 
 @per_world
 def action_table(world: World) -> tuple[ActionSpec, ...]:
-    """The table for a town, in a fixed order (OpenSpiel-style: legal actions ascend)."""
+    """The table for a town, in a fixed order (OpenSpiel-style: legal actions ascend).
+
+    Its blocks, with the counts of the standard town (9 rooms, 6 goods):
+
+    | block | slots | count |
+    |---|---|---|
+    | wait | - | 1 |
+    | quest | ask the keeper here | 1 |
+    | move | destination room 0..8 | 9 |
+    | take | good x {1, all} | 12 |
+    | drop | good x {1, all} | 12 |
+    | buy | good x {1, 2} from the keeper here | 12 |
+    | sell | good x {1, all} to the keeper here | 12 |
+    | deliver | good x {1, 2, all} handed to the keeper here | 18 |
+    | gift | rel x good (1 unit) | 30 |
+    | pay | rel x coin {1, 5, 10} | 15 |
+    | offer | rel x good (1 unit) x price base value + {0, 2, 4, 8} | 120 |
+    | hire | rel x fee {1, 5, 10} | 15 |
+    | accept | rel | 5 |
+    | rob | rel | 5 |
+    """
     return _build_table(world)
 
 

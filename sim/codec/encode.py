@@ -3,28 +3,12 @@
 It holds exactly the facts of ``observation.observe`` (own purse, pack, commissions and hint;
 the room, its floor, the cogs present, the keeper's table; offers to the seat; its standing;
 its last outcome), as ids and counts for neural policies.  Other seats are seat-relative
-(``rel`` 1..5 = seat ``(me + rel) % 6``), like the action table.
+(``rel`` 1..5 = seat ``(me + rel) % 6``), like the action table.  :func:`layout` lists the keys.
 
-| key | shape | meaning |
-|---|---|---|
-| time | 2 | turn (0-based), turns left |
-| purse | 1 | own coin |
-| pack | goods | own goods by id |
-| commissions | 2 x (goods + 2) | one-hot good, count, delivered |
-| hint | 2 x (1 + rooms) | after a successful quest: cheapest ask and its room (one-hot) |
-| room | rooms | one-hot current room |
-| exits | rooms | 1 for each room one road away |
-| dark | 1 | 1 in an unlit room |
-| floor | goods | goods lying here (clipped at 255) |
-| cogs | 5 | 1 for each other seat here, by rel |
-| keeper | keepers | one-hot keeper standing here |
-| shop | goods x 4 | deals in it, stock, ask, bid (zeros without a keeper) |
-| shop_coin | 1 | the keeper's coin |
-| offers | 5 x (2 + goods + 2) | per rel: trade, hire, one-hot good, qty, coin |
-| standing | 5 + 1 + 5 | employer (one-hot rel), turns left; own hirelings' turns by rel |
-| last | reasons | one-hot reason of the seat's last act |
-| heard | 1 | public lines heard here last turn |
-| action_mask | actions | 1 where ``actions.legal_mask`` holds |
+It reads the state rather than that dict, for speed.  Its twins: ``observe`` itself
+(``tests/test_faces_rules.py`` rebuilds every key from it and checks that what it hides never
+moves the vector) and the batched ``sim.batched.kernels_observe.encode_rows`` (equal row for
+row in ``test_batched_equals_scalar_turn_by_turn``, ``tests/test_batched.py``).
 """
 
 from __future__ import annotations
@@ -43,7 +27,29 @@ FLOOR_CLIP = 255
 
 
 def layout(world: World) -> dict[str, tuple[tuple[int, ...], float]]:
-    """Each key's shape and upper bound (all lower bounds are 0)."""
+    """Each key's shape and upper bound (all lower bounds are 0), in vector order:
+
+    | key | shape | meaning |
+    |---|---|---|
+    | time | 2 | turn (0-based), turns left |
+    | purse | 1 | own coin |
+    | pack | goods | own goods by id |
+    | commissions | 2 x (goods + 2) | one-hot good, count, delivered |
+    | hint | 2 x (1 + rooms) | after a successful quest: cheapest ask and its room (one-hot) |
+    | room | rooms | one-hot current room |
+    | exits | rooms | 1 for each room one road away |
+    | dark | 1 | 1 in an unlit room |
+    | floor | goods | goods lying here (clipped at 255) |
+    | cogs | 5 | 1 for each other seat here, by rel |
+    | keeper | keepers | one-hot keeper standing here |
+    | shop | goods x 4 | deals in it, stock, ask, bid (zeros without a keeper) |
+    | shop_coin | 1 | the keeper's coin |
+    | offers | 5 x (2 + goods + 2) | per rel: trade, hire, one-hot good, qty, coin |
+    | standing | 5 + 1 + 5 | employer (one-hot rel), turns left; own hirelings' turns by rel |
+    | last | reasons | one-hot reason of the seat's last act |
+    | heard | 1 | public lines heard here last turn |
+    | action_mask | actions | 1 where ``action_table.legal_mask`` holds |
+    """
     g, r, k = world.n_goods, world.n_rooms, world.n_keepers
     big = float(2 ** 31 - 1)
     return {

@@ -102,7 +102,7 @@ class SeatFace:
         """Every seat's ``observe``, in seat order.
 
         The six rows are encoded in one compiled pass over a one-episode copy of the state
-        (``sim.batched``), about six times cheaper than six Python passes; the batched
+        (``sim.batched``), several times cheaper than six Python passes; the batched
         differential tests hold that encoder equal to ``encode_flat``.  In text mode it is six
         ``observe`` calls.
         """

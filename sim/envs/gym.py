@@ -1,51 +1,7 @@
 """Gymnasium face: one learning seat against five policies (``guild/Guild-v0``).
 
-## Description
-The guild game of RULES.md: six seats, fourteen turns, one act per turn.  The agent plays one
-seat; the other five are played by policies (default: a mix of the original baselines).
-
-When every opponent is named by a spec whose batched policy is its scalar twin (``"factor"``,
-``"magpie"``) and actions are structured, a turn runs on a one-row batched engine and the
-twins' compiled kernels (``sim.envs.row``), several times faster; ``env.game`` is then the
-scalar ``Game`` replayed on demand, with the baselines' own sentences.  Observations, masks,
-rewards and infos are the same either way (``tests/test_gym_row.py``).
-
-## Action Space
-``Discrete(n)`` over the structured action table of ``sim.codec.action_table`` (its docstring lists
-the blocks); ``action_masks()`` and ``obs["action_mask"]`` give the legal ones (MaskablePPO).  With
-``text_mode=True`` the action is one English sentence instead (a ``Text`` space).
-
-## Observation Space
-A one-level ``Dict`` of ``Box`` arrays (``sim.codec.encode`` lists the keys), only what the seat may
-see; ``flatten=True`` gives one ``Box`` vector instead; ``text_mode=True`` gives the text view
-of SENTENCES §17 and the mask.
-
-## Rewards
-``reward="dense"`` (default): the change in the seat's score each turn, so an episode's return
-is its final score.  ``reward="terminal"``: the final score on the last step only.
-
-## Episode End
-Terminated after the last turn (``turns``, default 14).  Never truncated by the env itself.
-
-## Information
-``info["score"]`` and ``info["seat"]`` every step; ``info["action_mask"]``, or in text mode
-``info["admissible"]`` (canonical sentences of the legal actions, in table order);
-``info["results"]`` (RULES §13) at the end.
-
-## Arguments
-``seat`` (0..5, or None to draw one per episode), ``opponents`` (5 policy specs or objects:
-``"factor"``, ``"magpie"``, ``"random"``, ``"module:Name"``, or anything with
-``act(game, seat)``), ``turns``, ``thievery``, ``speech``, ``world``, ``text_mode``,
-``flatten``, ``reward``, ``render_mode`` (``"ansi"`` or ``"human"``).
-
-An ``"sb3:model.zip"`` opponent is loaded in this process, the call being your own: the zip
-is a pickle and loading it runs its code (as ``"module:Name"`` runs the module's), so name only
-files you trust.  For one you do not, pass ``{"name": "sb3:model.zip", "extract":
-league.sb3_load.extract}``: it is loaded in a bubblewrap sandbox and the network rebuilt here
-from its weights plays (what ``guild evaluate`` and ``guild play`` do unless ``--trust``).
-
-## Version History
-v0: first release.
+The environment's documentation, in Gymnasium's sections (spaces, rewards, episode end,
+information, arguments), is :class:`GuildEnv`'s docstring.
 """
 
 from __future__ import annotations
@@ -65,7 +21,58 @@ from .row import RowEpisode
 
 
 class GuildEnv(gym.Env):
-    __doc__ = __doc__
+    """The guild game for one learning seat against five policies (``guild/Guild-v0``).
+
+    ## Description
+    The guild game of RULES.md: six seats, fourteen turns, one act per turn.  The agent plays one
+    seat; the other five are played by policies (default: a mix of the original baselines).
+
+    When every opponent is named by a spec whose batched policy is its scalar twin (``"factor"``,
+    ``"magpie"``) and actions are structured, a turn runs on a one-row batched engine and the
+    twins' compiled kernels (``sim.envs.row``), several times faster; ``env.game`` is then the
+    scalar ``Game`` replayed on demand, with the baselines' own sentences.  Observations, masks,
+    rewards and infos are the same either way (``tests/test_gym_row.py``).
+
+    ## Action Space
+    ``Discrete(n)`` over the structured action table (``sim.codec.action_table.action_table``
+    lists the blocks); ``action_masks()`` and ``obs["action_mask"]`` give the legal ones
+    (MaskablePPO).  With ``text_mode=True`` the action is one English sentence instead (a
+    ``Text`` space).
+
+    ## Observation Space
+    A one-level ``Dict`` of ``Box`` arrays (``sim.codec.encode.layout`` lists the keys), only what
+    the seat may see; ``flatten=True`` gives one ``Box`` vector instead; ``text_mode=True`` gives
+    the text view of SENTENCES §17 and the mask.
+
+    ## Rewards
+    ``reward="dense"`` (default): the change in the seat's score each turn, so an episode's return
+    is its final score.  ``reward="terminal"``: the final score on the last step only.
+
+    ## Episode End
+    Terminated after the last turn (``turns``, default 14).  Never truncated by the env itself.
+
+    ## Information
+    ``info["score"]`` and ``info["seat"]`` every step; ``info["action_mask"]``, or in text mode
+    ``info["admissible"]`` (canonical sentences of the legal actions, in table order);
+    ``info["results"]`` (RULES §13) at the end.
+
+    ## Arguments
+    ``seat`` (0..5, or None to draw one per episode), ``opponents`` (5 policy specs or objects:
+    ``"factor"``, ``"magpie"``, ``"random"``, ``"module:Name"``, or anything with
+    ``act(game, seat)``), ``turns``, ``thievery``, ``speech``, ``world``, ``text_mode``,
+    ``flatten``, ``reward``, ``render_mode`` (``"ansi"`` or ``"human"``).
+
+    An ``"sb3:model.zip"`` opponent is loaded in this process, the call being your own: the zip
+    is a pickle and loading it runs its code (as ``"module:Name"`` runs the module's), so name
+    only files you trust.  For one you do not, pass ``{"name": "sb3:model.zip", "extract":
+    league.apart.sb3_load.extract}``: it is loaded in a bubblewrap sandbox and the network
+    rebuilt here from its weights plays (what ``guild evaluate`` and ``guild play`` do unless
+    ``--trust``).
+
+    ## Version History
+    v0: first release.
+    """
+
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
 
     def __init__(self, seat: int | None = None, opponents: Sequence | None = None,

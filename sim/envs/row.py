@@ -1,8 +1,8 @@
 """One episode on a one-row batched engine, its scalar ``Game`` rebuilt only when read.
 
 The structured faces step this instead of ``sim.Game``: the compiled kernels resolve a turn
-and encode all six observations in tens of microseconds, where the scalar engine and the
-Python encoder take hundreds.  For table actions the batched differential tests hold the two
+and encode all six observations in one call each, several times faster than the scalar engine
+and the Python encoder.  For table actions the batched differential tests hold the two
 engines equal turn by turn, so observations, masks, rewards and ends do not change.  Whoever
 reads ``game`` (event log, text view, snapshots, ``render``) gets the scalar ``Game`` of the
 same episode: the recorded turns are replayed into it on demand, and only then.

@@ -48,7 +48,7 @@ class GuildVectorEnv(VectorEnv):
     """``num_envs`` single-seat guild games in one batched engine (``guild/Guild-v0``'s twin).
 
     Same spaces, observations, masks and rewards as ``sim.envs.gym.GuildEnv``; the five opponents
-    are batched policies (``agents.batched``; default factor, magpie, factor, magpie,
+    are batched policies (``agents.baselines.batched``; default factor, magpie, factor, magpie,
     factor as ``DEFAULT_OPPONENTS``).  Autoreset ``SAME_STEP`` (module docstring).
 
     ``info``: ``seat``, ``score`` and ``game_seed`` per env, ``action_mask`` (``[n, actions]``

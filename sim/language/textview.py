@@ -1,9 +1,10 @@
 """The per-turn text a language-model player reads (SENTENCES §17), rendered from ``observe``.
 
-The text and the numeric views are built from the one per-seat dict of ``observation.observe``,
-so they cannot show different facts.  The prose is ours; the order and the facts follow §17.1:
-one function per section, each returning its lines, composed in that order by
-:func:`render_observation`.
+The text is built from the per-seat dict of ``observation.observe`` alone, so it shows nothing
+that view hides.  (The numeric view, ``sim.codec.encode``, reads the state instead, for speed;
+``tests/test_faces_rules.py`` holds it to the same dict.)  The prose is ours; the order and the
+facts follow §17.1: one function per section, each returning its lines, composed in that order
+by :func:`render_observation`.
 """
 
 from __future__ import annotations

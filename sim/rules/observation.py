@@ -2,6 +2,10 @@
 
 Hidden from a seat: other seats' coin, packs, commissions, notes and scores; anything in other
 rooms; other shops' stock and prices (except the hint after a successful ``quest``); the seed.
+
+Twin: the numeric observation (``sim.codec.encode``, and the batched ``kernels_observe``) reads
+the state, not this dict, for speed; ``tests/test_faces_rules.py`` holds every field of it equal
+to this view and unmoved by anything this view hides.
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 A resolver takes the state, the act record (already holding the blank result) and the intent;
 the first failing check sets ``a.reason`` and changes nothing.  Public lines (RULES §14) go to
 the actor's start-of-turn room ``a.room``.
+
+Twin: ``sim.batched.kernels_step`` repeats each resolver's check order on arrays, for speed;
+``tests/test_batched.py::test_batched_equals_scalar_turn_by_turn`` holds the two equal.
 """
 
 from __future__ import annotations

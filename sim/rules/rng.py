@@ -64,7 +64,7 @@ class NimRand:
 
     The state's two 64-bit words ``a0`` and ``a1`` are held as 32-bit halves, so that ``next``
     works on small integers (compiled by mypyc, those are machine words; 64-bit values would
-    be heap integers, about eight times the work). ``step`` is the same map on whole words,
+    be heap integers, many times the work). ``step`` is the same map on whole words,
     the reference the tests hold ``next`` to.
 
     >>> NimRand(2019).next()

@@ -2,6 +2,11 @@
 
 Strength is recomputed for every robbery from the state left by earlier resolutions, so a bond
 accepted earlier in the same turn already counts.
+
+Twin: ``sim.batched.kernels_step.rob`` repeats ``rob``'s check order on arrays (calling
+``guards``, ``robbery_succeeds`` and ``loot`` from here);
+``tests/test_batched.py::test_batched_equals_scalar_turn_by_turn`` (seats start herded, and
+its draw of acts favours robbery) holds the two equal.
 """
 
 from __future__ import annotations

@@ -2,6 +2,10 @@
 
 Two independent Nim streams: one for the aliases (``seed * 6779 + 31``) and the main one
 (``seed * 7919 + 17``) for starting rooms, commissions and loose goods, in that order.
+
+Twin: ``sim.batched.setup.draw_towns`` makes the same draws on arrays for many seeds at once;
+``tests/test_batched.py``'s ``test_setup_is_seed_compatible`` and
+``test_reset_equals_fresh_games`` hold the two equal.
 """
 
 from __future__ import annotations

@@ -1,4 +1,10 @@
-"""The turn: open (RULES §6.2), resolve in seven classes by initiative (§6.3), settle (§6.4)."""
+"""The turn: open (RULES §6.2), resolve in seven classes by initiative (§6.3), settle (§6.4).
+
+Twin: ``sim.batched.kernels_step.step_rows`` plays the same turn on arrays (calling
+``acting_seat`` and ``tick_retainers`` from here); ``tests/test_batched.py``'s
+``test_batched_equals_scalar_turn_by_turn`` and ``test_batched_equals_scalar_in_a_variant_town``
+compare the two states after every turn.
+"""
 
 from __future__ import annotations
 

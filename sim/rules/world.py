@@ -210,7 +210,7 @@ def _check_size(w: World) -> None:
         if len(v) > cap:
             raise ConfigError(f"World.{name}: at most {cap}; got {len(v)}")
     for r in w.rooms:
-        # typed as annotated: compiled code (agents.native) reads these fields as such
+        # typed as annotated: compiled code (agents.baselines.native) reads these fields as such
         if not isinstance(r.exits, tuple):
             raise ConfigError(f"World.rooms[{r.id}].exits must be a tuple; got "
                               f"{type(r.exits).__name__}")

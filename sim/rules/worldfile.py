@@ -1,18 +1,15 @@
 """Variant towns from a world file (JSON, or TOML on Python >= 3.11), checked before anyone plays.
 
-A world file changes the standard town of RULES §1-2 and the settings that the feasibility gate
-of RULES §18 guards: rooms, exits, keepers, trade lists, opening stock, base values, the
-starting coin and the turn count.  :func:`load_world` returns a :class:`~sim.rules.world.World` that
-``GameConfig(world=...)`` plays and ``python -m feasibility --world FILE`` checks, plus the
-file's turn count (or ``None``); ``sim.load_config`` makes the ``GameConfig`` in one call.
-
-The format (every key optional; unknown keys are errors, so a typo never passes silently)::
+A world file changes the standard town (RULES §1-2) and the settings that the feasibility gate
+(RULES §18) guards.  :func:`load_world` returns the ``World`` that ``GameConfig(world=...)``
+plays and ``python -m feasibility --world FILE`` checks, plus the file's turn count (or
+``None``); ``sim.load_config`` makes the ``GameConfig`` in one call.  Every key is optional; an
+unknown key is an error, so a typo never passes silently::
 
     {
       "name": "Flooded docks",            # free text, ignored ("description" too)
-      "turns": 12,                        # horizon, 6..1000 (RULES §6.7, MAX_TURNS)
-      "start_coin": 35,                   # each seat's purse at setup (RULES §4)
-      "keeper_start_coin": 120, "carry_limit": 8,
+      "turns": 12,                        # horizon, 6..1000 (RULES §6.7)
+      "start_coin": 35, "keeper_start_coin": 120, "carry_limit": 8,
       "quest_items": ["hide", "nails", "rope", "salt"],   # goods a commission may name
       "guild": "Guildmaster Vell",        # the keeper who settles commissions
       "rooms":   {"The Docks": {"exits": ["Warehouse Yard", "Cutpurse Alley"]},
@@ -21,41 +18,26 @@ The format (every key optional; unknown keys are errors, so a typo never passes 
       "keepers": {"Smith Bram": {"trade": ["nails", "rope"], "opening": [4, 6]}}
     }
 
-``rooms``, ``goods`` and ``keepers`` are each either
+``rooms``, ``goods`` and ``keepers`` are each an object that *patches* the standard entries
+(keys name an entry by id ``"5"``, name or keyword; values give only the fields to change) or a
+list that *replaces* the table (entry i gets id i; an ``id`` field, if given, must be i).
+Fields: rooms ``name exits keywords x y dark desc``; goods ``name plural keywords value``;
+keepers ``name room trade opening keywords``.  Inside entries, references are ids, names (any
+case) or unique keywords of the *resulting* tables; exits are stored ascending (RULES §2.1).
 
-* an **object** (a TOML table) that *patches* the standard entries: keys name an entry by id
-  (``"5"``), name or keyword, values give only the fields to change; or
-* a **list** that *replaces* the whole table; entry i gets id i (an ``id`` field, if given,
-  must be i).  Room fields: ``name exits keywords x y dark desc``; goods: ``name plural keywords
-  value``; keepers: ``name room trade opening keywords``.
+Limits (``sim.rules.world``; ``World`` itself enforces the sizes, which keep the batched arrays,
+the action table and the planner proportional to a real town): a file of at most 1 MiB, 8
+containers deep, integers of at most 30 digits; 64 rooms, 32 goods, 64 keepers, 16 exits a room;
+turns 6..1000, base values 1..1000, coin 0..100,000, carry limit 1..999, opening stock 0..12,
+x/y 0..100.  Each failed check raises :class:`WorldFileError` naming the file and the entry:
+besides types and ranges, unknown references; self, duplicate or one-way exits; duplicate
+names; two keepers in one room; a trade list and its opening stock of different lengths; fewer
+than 2 commission goods, or one that no keeper trades; fewer than 8 rooms or 6 goods (setup,
+RULES §4, puts loose goods in rooms 0, 4-7 and uses good 5 as the extra relic).  Whether a seat
+can still finish its commissions is the feasibility gate's question, not checked here.
 
-Inside entries, rooms, goods and keepers are referred to by id, name (any case) or a keyword
-unique among them, always in the *resulting* tables.  Exits are stored ascending (RULES §2.1).
-
-Bounds (``sim.rules.world`` holds them and ``World`` itself enforces the sizes, so no caller can
-build a bigger town; they keep the batched engine's ``[episode, room, goods]`` int64 arrays,
-the action table and the feasibility planner proportional to a real town):
-
-* the file: at most ``MAX_FILE_BYTES`` (1 MiB), nested at most ``MAX_DEPTH`` (8) containers
-  deep, no integer literal longer than ``MAX_INT_DIGITS`` (30) digits;
-* tables: at most ``MAX_ROOMS`` (64) rooms, ``MAX_GOODS`` (32) goods, ``MAX_KEEPERS`` (64,
-  one per room) keepers, ``MAX_EXITS`` (16) exits per room;
-* numbers: turns ``MIN_TURNS..MAX_TURNS`` (6..1000, the bound of every episode), base values
-  ``1..MAX_VALUE`` (1000), coin ``0..MAX_COIN`` (100,000), carry limit ``1..MAX_CARRY`` (999).
-
-Checks (each failure raises :class:`WorldFileError` naming the file and the entry): unreadable,
-oversized, too deeply nested or malformed file; unknown keys; wrong types; negative or
-out-of-range numbers (the bounds above, opening stock 0..12, x/y 0..100); unknown rooms, goods
-or keepers in a reference; self, duplicate or one-way (asymmetric) exits; duplicate names; two
-keepers in one room (RULES §2.3); a trade list and its opening stock of different lengths; fewer
-than 2 commission goods, or a commission good that no keeper trades; and the shape that setup
-(RULES §4) needs: at least 8 rooms (loose goods land in rooms 0, 4, 5, 6, 7) and 6 goods (good 5
-is the extra relic).  Whether a competent seat can still finish its commissions is *not* checked
-here; that is the feasibility gate's job (RULES §18).
-
-This module reads the file and detects its format; the table building is in
-:mod:`sim.rules.worldfile_build` and the field checks and error wording in
-:mod:`sim.rules.worldfile_checks`.
+This module reads the file and detects its format; :mod:`sim.rules.worldfile_build` builds the
+tables and :mod:`sim.rules.worldfile_checks` checks the fields and words the errors.
 """
 
 from __future__ import annotations
