@@ -30,8 +30,8 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    """``PairedResult`` and ``paired_evaluation`` need numpy (0.15 s to import), which playing a
-    seat does not: their module loads on first use."""
+    """``PairedResult`` and ``paired_evaluation`` need numpy, which is slow to import and which
+    playing a seat never needs: their module loads on first use."""
     if name in ("PairedResult", "paired_evaluation"):
         from agents.learn import evaluation
 

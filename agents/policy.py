@@ -1,7 +1,7 @@
 """The policy interface, building policies from specs, and playing whole episodes.
 
 A policy decides one seat's act from the start-of-turn state (RULES §6.1, §17): ``act(game,
-seat)`` returns a sentence (parsed by the rules, SENTENCES.md), an ``Intent``, or a
+seat)`` returns a sentence (parsed by the rules, docs/sentences.md), an ``Intent``, or a
 :class:`Decision` (the act plus the seat's spoken line and notes, and whether a baseline wrote
 it), which language-model seats need (SENTENCES §20.1). A policy with ``concurrent = True`` may
 be asked from a worker thread while the other seats decide (:func:`decide_turn`), so that the
@@ -80,7 +80,7 @@ def decide_turn(game: Game, policies: Sequence[Policy]) -> list[Any]:
 
 
 def make_policy(spec: str | Policy | type | Mapping[str, Any], **params: Any) -> Policy:
-    """Build a policy from a spec and keyword parameters (API.md §3).
+    """Build a policy from a spec and keyword parameters (docs/api.md §3).
 
     ``spec`` is ``"factor"``, ``"magpie"``, ``"random"`` (case-insensitive), a prefixed spec
     such as ``"sb3:model.zip"`` or ``"llm:MODEL@URL"``, or ``"module.path:Name"`` naming a class

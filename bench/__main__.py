@@ -1,4 +1,5 @@
-"""Benchmarks: ``python -m bench [--quick]`` prints ``<name>: <value> <unit>`` lines (API.md §6).
+"""Benchmarks: ``python -m bench [--quick]`` prints ``<name>: <value> <unit>`` lines
+(docs/api.md §6).
 
 Batched figures are at N = 4096 episodes in lockstep (the compiled kernels of ``sim.batched``);
 ``_vs_original`` compares with the compiled original on this machine class (``bench``: 701
@@ -62,10 +63,10 @@ _LEAGUES: list[str] = []  # the one folder of this process's bench leagues
 def _league_folder() -> str:
     """A new folder for one bench league, inside one that goes when the bench ends.
 
-    A league of 1,000 episodes leaves 36 MB of replays. Deleting them at once made the next
-    league slow (on this project's disk, ext4 mounted with ``discard``, creating files is slow
-    for a minute after a large deletion): with ``--rounds`` the league figure fell round after
-    round, 508 to 219 episodes/s, measuring the last round's cleanup rather than the league.
+    A bench league leaves tens of MB of replays, and on a file system mounted with ``discard``
+    creating files is slow for a while after a large deletion: deleting each league's folder at
+    once would make the next league's figure (and every later round's, with ``--rounds``)
+    measure the last cleanup rather than the league.
     """
     if not _LEAGUES:
         _LEAGUES.append(tempfile.mkdtemp(prefix="guild-bench-"))
@@ -232,8 +233,8 @@ def main(argv: list[str] | None = None) -> int:
         print(_line("gym_steps_per_s", steps))
     print(_line("parallel_joint_steps_per_s", bench_parallel(secs)))
     # The leagues before training: a league of our baselines forks its workers from this
-    # process, and after the train bench (torch loaded, a network trained) its leagues ran at
-    # 889-1,415 episodes/s against 1,351-1,745 just before it, in one process (2026-12-04).
+    # process, and after the train bench (torch loaded, a network trained) they start from a
+    # heavier process and run slower.
     n = _league_episodes(secs)
     rate = bench_league(n)
     if rate is not None:

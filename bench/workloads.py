@@ -93,8 +93,8 @@ def bench_structured(seconds: float, pool: int = 64) -> float:
     The intents of ``pool`` episodes are drawn before the clock starts and replayed, turn by
     turn, from the same seeds (the engine is deterministic, so each replay is the recorded
     episode again): the original's replay figure likewise replays recorded sentences.
-    Drawing them inside the loop (``bench_structured_live``) costs about 40% more instructions
-    and 13-24% more time (callgrind; interleaved runs).
+    Drawing them inside the loop (``bench_structured_live``) would add the draws' own cost to
+    the engine's.
     """
     recorded = record_structured(pool)
 
@@ -185,9 +185,9 @@ def bench_baselines(seconds: float) -> float | None:
 def masked_random(mask, rng: random.Random) -> int:
     """A uniformly random legal action of a 0/1 ``action_mask``: the faces' benchmark driver.
 
-    ``mask.nonzero()`` and Python's ``random`` take ~0.9 µs a draw here, against ~4.9 µs for
-    ``np.flatnonzero`` and a numpy ``Generator.integers`` call (the earlier driver),
-    so that the figures measure the environment rather than the driver.
+    ``mask.nonzero()`` and Python's ``random`` cost much less a draw than ``np.flatnonzero``
+    and a numpy ``Generator.integers`` call (the earlier driver), so that the figures measure
+    the environment rather than the driver.
     """
     return rng.choice(mask.nonzero()[0].tolist())
 

@@ -1,14 +1,15 @@
 """The guild game: a faithful, seed-compatible simulator (rules engine, parser, views).
 
-Public names follow API.md §1.  Importing ``sim`` imports no other package of the project, and
-no heavy one: Gymnasium learns the environment ids when it is imported (before or after
-``sim``), and their modules (``sim.envs``) and the batched engine (``sim.batched``) load on
-first use.
+Public names follow docs/api.md §1.  Importing ``sim`` imports no other package of the
+project, and no heavy one: Gymnasium learns the environment ids when it is imported (before or
+after ``sim``), and their modules (``sim.envs``) and the batched engine (``sim.batched``) load
+on first use.
 
 The wings, lowest first (each imports only from those below it, checked by import-linter):
-``sim.rules`` (the game), ``sim.language`` (sentences and text), ``sim.game`` / ``sim.replay``
-(the facade), ``sim.codec`` (action table, numeric observation), ``sim.batched`` (the batched
-engine), ``sim.envs`` (Gymnasium, PettingZoo and vector faces).
+``sim.rules`` (the game), ``sim.language`` (sentences and text), ``sim.game`` and
+``sim.policies`` (the facade and the policy-name registry), ``sim.replay``, ``sim.codec``
+(action table, numeric observation), ``sim.batched`` (the batched engine), ``sim.envs``
+(Gymnasium, PettingZoo and vector faces).
 """
 
 from . import native
@@ -32,7 +33,7 @@ from .rules.worldfile import WorldFileError, load_world
 
 
 def parallel_env(**kwargs):
-    """The PettingZoo ``ParallelEnv`` (API.md §2); PettingZoo is imported on first use."""
+    """The PettingZoo ``ParallelEnv`` (docs/api.md §2); PettingZoo is imported on first use."""
     from .envs.parallel import parallel_env as make
 
     return make(**kwargs)

@@ -1,4 +1,4 @@
-"""``GameConfig`` and ``Game``: the facade of API.md §1 over the rules modules."""
+"""``GameConfig`` and ``Game``: the facade of docs/api.md §1 over the rules modules."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Policies that cheat or attack the league (issue 16), one per hole found, as fixtures.
+"""Policies that cheat or attack the league, one per hole found, as fixtures.
 
 Run apart (the default for ``module:Name``), each receives only a view of its own seat; every
 cheat below must gain nothing and leave the league and the other seats untouched.

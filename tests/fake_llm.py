@@ -57,8 +57,8 @@ BEHAVIOURS: dict[str, tuple[Answer, Answer]] = {
     "slow": ((200, "", 3.0), (200, "", 3.0)),
     "slowish": ((200, "", 0.3), (200, "", 0.3)),
     # a reply slow enough that six requests started together all start before the first ends,
-    # even on a loaded machine (0.3 s was not: in one CI run the sixth request started 3.6 ms
-    # after the first reply ended)
+    # even on a loaded machine (``slowish`` is not: a busy CI runner can start the sixth after
+    # the first has ended)
     "unhurried": ((200, "", 1.0), (200, "", 1.0)),
 }
 

@@ -454,7 +454,7 @@ class ThreadPerCore:
 
 # --- the town's seed, searched through the public draw -----------------------------------------
 
-SEARCH_SEEDS = 300   # league seeds tried (the attack tried 10,000; scaled down)
+SEARCH_SEEDS = 300   # league seeds tried (a real attack would try many more)
 SEARCH_GROUPS = 4    # groups tried per league seed
 
 

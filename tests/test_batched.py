@@ -1,6 +1,6 @@
 """The batched engine against the scalar one: same seeds, same action indices, same states.
 
-Differential (STYLE.md "Differential against a reference"): after every turn each episode's
+A differential test against the scalar engine as the reference: after every turn each episode's
 state (``Game.snapshot()`` plus offers, hints, last reasons, log sizes, clock), every seat's
 observation and mask (``encode_flat``/``legal_mask``) and the rewards equal the scalar engine's.
 Actions are drawn to make the rare intents happen: seats start herded into one room (dark or

@@ -1,4 +1,4 @@
-"""Gymnasium and PettingZoo faces (API.md §2): checkers, determinism, masks, no hidden leaks,
+"""Gymnasium and PettingZoo faces (docs/api.md §2): checkers, determinism, masks, no hidden leaks,
 and the canonical sentence of every action parsing back to the same intent."""
 
 from __future__ import annotations

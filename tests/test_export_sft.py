@@ -1,4 +1,4 @@
-"""``guild export-sft DIR`` (issue 11 scope 4): training rows from a league's replays, the
+"""``guild export-sft DIR``: training rows from a league's replays, the
 recorded model prompts and replies, the split by seed, the manifest, and bad input."""
 
 from __future__ import annotations

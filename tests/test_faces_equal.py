@@ -1,4 +1,4 @@
-"""The two faces of ``guild/Guild-v0`` play identical games (issue 15, RULES §21).
+"""The two faces of ``guild/Guild-v0`` play identical games (RULES §21).
 
 ``make_vec(..., vectorization_mode="vector_entry_point")`` runs the batched engine with the
 batched factor and magpie; ``vectorization_mode="sync"`` runs scalar ``GuildEnv`` copies whose
@@ -79,7 +79,7 @@ def _row(obs, k):
 
 @pytest.mark.parametrize("part", range(6))
 def test_vector_and_sync_faces_play_identical_games(part: int) -> None:
-    assert CHUNKS * N_ENVS * EPISODES_PER_ENV >= 10_000  # the issue's floor, over all parts
+    assert CHUNKS * N_ENVS * EPISODES_PER_ENV >= 10_000  # the docstring's floor, over all parts
     episodes = sum(play_both(chunk) for chunk in range(part, CHUNKS, 6))
     assert episodes == N_ENVS * EPISODES_PER_ENV * len(range(part, CHUNKS, 6))
 

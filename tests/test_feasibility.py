@@ -289,8 +289,8 @@ def variant_towns(draw) -> World:
                  start_coin=draw(st.integers(10, 60)))
 
 
-# Example counts sized to the cost of one example (a gate run is ~0.1 s, a plan ~5 ms); CI's
-# hypothesis profile is derandomized, so these are the cases every CI run sees.
+# Example counts sized to the cost of one example (a gate run checks a whole town, a plan one
+# seat); CI's hypothesis profile is derandomized, so these are the cases every CI run sees.
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(variant_towns(), st.integers(1, 30), st.integers(6, 20))
 def test_more_coin_or_turns_never_turns_a_pass_into_a_fail(world: World, extra: int,

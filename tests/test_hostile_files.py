@@ -1,4 +1,4 @@
-"""Issue 17, the viewer, verify and the feasibility gate against hostile input: work grows
+"""The viewer, verify and the feasibility gate against hostile input: work grows
 linearly with a replay, every bad file is one line and exit 2 (one failed episode in verify),
 ``--turns`` is bounded, ``--seeds -5..-1`` reads as ``--seeds=-5..-1``, and the optimal
 planner's memory grows with the town, not with a power of its keepers."""
@@ -51,8 +51,8 @@ def deep_file(tmp_path: Path) -> Path:
 
 # --- 1. guild view: linear in the replay, bounded by MAX_TURNS -------------------------------
 def test_view_memory_grows_linearly_with_the_replay() -> None:
-    """Four times the turns, about four times the memory (it was one whole game per turn:
-    sixteen times, and a 2,000-turn replay took 15 GB)."""
+    """Four times the turns, about four times the memory (a whole game kept per turn would
+    make it sixteen times)."""
     small, large = played(25), played(100)
     assert len(large["events"]) > 3.9 * len(small["events"])
     ratio = _peak(large) / _peak(small)
@@ -142,7 +142,7 @@ def crowded_town(keepers: int) -> World:
 
 
 def test_optimal_search_states_grow_with_the_town_not_a_power_of_it() -> None:
-    """Twice the keepers: about four times the states (it was about fourteen)."""
+    """Twice the keepers: about four times the states, not a power of the keepers."""
     counts = []
     for n in (8, 16):
         search = OptimalSearch(crowded_town(n), (0, 1))

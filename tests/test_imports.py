@@ -1,5 +1,5 @@
 """What importing costs: ``import sim``, ``import agents`` and a league's workers load neither
-Gymnasium nor numpy (0.2 s of a 0.3 s ``import sim``), and Gymnasium still finds
+Gymnasium nor numpy (most of what ``import sim`` would cost), and Gymnasium still finds
 ``guild/Guild-v0`` in whichever order the two are imported (``sim.hooks.after_import``)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Fair play (issue 16): a policy that is not ours runs in a process of its own, sees only its
+"""Fair play: a policy that is not ours runs in a process of its own, sees only its
 seat, and cannot cheat, stop the league or touch another seat; ``exec:`` programs in any
 language speak the same protocol."""
 
@@ -56,7 +56,8 @@ def test_a_cheat_gains_nothing_and_the_league_finishes(cheat: str, tmp_path: Pat
 
 
 def test_patching_factor_in_its_process_leaves_factor_untouched(tmp_path: Path) -> None:
-    """The cheat of issue 16 that drove factor from +1.92 to 0.00 in-process."""
+    """A seat that replaces ``agents.Factor.act`` in its own process (in the league's process it
+    would make every factor seat wait) leaves the league's factor seats playing as before."""
     patched = _league(tmp_path / "patched", f"factor,{C}PatchesFactor")
     control = _league(tmp_path / "control", f"factor,{C}Waits")
     for a, b in zip(patched, control):

@@ -1,4 +1,4 @@
-"""The league (issue 7): fair lineups, durable results, resume and extend, verify, the ladder,
+"""The league: fair lineups, durable results, resume and extend, verify, the ladder,
 and the Ray backend against the local one.  Faults, time limits and user mistakes are in
 ``test_league_faults.py``."""
 

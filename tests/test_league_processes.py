@@ -1,4 +1,4 @@
-"""A league's processes die with it (issue 17): after ``kill -9`` or SIGTERM of ``guild
+"""A league's processes die with it: after ``kill -9`` or SIGTERM of ``guild
 league`` no worker, fork server, resource tracker or seat process is left; SIGTERM keeps what
 is done, says so in one line and exits 143, and a rerun completes the same bytes; every numeric
 option is checked before anything is written.

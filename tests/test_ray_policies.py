@@ -1,4 +1,4 @@
-"""The Ray backend keeps the league's rules on a cluster (issue 16): a policy module only the
+"""The Ray backend keeps the league's rules on a cluster: a policy module only the
 driver can import is shipped to the workers and plays its own games; one that still cannot load
 on a worker is refused before any episode; an address with no cluster fails fast in one line.
 

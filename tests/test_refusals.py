@@ -1,6 +1,6 @@
-"""The library's refusals (issue 17): every hostile input is one ``ValueError`` naming the field.
+"""The library's refusals: every hostile input is one ``ValueError`` naming the field.
 
-Fixtures are the issue's hostile inputs: turn counts past the bound, world files of absurd size,
+Fixtures are hostile inputs: turn counts past the bound, world files of absurd size,
 depth or digits, restored states with astronomic coin or a teleporting ``prevRoom``, and seats
 that are -1, 6 or a bool.  Each must be refused (a ``GuildError``, so a ``ValueError``) with a
 one-line message that names what is wrong; nothing may be changed by a refused call.

@@ -1,4 +1,4 @@
-"""Replay JSON from orjson is byte for byte what the standard library writes (issue 18).
+"""Replay JSON from orjson is byte for byte what the standard library writes.
 
 ``league.core.replay_json.encode`` uses orjson only when its bytes cannot differ; these check that
 claim on arbitrary JSON-like values (the corners orjson treats differently: non-ASCII, control

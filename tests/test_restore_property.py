@@ -1,5 +1,5 @@
 """``restore(snapshot())`` round-trips every reachable state; a mutated snapshot is either refused
-with a ``ValueError`` (the game unchanged) or restored exactly (issue 17)."""
+with a ``ValueError`` (the game unchanged) or restored exactly."""
 
 from __future__ import annotations
 

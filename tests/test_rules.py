@@ -1,6 +1,6 @@
 """Scenario tests of the resolvers, prices, commissions, robbery and scoring (RULES §6-13, §20).
 
-Each fact is taken from RULES.md or the published scoring page; scenarios are staged with
+Each fact is taken from docs/rules.md or the published scoring page; scenarios are staged with
 ``Game.restore`` and played with structured intents.
 """
 

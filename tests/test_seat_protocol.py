@@ -1,4 +1,4 @@
-"""The seat protocol's economy and the seat processes' plumbing (issue 16): a program receives
+"""The seat protocol's economy and the seat processes' plumbing: a program receives
 just the view fields it asked for, may fetch more with ``need``, cannot block the league by
 not reading, and hosted seats are forked from a zygote, in sessions of their own, under their
 limits, and die with the league process."""

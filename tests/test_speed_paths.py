@@ -1,4 +1,4 @@
-"""The fast paths of issue 18 give exactly what the slow ones give.
+"""The engine's and the baselines' fast paths give exactly what the slow ones give.
 
 * The baselines hand the engine a ``ParsedSentence`` (the sentence with its intent) instead of
   a bare sentence: in every state of every golden episode, for every seat, that intent is what

@@ -1,11 +1,11 @@
-"""Training (issue 15): ``guild train`` runs our PPO on the batched engine and writes the model,
+"""Training: ``guild train`` runs our PPO on the batched engine and writes the model,
 checkpoint, curve, TensorBoard log and summary; a league ranks the model; runs are deterministic
 per seed and resume exactly from a checkpoint, even after SIGKILL; self-play lineups learn only
 in the learner's seats; bad input is one line and exit 2 (``test_ppo_policy.py``: the model
 files and the policies that play them).
 
-Runs train a few hundred steps only (scores are not asserted: learning to the issue's targets
-takes minutes and is measured and reported in the README).
+Runs train a few hundred steps only (scores are not asserted: learning to a useful score
+takes minutes, and the README reports what a full run reaches).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def test_training_writes_the_model_its_records_and_the_summary_last(trained) -> 
     *_, line, last = printed.strip().splitlines()
     assert json.loads(line) == summary and last == summary["policy"]  # the spec, last
     model = out / "model.pt"
-    assert summary["policy"] == f"ppo:{model.resolve()}"  # API.md §3: the spec that plays it
+    assert summary["policy"] == f"ppo:{model.resolve()}"  # docs/api.md §3: the spec that plays it
     assert summary["steps"] == 2 * UPDATE and summary["seed"] == 3 and summary["envs"] == ENVS
     assert summary["device"] == "cpu" and summary["resumed_from"] is None
     for when in ("before", "after"):

@@ -1,8 +1,8 @@
-"""Hostile input for ``guild train``, ``ppo:`` model files and ``guild evaluate`` (issue 15
-review): numbers out of any sane range are refused with a bound before anything is allocated,
-another run's files are never overwritten, two trainings never share an ``--out``, SIGTERM keeps
-a checkpoint, damaged or adversarial checkpoints and models are refused in one line, and a
-resumed run keeps its own evaluation seeds.
+"""Hostile input for ``guild train``, ``ppo:`` model files and ``guild evaluate``: numbers out
+of any sane range are refused with a bound before anything is allocated, another run's files
+are never overwritten, two trainings never share an ``--out``, SIGTERM keeps a checkpoint,
+damaged or adversarial checkpoints and models are refused in one line, and a resumed run keeps
+its own evaluation seeds.
 
 Everything trains a handful of updates on a few rows.
 """

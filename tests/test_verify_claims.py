@@ -1,4 +1,4 @@
-"""``guild verify`` checks what a league claims (issue 16): the episode count and ids against
+"""``guild verify`` checks what a league claims: the episode count and ids against
 ``league.json``, fallbacks against the replays' scripted marks, ``ladder.json`` against the
 results, the lineups against the draw; and resume plays a lost replay again, byte for byte."""
 

@@ -2,9 +2,9 @@
 
 ``scripted`` holds ``Factor`` and ``Magpie`` (RULES §21, SENTENCES §21), whose decisions are
 ``rules`` over the seat's ``view``; ``random_policy`` plays uniformly over the legal structured
-acts; ``batched`` and ``batched_kernels`` are the same three for the batched engine, one
-decision per row and seat.  ``rules`` and ``view`` are compiled at install (``native``), which
-is chosen here, before either is imported.
+acts; ``batched`` holds the three for the batched engine, one decision per row and seat (its
+factor and magpie run the numba kernels of ``batched_kernels``).  ``rules`` and ``view`` are
+compiled at install (``native``), which is chosen here, before either is imported.
 """
 
 from agents.baselines import native

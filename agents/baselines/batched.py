@@ -14,8 +14,8 @@ sentence names the held count), pick-ups take 1, walks and robberies name a room
 ``tests/test_batched_faces.py`` plays both faces of ``guild/Guild-v0`` side by side and finds
 them equal.  ``BatchedRandom`` plays uniformly over the legal actions.
 
-``act`` runs the rules compiled by numba (``agents.baselines.batched_kernels``), which answer a
-few seats in microseconds.
+``act`` runs the rules compiled by numba (``agents.baselines.batched_kernels``), one loop per
+seat rather than a dozen small array operations per rule.
 """
 
 from __future__ import annotations

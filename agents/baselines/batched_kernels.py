@@ -1,12 +1,10 @@
 """Compiled twins of ``agents.baselines.batched``'s factor and magpie: one loop per
 ``(row, seat)`` pair.
 
-The numpy classes of ``agents.baselines.batched`` spend hundreds of microseconds on a handful of
-seats (every rule is a dozen small array operations), which is most of a one-row face's turn.  The
-same rules, written here as plain per-seat Python and compiled by numba, answer five seats in a
-few microseconds.  They read the same arrays and tables in the same order, so they return the
-same indices: ``tests/test_batched_kernels.py`` holds them equal to the numpy reference in every
-state reached by many seeds of mixed play.
+The rules of RULES §21 written as plain per-seat Python and compiled by numba: as numpy array
+operations every rule would be a dozen small calls, too many for the handful of seats a one-row
+face decides each turn.  ``tests/test_batched_faces.py`` holds their choices to the scalar
+baselines' sentences; ``tests/test_batched_kernels.py`` checks how the engine calls them.
 
 Compiled code is cached on disk next to this file.  Every function the entry points call lives
 in this module and reads nothing else of the project (the tables arrive as arguments), so

@@ -119,7 +119,7 @@ class SeatView:
         """Own commissions: (good, units still to deliver), in order."""
         st, seat = self._state, self.seat
         goods, counts, delivered = st.quest_item[seat], st.quest_count[seat], st.delivered[seat]
-        # an index loop, not zip and map: compiled (agents.baselines.native), it is a fifth the work
+        # an index loop, not zip and map: compiled (agents.baselines.native), it is far less work
         return [(goods[i], counts[i] - delivered[i]) for i in range(len(goods))]
 
     @property

@@ -52,10 +52,9 @@ MAX_WIDTH_IN = 1 << 16  # ... and on the observation's width (this game's is 460
 MAX_MODEL_BYTES = 1 << 30  # a model file larger than this is refused unread
 # Bounds on what a model file unpacks to, read from its zip directory before torch.load: a small
 # file can hold a deflated record of hundreds of MB, which torch.load unpacks whole.  guild
-# train's models are
-# under 1 MB (2 x 128 units: its largest record, the 460 x 128 first layer, is 236 KB); one
-# record holds one tensor, at most a 4096 x 4096 float32 layer (MAX_WIDTH) is 64 MB; a model of
-# MAX_LAYERS layers in two trunks has under 80 records.
+# train's models are under 1 MB (2 x 128 units: its largest record, the 460 x 128 first layer,
+# is 236 KB); one record holds one tensor, at most a 4096 x 4096 float32 layer (MAX_WIDTH) is
+# 64 MB; a model of MAX_LAYERS layers in two trunks has under 80 records.
 MAX_RECORD_BYTES = 64 << 20
 MAX_UNPACKED_BYTES = 256 << 20
 MAX_RECORDS = 1024

@@ -196,7 +196,7 @@ def _advantages(rewards: torch.Tensor, values: torch.Tensor, gamma: float,
 
 def _entropy(logps: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
     """Mean entropy over the legal actions. ``exp`` of the illegal log-probabilities (about
-    -1e9) is exact but takes a slow path on CPU, a sixth of an update; they are zeroed first."""
+    -1e9) is exact but takes a slow path on CPU; they are zeroed first."""
     logps = torch.where(legal, logps, torch.zeros_like(logps))
     return -(logps.exp() * logps).sum(-1).mean()  # illegal: 1 * 0
 

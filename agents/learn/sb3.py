@@ -1,35 +1,25 @@
 """Trained Stable-Baselines3 models as league policies: ``make_policy("sb3:path/model.zip")``.
 
-A MaskablePPO model trained on ``guild/Guild-v0`` or its batched twin (:class:`GuildVecEnv`, a
-Stable-Baselines3 ``VecEnv`` over the batched engine; ``examples/sb3_maskable_ppo.py``; ``guild
-train`` trains our own PPO, ``agents.learn.ppo``) plays a seat here by
-building the same observation it was trained on (the flat vector or the ``Dict``, read from the
-model's own observation space), masking with
-``sim.codec.action_table.legal_mask`` and decoding the index
-with ``to_intent``.  The observation is the seat's own encoding, so nothing hidden is read.
+A MaskablePPO model trained on ``guild/Guild-v0`` or its batched twin (:class:`GuildVecEnv`, an
+SB3 ``VecEnv`` over the batched engine; ``examples/sb3_maskable_ppo.py``) plays a seat from the
+observation it was trained on (flat or ``Dict``, read from the model's observation space),
+masked with ``sim.codec.action_table.legal_mask`` and decoded with ``to_intent``: the seat's own
+encoding, so nothing hidden is read.  ``make_batched_policy("sb3:PATH")``
+(:class:`BatchedSB3Policy`) chooses the same index in the same state on the batched engine, so
+``guild evaluate sb3:PATH`` runs at batched speed.
 
-Loading a zip takes a good fraction of a second and leagues build a fresh policy every
-episode, so loaded models are cached per process by (resolved path, mtime, size): a retrained
-file at the same path is picked up, an unchanged one is loaded once.
+Loading a zip is slow and leagues build a fresh policy every episode, so loaded models are
+cached per process by (resolved path, mtime, size).  A model's index means a row of the action
+table it was trained on: its ``guild.json`` records ``table_version`` (:func:`write_meta`), and
+a model without it, or of another version, is refused with a ``ValueError`` naming the file.
 
-A model's index means a row of the action table it was trained on, so the model's
-``guild.json`` records ``table_version`` (:func:`write_meta` adds it) and a model without it,
-or of another version, is refused with a ``ValueError`` naming the file.
-
-``make_batched_policy("sb3:PATH")`` (:class:`BatchedSB3Policy`) plays the same model on the
-batched engine, choosing the same index in the same state, so ``guild evaluate sb3:PATH`` runs at
-batched speed.
-
-**Loading runs the zip's code.**  A Stable-Baselines3 zip is a pickle, and unpickling runs
-whatever it names, so ``make_policy("sb3:PATH")`` here loads it in this process only because
-the caller asked for it (a Python call of your own, e.g. ``gymnasium.make(...,
-opponents=["sb3:PATH"])``: load only files you trust).  The command line never does, unless
-told ``--trust``: ``guild evaluate`` and ``guild play`` pass ``extract=``
-(``league.apart.sb3_load``), which loads the zip in a bubblewrap sandbox
-(``agents.learn.sb3_extract``) and plays the policy network rebuilt here from its weights alone,
-choosing the same index in the same state; a league runs an ``sb3:`` seat in a sandboxed seat
-process.  From Python, the same: ``make_policy({"name": "sb3:PATH", "extract":
-league.apart.sb3_load.extract})``.
+**Loading runs the zip's code** (a zip is a pickle), so ``make_policy("sb3:PATH")`` unpickles
+here only because a caller of your own asked for it: load only files you trust.  The command
+line never does, unless told ``--trust``: ``guild evaluate`` and ``guild play`` pass
+``extract=`` (``league.apart.sb3_load``), which loads the zip in a bubblewrap sandbox
+(``agents.learn.sb3_extract``) and plays the network rebuilt here from its weights alone (from
+Python: ``make_policy({"name": "sb3:PATH", "extract": league.apart.sb3_load.extract})``); a
+league runs an ``sb3:`` seat in a sandboxed seat process.
 
 ``agents`` itself never imports this module; without the ``train`` extra (sb3-contrib, torch)
 loading a model raises a ``ValueError`` that names the extra.

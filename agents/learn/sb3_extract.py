@@ -1,12 +1,10 @@
 """An ``sb3:`` zip as plain arrays: loaded in a sandbox, played from its weights alone.
 
-A Stable-Baselines3 zip is a pickle: loading it runs whatever code it names.  So the command
-line (``guild evaluate``, ``guild play``; ``league.apart.sb3_load``) never loads one in its own
-process unless told ``--trust``.  It runs ``python -m agents.learn.sb3_extract -`` in a bubblewrap
-sandbox (``league.apart.sandbox.run``) with the zip's bytes on stdin; there the model is loaded with
-sb3-contrib, and its description goes to stdout, free of pickles: an ``.npz`` (``np.savez``)
-holding the policy network's ``state_dict`` tensors and one more array, ``__description__``:
-the UTF-8 JSON of what rebuilds the same network:
+A Stable-Baselines3 zip is a pickle, and loading it runs whatever code it names, so the command
+line (``league.apart.sb3_load``) runs ``python -m agents.learn.sb3_extract -`` in a bubblewrap
+sandbox (``league.apart.sandbox.run``) with the zip's bytes on stdin.  There sb3-contrib loads
+the model and its description goes to stdout, free of pickles: an ``.npz`` of the policy
+network's ``state_dict`` tensors plus ``__description__``, the UTF-8 JSON that rebuilds it:
 
 * ``policy``: ``MaskableActorCriticPolicy`` or ``MaskableMultiInputActorCriticPolicy``;
 * ``observation``: ``{"kind": "box", "shape": [N], "dtype": D}`` or ``{"kind": "dict",
@@ -17,18 +15,13 @@ the UTF-8 JSON of what rebuilds the same network:
   ``features_kwargs``, ``share_features_extractor``, ``normalize_images``;
 * ``meta``: the zip's ``guild.json`` (``agents.learn.sb3_net.META_NAME``; ``{}`` without one).
 
-:func:`rebuild` (in the league's process) trusts none of it: it reads the arrays with
-``np.load(allow_pickle=False)`` from an archive of stored (uncompressed) ``.npy`` records,
-checks every field against an allowlist and the network's size against bounds before building
-anything, builds the same sb3-contrib policy class from those arguments and loads the weights
-strictly (every tensor present, of its shape, finite).  The rebuilt policy is the model's own
-network running the model's own code (``predict`` with ``action_masks``), so it chooses the
-same index in the same state as the model loaded in-process.  A model of another kind (a CNN,
-a custom extractor or activation, another action space) is refused in one line; ``--trust``
-loads it in-process.
-
-On the command line: ``python -m agents.learn.sb3_extract MODEL.zip > description.npz`` (``-``
-reads the zip from stdin); errors are one line on stderr, exit code 2.
+:func:`rebuild` (in the league's process) trusts none of it: ``np.load(allow_pickle=False)`` of
+stored ``.npy`` records, every field checked against an allowlist and the size against bounds
+before anything is built, then the same sb3-contrib class with the weights loaded strictly.  It
+runs the model's own code, so it chooses the same index in the same state as the model loaded
+in-process; another kind of model (a CNN, a custom extractor or activation) is refused in one
+line.  ``python -m agents.learn.sb3_extract MODEL.zip|-`` writes the description to stdout;
+errors are one line on stderr, exit code 2.
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ Say = Callable[[str], None]
 DEVICES = ("auto", "cpu", "cuda")
 EVAL_SEED0 = 100_000
 EVAL_OPPONENTS = ("factor", "magpie")
-# One torch thread: measured fastest for the whole loop on the 2-core machines (README).
+# One torch thread: the network is small, so on a CPU more threads add synchronisation to
+# every pass rather than speed, and the engine shares the same cores (README, 'Train a policy').
 DEFAULT_THREADS = 1
 # Bounds that turn typos into errors before anything is allocated: a row of the engine holds an
 # episode's observations (about 26 kB per learning seat, up to six seats in self-play), torch

@@ -1,34 +1,29 @@
 """``guild train``: our PPO (``agents.learn.ppo_learn``) on the batched engine, on CPU or a GPU.
 
-``guild train`` and ``examples/train_ppo.py`` both run :func:`main` here, so the
-command works from an installed wheel and the two cannot drift apart::
+``guild train`` (:func:`run`) and ``examples/train_ppo.py`` (:func:`main`) share this code, so
+the command works from an installed wheel and the two cannot drift apart::
 
     guild train --minutes 10 --seed 0 --out runs/ppo
 
-The learner plays one seat per row of the batched engine against factor and magpie lineups
-(``--self-play``: seats in every place against itself, its past snapshots, factor and magpie;
-``agents.learn.ppo_arena``), rewarded by its score change each turn (an episode's return is its
-final score). Training stops at ``--steps`` or after ``--minutes``, whichever comes first; both
-count the whole run, so ``--resume`` after a kill finishes the run that was asked for.
+The learner plays one seat per row against factor and magpie lineups (``--self-play``: every
+place, against itself, its past snapshots, factor and magpie; ``agents.learn.ppo_arena``),
+rewarded by its score change each turn. Training stops at ``--steps`` or after ``--minutes``,
+whichever comes first; both count the whole run, so ``--resume`` after a kill finishes the run
+that was asked for. Before and after, the paired, seat-rotated evaluation
+(``agents.learn.evaluation``) says, with a 95% interval, whether the model beats factor.
 
-Before and after training, the paired, seat-rotated evaluation (``agents.learn.evaluation``) plays
-the model in every seat of held-out seeds against factor and magpie, and factor in its place: the
-difference, with its 95% interval, says whether the model beats factor.
-
-Writes to ``--out``: ``model.pt`` (play it with ``make_policy("ppo:OUT")`` or ``guild league
---policies ppo:OUT,factor,magpie``), ``checkpoint.pt`` (every ``--checkpoint-minutes`` and at
-the end), ``curve.csv``, ``curve.png``, ``tb/`` (TensorBoard, when installed) and
-``summary.json``, whose ``"policy"`` is the spec that plays the model; the command prints the
-summary as one JSON line and then, last, the spec alone. A new run refuses an ``--out`` that
-holds another run's files, any run refuses a filesystem root, a league's folder and a non-empty
-folder that is not a run's (:func:`check_out`), and two trainings never write one ``--out`` at
-once. Ctrl-C and
-SIGTERM keep a checkpoint of the last whole update before exiting (130, 143), so ``--resume``
+Writes to ``--out``: ``model.pt`` (``make_policy("ppo:OUT")``, ``guild league --policies
+ppo:OUT,...``), ``checkpoint.pt`` (every ``--checkpoint-minutes`` and at the end), ``curve.csv``,
+``curve.png``, ``tb/`` (TensorBoard, when installed) and ``summary.json``, whose ``"policy"`` is
+the spec that plays the model (printed last, alone). A new run refuses an ``--out`` holding
+another run's files; any run refuses a filesystem root, a league's folder and a non-empty folder
+that is not a run's (:func:`check_out`); two trainings never write one ``--out`` at once. Ctrl-C
+and SIGTERM keep a checkpoint of the last whole update (exit 130, 143), so ``--resume``
 continues exactly.
 
-torch is the optional ``train`` extra, imported inside the functions that need it, so
-importing this module (and ``guild --help``) never needs it. :func:`train` is the library entry
-point and prints nothing; :func:`run` is the command around it.
+torch (the ``train`` extra) is imported inside the functions that need it, so importing this
+module (and ``guild --help``) never needs it. :func:`train` is the library entry point and
+prints nothing; :func:`run` is the command around it.
 """
 
 from __future__ import annotations

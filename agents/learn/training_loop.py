@@ -146,7 +146,7 @@ def run_training(options: TrainOptions, out: Path, device: str, checkpoint: dict
             plot_curve(out / "curve.png", curve, after["baseline_mean"], after["mean"])
         except ImportError:
             warn("train: matplotlib missing; no curve.png (pip install matplotlib)")
-    summary = {"policy": f"ppo:{model.resolve()}",  # API.md §3: the spec that plays the model
+    summary = {"policy": f"ppo:{model.resolve()}",  # docs/api.md §3: the spec that plays the model
                "model": str(model), "table_version": TABLE_VERSION, "steps": steps,
                "train_seconds": round(seconds, 1),
                "steps_per_second": None if math.isnan(rate) else round(rate, 1),

@@ -1,9 +1,9 @@
 """One request to an OpenAI-compatible chat endpoint, and what comes back (RULES §6.6-6.7).
 
-Kept apart from the policy (``agents.llm``) so the network side -- connections, proxies,
-timeouts, status codes, the shape of a response -- is in one place, and the policy only decides
-what to ask and what to do with the answer. ``httpx`` (the ``llm`` extra) is imported here
-only, lazily.
+Kept apart from the policy (``agents.llm.seat``, re-exported by ``agents.llm``) so the network
+side -- connections, proxies, timeouts, status codes, the shape of a response -- is in one
+place, and the policy only decides what to ask and what to do with the answer. ``httpx`` (the
+``llm`` extra) is imported here only, lazily.
 """
 
 from __future__ import annotations

@@ -53,7 +53,8 @@ LOCAL_MAX_TOKENS = 256
 LOCAL_TEMPERATURE = 0.3
 LOCAL_CTX = 4096
 # Prompt cache cap: llama-cpp-python counts only the model state against it, not each entry's
-# 100 MB copy of the batch's logits (its 2 GiB default let a server pass 7.9 GB; README).
+# 100 MB copy of the batch's logits, so under its 2 GiB default a server's memory grows far
+# past the cap (README).
 LOCAL_CACHE_BYTES = 256 << 20
 
 LOCAL_OPTIONS: dict[str, tuple[str, type]] = {
@@ -351,7 +352,7 @@ def default_threads(slots: int) -> int:
     """Half the CPUs this process may use (llama.cpp's own default), shared among the servers.
 
     ggml's threads spin while they wait for each other, so on a busy machine using every CPU
-    makes a reply many times slower (two threads on two shared cores: over 30 s, one: 4 s).
+    makes a reply many times slower than half of them.
     """
     try:
         cpus = len(os.sched_getaffinity(0))

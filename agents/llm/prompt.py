@@ -2,7 +2,7 @@
 
 Pure text in, text out: no network, so the prompt and the reply rules can be read, tested and
 reused (``guild export-sft`` rebuilds the exact system message from here) apart from the HTTP
-client (``agents.llm.client``) and the policy (``agents.llm``).
+client (``agents.llm.client``) and the policy (``agents.llm.seat``).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ ELLIPSIS = "\u2026"
 ASCII_SPACE = " \t\n\r\x0b\x0c"
 # The reply as a JSON schema, for endpoints that constrain their output to one (llama.cpp turns
 # it into a grammar): the three keys, in the order the system message names them. No length
-# bounds: llama.cpp spells ``maxLength: 600`` as 600 nested grammar rules, which made each reply
-# of SmolLM2-135M take 40 s instead of 3; :func:`clean` caps the fields anyway.
+# bounds: llama.cpp spells ``maxLength: 600`` as 600 nested grammar rules, which makes a small
+# model's every reply many times slower; :func:`clean` caps the fields anyway.
 REPLY_SCHEMA: dict = {
     "type": "object",
     "properties": {"action": {"type": "string"}, "say": {"type": "string"},

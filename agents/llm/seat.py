@@ -1,46 +1,29 @@
 """Language-model seats: a policy is a prompt (SENTENCES §17-§21, RULES §6.6).
 
 :class:`LLMPolicy` plays a seat by asking any OpenAI-compatible chat endpoint
-(``POST {base_url}/chat/completions``). The system message explains the game and the reply
-format in our own words (:func:`system_prompt`, SENTENCES §18); the user message is the seat's
-text view ``game.observation_text(seat, prompt=...)`` (§17), which already carries the operator
-guidance block and the reply-format line. The reply is one JSON object ``{action, say, notes}``
-read as §20.1 says (:func:`parse_reply`).
+(``POST {base_url}/chat/completions``): the system message explains the game and the reply
+format in our own words (:func:`system_prompt`, SENTENCES §18), the user message is the seat's
+text view (§17), and the reply, one JSON object ``{action, say, notes}``, is read as §20.1 says
+(:func:`parse_reply`). Failures, as the original host does them (§20.1, §21): an invalid reply
+or a failed request is asked again **once**, with a corrective line and half the timeout (at
+least ``retry_floor`` seconds); a second failure plays ``factor`` for that turn, marked
+scripted; a service that rejects the credentials (HTTP 401 or 403) is switched off for the rest
+of the episode (``factor`` at once, no network wait). A valid reply whose sentence the grammar
+cannot read is *not* a failure: it is played, and its reason shown to the seat next turn.
 
-Failures, as the original host does them (§20.1, §21):
+By default (``response_format="auto"``) a request asks for JSON matching :data:`REPLY_SCHEMA`
+in OpenAI's ``json_schema`` form, then llama-cpp-python's ``json_object`` + ``schema``, then no
+format, remembering per endpoint and model the first form accepted (a refused form is not an
+attempt; each attempt records its ``format``). Deviation: with no API key set, no
+``Authorization`` header is sent, since local servers need none, where the original plays
+``factor`` at once.
 
-- an invalid reply (no object, bad JSON, no string ``action``, an empty one) or a failed request
-  (HTTP error, timeout, refused connection, a body without a message) is asked again **once**,
-  with one corrective line added to the user message and half the timeout (at least
-  ``retry_floor`` seconds, 8 by default);
-- a second failure plays the ``factor`` baseline for that turn, marked scripted;
-- a service that rejects the credentials (HTTP 401 or 403) is switched off for the rest of the
-  episode: every later decision is ``factor`` at once, with no network wait (§21);
-- a valid reply whose sentence the grammar cannot read is *not* a failure: it is played, and its
-  reason is shown to the seat next turn.
-
-Structured replies: with ``response_format="auto"`` (the default) the request asks for JSON
-matching :data:`REPLY_SCHEMA` (OpenAI's ``json_schema`` form); an endpoint that refuses that
-form (HTTP 400 or 422, or an error naming ``response_format``) is asked at once in
-llama-cpp-python's ``json_object`` + ``schema`` form, then with no format, and the first form
-that works is remembered for that endpoint and model in this process. A refused form is not
-an attempt. The tolerant reading of the reply stays, for endpoints that ignore the format.
-Each attempt records the ``format`` it used.
-
-Deviation: the original plays ``factor`` at once when the game has no credentials at all. Here a
-missing key variable sends no ``Authorization`` header instead, because local servers (vLLM,
-llama.cpp, Ollama) need none; a service that wants one answers 401 and is switched off.
-
-Protocol (see ``agents.policy``): ``act`` returns an :class:`agents.Decision` (sentence, say,
-notes, scripted), and ``concurrent = True`` lets :func:`agents.decide_turn` and the league ask
-all language-model seats of a turn at the same time, in threads (RULES §6.6). Every decision is
-logged in ``records`` (system and user message, each attempt's raw reply or error, the token
-counts the server reports, the time taken); the league writes them into the replay under
-``"llm"`` (``take_records``), and ``guild export-sft`` turns them into training rows.
-
-Modules: ``agents.llm.prompt`` (the system message, reading a reply), ``agents.llm.client``
-(one HTTP request and its response), and this one (the policy: retries, fallbacks, records,
-and building it from a spec). The prompt names are re-exported here.
+``act`` returns an :class:`agents.Decision`, and ``concurrent = True`` lets the league ask all
+language-model seats of a turn at once, in threads (RULES §6.6). Every decision is logged in
+``records`` (messages, each attempt's raw reply or error, token counts, time), which the league
+stores in the replay under ``"llm"`` and ``guild export-sft`` turns into training rows. The
+reading of prompts and replies is ``agents.llm.prompt`` (re-exported here), one HTTP request
+``agents.llm.client``, and building a policy from an ``llm:`` spec ``agents.llm.spec``.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from agents import Factor, Magpie, RandomPolicy
 from league.apart.isolated import SeatFaultError
 
 # The built-in baselines are this project's own bounded code: with time limits they are still
-# called directly (a thread hand-off would double the cost of a baseline league), as API.md
+# called directly (a thread hand-off costs more than a baseline's decision), as docs/api.md §3
 # keeps them beside the engine when other policies run apart from it.
 BUILT_IN = (Factor, Magpie, RandomPolicy)
 

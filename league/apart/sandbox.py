@@ -1,40 +1,30 @@
 """Seats that run apart run in a sandbox: bubblewrap, an unprivileged uid, limits that hold.
 
-A league runs every policy it does not trust (``module:Name``, ``sb3:`` zips, ``exec:``
-programs) in a seat process of its own (``league.apart.isolated``).  Here that process gets a
-sandbox: one bubblewrap (``bwrap``) container per policy and league process, holding a zygote
-(``league.seat.zygote``) that forks each seat into namespaces of its own.
+Every policy a league does not trust plays in a seat process (``league.apart.isolated``) in one
+bubblewrap container per policy and league process, whose zygote (``league.seat.zygote``) forks
+each seat into namespaces of its own.  What a seat sees and may do:
 
-What a seat sees and may do:
-
-* **Files:** an allowlist, read-only: ``/usr`` (the system's programs and libraries), the
-  interpreter's prefixes (``sys.base_prefix``, ``sys.prefix``: the standard library and the
-  installed packages), the folders of our packages when they lie elsewhere (an editable
-  install: ``sim/`` and ``agents/``, not the repository around them), and the policy's own
-  files: its module or package, its ``sb3:`` model, the ``exec:`` program and the files its
-  command line names.  Nothing else of the machine: no home folder, no ``/etc``, no league
-  folder (``--out`` is covered by an empty folder even when it lies under a bound one), no
-  secret or key.  Its working folder (``HOME``, ``TMPDIR``) is a scratch folder of its own, a
-  tmpfs of :data:`SCRATCH_MB`; so is ``/tmp`` (where the policy's files under /tmp are bound
-  again); ``/dev/shm`` holds :data:`league.seat.zygote.SHM_MB`.
+* **Files:** read-only, ``/usr``, the interpreter's prefixes (the standard library and installed
+  packages), our packages' folders when they lie elsewhere (``sim/``, ``agents/``, not the
+  repository around them) and the policy's own files (module or package, ``sb3:`` model,
+  ``exec:`` program and the files its command line names).  No home folder, no ``/etc``, no
+  league folder (``--out`` is covered even under a bound folder), no secret or key.  ``HOME``,
+  ``TMPDIR`` and ``/tmp`` are a scratch tmpfs of :data:`SCRATCH_MB` (the policy's files under
+  /tmp bound again); ``/dev/shm`` holds :data:`league.seat.zygote.SHM_MB`.
 * **Processes:** user, pid, network, IPC, UTS and mount namespaces; the seat is pid 1 of its
-  own pid namespace, so it sees no other process and everything it starts ends with it.  No
-  capabilities, ``no_new_privs``.  When the league runs as root, the sandbox runs under an
-  unprivileged uid of its own (from :data:`UID_BASE`), so a file readable only by root stays
-  unreadable, and the uid's ``RLIMIT_NPROC`` (:data:`NPROC`) bounds its processes and threads.
-* **Environment:** only ``PATH``, ``HOME``, ``TMPDIR``, ``LANG``, the ``PYTHON*`` settings the
-  seat host needs, and the engine's own switches (``GUILD_PURE``...).  Nothing of the league's.
-* **Limits** (set by the league, enforced from outside): memory (address space) and CPU time
-  per process, the decision timeout and the episode deadline (``league.core.episode``); and, where
-  the machine lets a root league make control groups (cgroup v1 ``memory`` and ``pids``), the
-  memory of all of a sandbox's processes together (:data:`SANDBOX_MEMORY_MB`) and their count.
+  own, so it sees no other process and all it starts ends with it.  No capabilities,
+  ``no_new_privs``; a league run as root gives the sandbox an unprivileged uid of its own (from
+  :data:`UID_BASE`), so root's files stay unreadable and ``RLIMIT_NPROC`` (:data:`NPROC`) bounds
+  its processes and threads.
+* **Environment:** ``PATH``, ``HOME``, ``TMPDIR``, ``LANG``, the ``PYTHON*`` settings the seat
+  host needs and the engine's switches (``GUILD_PURE``...); nothing of the league's.
+* **Limits,** enforced from outside: address space and CPU time per process, the decision
+  timeout and episode deadline (``league.core.episode``) and, where a root league may make cgroup
+  v1 groups, the memory (:data:`SANDBOX_MEMORY_MB`) and processes of the whole sandbox.
 
-The league talks to a seat only through pipes (``league.seat.protocol``); it never reads a
-file a seat wrote.
-
-:func:`run` runs one command (no zygote) in the same kind of sandbox, bounded in time, memory
-and output, and returns its stdout: the command line loads ``sb3:`` zips that way
-(``league.apart.sb3_load``).
+The league talks to a seat only through pipes (``league.seat.protocol``) and never reads a file
+a seat wrote.  :func:`run` runs one command the same way (no zygote), bounded in time, memory and
+output: the command line loads ``sb3:`` zips so (``league.apart.sb3_load``).
 """
 
 from __future__ import annotations

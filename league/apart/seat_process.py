@@ -2,7 +2,7 @@
 
 A :class:`SeatProcess` is started either as a command (``exec:`` programs, through
 ``subprocess``) or forked from this league process's zygote (hosted Python policies,
-``league.seat.zygote``: milliseconds instead of a fresh interpreter's imports).  Either way it
+``league.seat.zygote``: a fork, without a fresh interpreter's imports).  Either way it
 runs in a session of its own under its limits, its standard error goes to a bounded tail, and
 every read and write is bounded in size and time, so nothing it does can block the league.
 """

@@ -9,15 +9,13 @@ form that fine-tuning libraries read (e.g. TRL's ``SFTTrainer``)::
      "meta": {"episode", "seed", "turn", "seat", "alias", "policy", "source", "scripted",
               "intent", "reason"}}
 
-Where a language-model seat's decision was recorded (the replay's ``"llm"`` key, written by the
-league for ``LLMPolicy`` seats), the prompt is exactly what the model was sent (with its
-operator guidance; without the retry's corrective line) and the completion is its cleaned reply
-(``source: "llm"``). Every other act -- baselines, other policies, and the turns a model lost to
-a fallback -- is rebuilt by replaying the episode: the system message of ``agents.llm.prompt``
-and the seat's ``observation_text`` at the start of that turn, with the sentence actually played
-(plus its spoken line) as the reply object (``source: "replay"``). ``--only-llm`` keeps the model's
-own decisions only. An episode whose replay does not re-derive (``sim.replay``) is skipped and
-counted.
+Where a language-model seat's decision was recorded (the replay's ``"llm"`` key), the prompt is
+exactly what the model was sent (with its operator guidance, without the retry's corrective
+line) and the completion its cleaned reply (``source: "llm"``). Every other act -- baselines,
+other policies, the turns a model lost to a fallback -- is rebuilt by replaying the episode:
+``agents.llm.prompt``'s system message and the seat's ``observation_text`` at that turn, with
+the sentence played (and its spoken line) as the reply (``source: "replay"``). ``--only-llm``
+keeps the model's own decisions only; an episode that does not re-derive is skipped and counted.
 
 The split is by game seed, so the six seat rotations of a league group never straddle it: an
 episode goes to validation when the first 8 bytes of ``sha256("guild-sft:v1:<seed>")``, read

@@ -1,4 +1,4 @@
-"""The ``guild`` command line: ``guild league`` and ``guild verify`` (API.md §5); more commands
+"""The ``guild`` command line: ``guild league`` and ``guild verify`` (docs/api.md §5); more commands
 (``evaluate``, ``train``...) register from their own modules (``EXTRA_COMMANDS``).
 
 Exit codes: 0 done; 1 ``verify`` found a claim that does not hold, or a worker died;

@@ -58,8 +58,8 @@ def write_atomic(path: str | os.PathLike, text: str | bytes, sync: bool = True, 
 
     ``sole``: the caller is the only writer of ``path`` (a league's replays: one episode, one
     process, under the league's lock), so the temporary file can have a fixed name,
-    ``.NAME.tmp``, created with the usual permissions at once: a quarter of the cost of
-    :func:`replacing` (50 against 200 µs a replay here, mostly ``mkstemp`` and ``chmod``).
+    ``.NAME.tmp``, created with the usual permissions at once: much cheaper than
+    :func:`replacing`, whose cost is mostly ``mkstemp`` and ``chmod``.
     """
     if not sole:
         binary = isinstance(text, (bytes, bytearray))

@@ -1,57 +1,28 @@
 """Playing one league episode: policies decide, faults fall back, time is bounded.
 
-This is the part that runs inside worker processes (or Ray tasks). It imports only ``sim`` and
-``agents`` plus the policies' own modules, and returns plain JSON-ready data.
+It runs inside worker processes (or Ray tasks) and returns plain JSON-ready data. Our own
+policies play in this process (:func:`trusted`); every other one plays apart, in a seat process
+(``league.apart.isolated``), sandboxed by default (``league.apart.sandbox``).
 
-Faults. For each decision the seat's policy is called; the decision is
-replaced by the seat's *fallback*, recorded ``scripted`` (RULES §6.1, §21), when the policy
+Faults. A decision is replaced by the seat's *fallback*, recorded ``scripted`` (RULES §6.1, §21),
+when the policy raises, returns garbage (neither a sentence nor an ``Intent`` the rules accept
+for that seat now), overruns ``decision_timeout`` or its seat process crashes; a policy whose
+``reset`` fails plays its fallback all episode. The fallback (``--fallback``) is ``wait`` or
+``factor``: by default ``llm:`` seats fall back to ``factor``, as in the original, and the others
+wait, so a policy gains nothing by failing. Rows and replays name it (``fallbackPlay``).
 
-- raises (any ``Exception``, or ``SystemExit``),
-- returns garbage: neither a sentence (``str``) nor an ``Intent`` the rules accept for that
-  seat now (``play_turn`` would refuse it), or
-- takes longer than ``decision_timeout`` seconds.
+Time limits. With a limit set (always, when a seat runs apart), an in-process call runs in a
+daemon thread of its seat (``league.apart.calls``), waited for only until the limit: no signals,
+so any thread or Ray task will do. A thread cannot be killed, so an overrunning call is
+*abandoned*: its fallback plays the seat for the rest of the episode, and each decision that
+comes while it still runs is another ``timeout`` fault. A seat process enforces its own limit
+and is killed instead. The baselines, and any policy when no limit is set, are called directly.
+``episode_timeout`` bounds every wait and ends the episode between turns (``end_early``, reason
+``deadline``, RULES §6.4). Timeouts depend on the machine; everything else is deterministic.
 
-The fallback (``Settings.fallback``, ``guild league --fallback``) is ``wait`` (the sentence
-``I wait and watch the road.``, the original's do-nothing act) or ``factor`` (the ``factor``
-baseline's sentence). By default language-model seats (``llm:``) fall back to ``factor``, as in
-the original, and every other seat waits: a policy that fails gains nothing by failing, so a
-policy that raises on every decision scores as a seat that only waits, not as ``factor``. Each
-results row and replay says what each seat fell back to (``fallbackPlay``). A language-model
-seat's own fallback (its client plays ``factor`` after a second invalid reply, marked scripted
-and counted in ``fallbacks``) is the policy's decision and is not replaced.
-
-Time limits. When ``decision_timeout`` or ``episode_timeout`` is set, every policy
-call (``reset`` and ``act``) runs in a worker thread of its seat, and the episode waits for it
-only until the limit; this works in any thread, on any platform, inside worker processes and
-Ray tasks alike (no signals). A Python thread cannot be killed, so a call that overruns is
-*abandoned*: it may go on running, and reading the game, in the background, but its answer is
-never used and its policy is never asked again -- the seat is marked broken and its fallback
-plays it for the rest of the episode. A ``timeout`` fault is counted for the call that overran
-and for every later decision of the seat that comes while that call is still running (each is
-a decision the policy did not make in time). Worker threads are daemons, so an abandoned call
-never keeps its process alive. (Seats that run apart are processes of their own, which can be
-stopped: ``league.apart.isolated``.) Without limits there is nothing to wait for, and seats are
-called directly; so are the built-in baselines (``factor``, ``magpie``, ``random``) always.
-Timeouts depend on the machine, so a policy near its limit can make a league non-reproducible;
-everything else is deterministic.
-
-A policy whose ``reset`` raises or overruns plays its fallback for the whole episode (its state is
-unknown); every decision counts as a fallback.
-
-The episode limit ``episode_timeout`` is checked before each turn and bounds every wait; when
-it passes, the episode ends between turns with ``end_early`` (reason ``deadline``, RULES
-§6.4), so the turn in progress never happens (its unfinished calls are abandoned, without a
-fault).
-
-Language-model seats. A policy may answer with an ``agents.Decision`` (sentence, say,
-notes, scripted); its say and notes go to ``play_turn`` and ``scripted`` (the policy's own
-``factor`` fallback) is recorded and counted in ``fallbacks``. Seats whose policy sets
-``concurrent = True`` are asked at the same time, each in its worker thread, while the others
-decide one after another (RULES §6.6: the requests of a turn overlap). Records a policy returns
-from ``take_records()`` (an ``LLMPolicy``'s prompts, replies and token counts) are stored in the
-replay payload under ``"llm"``, sorted by turn and seat; ``sim.replay`` and ``guild verify``
-ignore that key. A policy whose ``take_records`` raises loses its records, and the seat's fault
-note (and the log) say why.
+Language-model seats answer with an ``agents.Decision`` (say, notes, and ``scripted`` for their
+own ``factor`` fallback, counted in ``fallbacks``); seats with ``concurrent = True`` are asked at
+once (RULES §6.6), and what ``take_records()`` returns goes into the replay under ``"llm"``.
 """
 
 from __future__ import annotations
@@ -315,7 +286,7 @@ def _decide(game: Game, seats: list[Seat], limit: float | None, deadline: float 
     there is no time limit) is called directly, without a ``Call`` to wait on; and when all six
     answer a bare action (a sentence or an ``Intent``), the six answers come back as they are,
     with None for ``fell``: no ``Decision`` is built (in a league of baselines this machinery
-    cost a sixth of the episode).
+    would be a large share of every turn's work).
     """
     asking = [seat for seat, s in enumerate(seats) if not s.broken]
     bare = len(asking) == SEATS

@@ -1,34 +1,26 @@
 """``guild verify`` plays the deterministic seats again: each recorded act must be the policy's.
 
-A replay that re-derives shows that its acts give its results; it does not show that a seat
-labelled ``factor`` played as factor does. For the policies whose choice follows from the
-recorded state, verify steps a game through the recorded acts once the replay has re-derived
-(``sim.replay`` has shown that each recorded turn follows from the one before), asks the policy
-at every turn what it plays in that start-of-turn state, and requires the recorded act to be
-that:
+A replay that re-derives shows that its acts give its results, not that a seat labelled
+``factor`` played as factor does. So once ``sim.replay`` has re-derived it, verify steps a game
+through the recorded acts a second time, asks each re-played seat's policy what it plays in
+every start-of-turn state, and requires the recorded act to be that:
 
-- ``factor`` and ``magpie`` (``agents.baselines``): their sentence, byte for byte, with nothing
-  said and no notes. Their acts are all marked scripted, so a fallback cannot be told by its
-  mark: an act that is not the policy's but is the seat's fallback (``fallbackPlay``: the wait
-  sentence or factor's) is accepted as long as the results line counts that many fallbacks.
-- ``random`` (``agents.baselines.random_policy``): the league builds it as ``make_policy("random")``
-  (seed 0) and resets it with the episode's game seed, so its stream is
-  ``Random(game seed * 7 + seat)``, derivable from the replay. It is asked every turn (its
-  stream advances as in the league); acts marked scripted are fallbacks and are not compared
-  (``league.core.verify_claims`` checks their count); every other act must be its intent.
-- ``ppo:MODEL`` (``agents.learn.ppo``): the league plays the masked argmax of the model's logits.
-  ``league.json`` records each model file's sha256 (``"models"``) when the league starts; when
-  the file is at the same path here with the same digest, each unscripted act must be one of
-  the legal actions whose logit is within :data:`PPO_TIE` of the best (floating point may
-  break a near-tie differently on another machine). A missing or changed model is one note,
-  and its seats are not re-played; so without torch.
+- ``factor`` and ``magpie``: their sentence, byte for byte, with nothing said and no notes.
+  Their acts are all marked scripted, so an act that is instead the seat's fallback
+  (``fallbackPlay``: the wait sentence or factor's) is accepted as long as the results line
+  counts that many fallbacks.
+- ``random``: the league builds ``make_policy("random")`` (seed 0) and resets it with the game
+  seed, so its stream (``Random(game seed * 7 + seat)``) is derivable from the replay. It is
+  asked every turn, as in the league; acts marked scripted are fallbacks, not compared
+  (``league.core.verify_claims`` counts them); every other act must be its intent.
+- ``ppo:MODEL``: the league plays the masked argmax of the model's logits, and ``league.json``
+  records each model file's sha256 (``"models"``). When the file here has that digest, each
+  unscripted act must be a legal action whose logit is within :data:`PPO_TIE` of the best
+  (floating point may break a near-tie differently on another machine); a missing or changed
+  model, or no torch, is one note and its seats are not re-played.
 
 Other policies (``llm:``, ``sb3:``, ``exec:``, ``module:Name``) answer from outside what the
-replay records (a model server, a program, a user's code), so their seats are not re-played;
-verify says so in one note.
-
-Each game is stepped a second time here (after ``sim.replay`` has checked it): a
-``before_turn`` hook in ``sim.replay`` would save that, at the price of an edit of ``sim``.
+replay records, so their seats are not re-played; verify says so in one note.
 """
 
 from __future__ import annotations

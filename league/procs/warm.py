@@ -1,11 +1,12 @@
 """Imported by the workers' fork server (``league.procs.workers``): one short episode of our
 baselines.
 
-A fresh process pays about 20 ms on its first episode filling per-town caches (the baselines'
-phrasebook and phrases, the parser's memo). Played once here, before the fork server forks the
-workers, every worker starts with them filled. The caches are memos of pure functions, so no
-episode's result can depend on them. Importing this module anywhere else only costs that
-episode; nothing it raises may stop the fork server, so nothing is raised.
+A fresh process fills per-town caches on its first episode (the baselines' phrasebook and
+phrases, the parser's memo), which makes that episode slower than the rest. Played once here,
+before the fork server forks the workers, every worker starts with them filled. The caches are
+memos of pure functions, so no episode's result can depend on them. Importing this module
+anywhere else only costs that episode; nothing it raises may stop the fork server, so nothing
+is raised.
 """
 
 from __future__ import annotations

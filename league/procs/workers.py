@@ -3,8 +3,8 @@
 A league of our own baselines only forks its workers from the league's process on Linux while
 it has no other thread: they start at once, with the engine already imported.
 Other leagues (other people's code may start threads, or hold locks a fork would copy) take
-workers from a fork server that imports the engine once (about half a second, the largest
-fixed cost of a short league); while it starts, a league of our own baselines only (which
+workers from a fork server that imports the engine once (the largest fixed cost of a short
+league); while it starts, a league of our own baselines only (which
 cannot end or crash the process) plays its first episodes here, one at a time, instead of
 waiting; episodes are deterministic, so who plays one changes nothing but ``wallTime``.
 """
@@ -119,7 +119,7 @@ def run_processes(specs: Sequence[EpisodeSpec], settings: Settings,
     failed: list[BaseException] = []
     starter = threading.Thread(target=_start_workers, args=(pool, workers, failed),
                                name="league-workers-start", daemon=True)
-    if forked:  # here, before any thread of the pool's exists: a few milliseconds
+    if forked:  # here, before any thread of the pool's exists: forks are quick
         starter.run()
     else:
         starter.start()
@@ -127,7 +127,7 @@ def run_processes(specs: Sequence[EpisodeSpec], settings: Settings,
     clean = False
     try:
         # Episodes played in this process, from the first one, recorded four chunks at a time:
-        # the sync of a batch (~15 ms) is time this process does not play.
+        # the sync of a batch is time this process does not play.
         here = 0
         while helps(settings) and starter.is_alive() and here < len(specs):
             batch = [play(spec, settings) for spec in specs[here:here + 1]]

@@ -1,34 +1,29 @@
 """The seat protocol: what a seat running apart receives each turn, and what it may answer.
 
-A policy that is not one of ours runs in a process of its own (``league.apart.isolated``) and talks
-to the league through one JSON object per line on its standard input and output, whatever
-language it is written in (``exec:COMMAND``; ``module:Name`` uses the same protocol through
-``python -m league.seat.host``).  Requests, one per line:
+A policy that is not one of ours runs in a process of its own (``league.apart.isolated``) and
+talks to the league in one JSON object per line on its standard input and output, in any
+language (``exec:COMMAND``; ``module:Name`` through ``python -m league.seat.host``).  Requests:
 
 * ``{"type": "build"}`` once, when a league checks its policies before it starts (answer
   ``{}``, or ``{"error": "..."}`` if the policy cannot be built);
 * ``{"type": "reset", "seed": S, "seat": K, "turns": T, "speech": B, "thievery": B}`` at the
-  start of every episode (``seed`` is derived from the game seed and the seat, so it seeds a
-  stochastic policy but does not reveal the town);
+  start of every episode (``seed`` seeds a stochastic policy but does not reveal the town);
 * ``{"type": "act", "turn", "seat", "turns", "aliases", "commissions", "observation", "text",
   "legal", "admissible"}`` each turn: exactly what the seat may see (RULES §17): its
-  observation dict (``Game.observe``), its text view (SENTENCES §17), its own commissions, the
-  indices of its legal actions in the action table (``sim.codec.action_table``) and their
-  canonical sentences, in the same order.
+  observation (``Game.observe``), its text view (SENTENCES §17), its own commissions, and its
+  legal actions' indices in ``sim.codec.action_table`` with their canonical sentences.
 
-Answers, one line each: ``{}`` (or anything) to a reset; to an act, ``{"action": ..., "say":
-"...", "notes": "..."}`` as SENTENCES §20 has it, where ``action`` is a sentence or the index
-of a legal action, or ``{"error": "..."}`` when the policy failed (a fault of the seat;
-``league.seat.host`` says ``{"garbage": "..."}`` when its policy returned something that is no
-decision).
+Answers: anything to a reset; to an act, ``{"action": ..., "say": "...", "notes": "..."}`` as
+SENTENCES §20 has it (``action`` a sentence or a legal action's index), or ``{"error": "..."}``
+when the policy failed (``league.seat.host`` says ``{"garbage": "..."}`` when its policy
+returned no decision).
 
-Paying only for what a seat reads.  The four view fields (:data:`VIEW_FIELDS`: observation,
-text, legal, admissible) cost the league most of a decision to build and send, so a program
-may say which it wants: a reset answer ``{"fields": [...]}`` makes every act of that episode
-carry just those (no ``fields``: all four), and during an act the program may write
-``{"need": [...]}`` and read back ``{"type": "view", ...}`` holding the named fields before it
-answers (at most :data:`MAX_NEEDS` times per act).  ``league.seat.host`` asks for nothing at
-first, fetches what its policy reads, and names those fields at the next reset.
+Paying only for what a seat reads: the view fields (:data:`VIEW_FIELDS`) are most of a
+decision's cost to the league, so a reset answer ``{"fields": [...]}`` makes every act of the
+episode carry just those (no ``fields``: all), and during an act a program may write ``{"need":
+[...]}`` and read back ``{"type": "view", ...}`` before it answers (at most :data:`MAX_NEEDS`
+times).  ``league.seat.host`` asks for nothing at first, fetches what its policy reads, and
+names those fields at the next reset.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Seat processes forked from a clean interpreter: a restart costs milliseconds, not a start.
+"""Seat processes forked from a clean interpreter: a restart costs a fork, not a start.
 
-Starting ``python -m league.seat.host`` costs about 0.3 s of imports, paid again at every
+Starting ``python -m league.seat.host`` pays for its imports, and would pay again at every
 restart after a fault.  A zygote (``python -m league.seat.zygote FD``) is started once per league
 process with the same interpreter and import path; it imports what every hosted seat needs and
 then only forks.  It never runs a policy's code: the policy's module is imported by the forked

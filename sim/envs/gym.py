@@ -24,8 +24,9 @@ class GuildEnv(gym.Env):
     """The guild game for one learning seat against five policies (``guild/Guild-v0``).
 
     ## Description
-    The guild game of RULES.md: six seats, fourteen turns, one act per turn.  The agent plays one
-    seat; the other five are played by policies (default: a mix of the original baselines).
+    The guild game of docs/rules.md: six seats, fourteen turns, one act per turn.  The agent
+    plays one seat; the other five are played by policies (default: a mix of the original
+    baselines).
 
     When every opponent is named by a spec whose batched policy is its scalar twin (``"factor"``,
     ``"magpie"``) and actions are structured, a turn runs on a one-row batched engine and the

@@ -19,7 +19,7 @@ from .row import RowEpisode
 
 
 def parallel_env(**kwargs) -> GuildParallelEnv:
-    """The PettingZoo ``ParallelEnv`` of API.md §2."""
+    """The PettingZoo ``ParallelEnv`` of docs/api.md §2."""
     return GuildParallelEnv(**kwargs)
 
 

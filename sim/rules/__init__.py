@@ -1,4 +1,4 @@
-"""The game itself (RULES.md): the town, the seed, the state, one module per rule.
+"""The game itself (docs/rules.md): the town, the seed, the state, one module per rule.
 
 No text parsing, no environment: the rules take structured intents and change a
 :class:`~sim.rules.state.GameState`.  Each module implements the RULES sections its docstring

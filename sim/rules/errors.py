@@ -39,7 +39,7 @@ class TurnError(GuildError):
     """``play_turn`` was called wrongly (wrong number of actions, game already over)."""
 
 
-class ReplayMismatch(GuildError):  # noqa: N818 - the API name (API.md §1)
+class ReplayMismatch(GuildError):  # noqa: N818 - the API name (docs/api.md §1)
     """A recorded episode differs from what the rules produce; names the first differing event."""
 
     def __init__(self, message: str, index: int = -1) -> None:

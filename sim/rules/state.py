@@ -162,7 +162,7 @@ def _validate(w: World, st: GameState, state: dict):
                          f"{shown(state['kind'])}")
     _known(state, (*STATE_KEYS, "kind"), "state")
     turn = state.get("turn")
-    if turn is not None:
+    if "turn" in state:  # optional; given, it must be a turn of the game (None is no turn)
         _int(turn, "state.turn", 0, st.turns - 1)
     rooms = _list(state["rooms"], "state.rooms", w.n_rooms)
     floor = [[_int(v, f"state.rooms[{r}][{g}]", 0, MAX_STATE_UNITS)

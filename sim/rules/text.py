@@ -3,7 +3,7 @@
 Deliberate difference from the original: Nim 2.2's Unicode ``strip`` inspects only the last byte
 of a trailing 3- or 4-byte UTF-8 character, so a sentence ending in "造" (E9 80 A0) loses a byte
 (A0 reads as a no-break space) and a trailing U+2003 survives.  That produces invalid UTF-8; we
-strip Unicode whitespace correctly instead (RULES §23, golden/README "A trap worth knowing").
+strip Unicode whitespace correctly instead (RULES §23).
 No golden episode depends on the bug.
 """
 
