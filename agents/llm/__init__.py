@@ -6,23 +6,8 @@ small model served on this machine (the ``local-llm`` extra; ``local_stats`` sum
 seats did in a league).
 """
 
-from agents.llm.seat import (
-    ASCII_SPACE,
-    CORRECTIVE,
-    DEFAULT_KEY_ENV,
-    DEFAULT_MAX_TOKENS,
-    DEFAULT_RETRY_FLOOR,
-    DEFAULT_TIMEOUT,
-    ELLIPSIS,
-    REPLY_SCHEMA,
-    LLMPolicy,
-    Reply,
-    clean,
-    parse_reply,
-    system_prompt,
-)
+from agents.llm.prompt import REPLY_SCHEMA, Reply, parse_reply, system_prompt
+from agents.llm.seat import LLMPolicy
 from agents.llm.spec import from_spec
 
-__all__ = ["ASCII_SPACE", "CORRECTIVE", "DEFAULT_KEY_ENV", "DEFAULT_MAX_TOKENS",
-           "DEFAULT_RETRY_FLOOR", "DEFAULT_TIMEOUT", "ELLIPSIS", "REPLY_SCHEMA", "LLMPolicy",
-           "Reply", "clean", "from_spec", "parse_reply", "system_prompt"]
+__all__ = ["REPLY_SCHEMA", "LLMPolicy", "Reply", "from_spec", "parse_reply", "system_prompt"]
