@@ -62,8 +62,8 @@ UID_SPAN = 1_000_000
 # What the seat host imports: sim, agents and league.seat (with the league package's __init__,
 # which imports nothing eagerly), never the rest of the league.
 OUR_PACKAGES = ("sim", "agents", "league.seat")
-PASSED_ENV = ("GUILD_PURE", "GUILD_CHECK_PARSED", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
-              "OMP_NUM_THREADS")
+PASSED_ENV = ("GUILD_PURE", "GUILD_BUILD_SAID", "GUILD_CHECK_PARSED", "OPENBLAS_CORETYPE",
+              "OPENBLAS_L2_SIZE", "OMP_NUM_THREADS")
 MODES = ("bwrap", "none")
 INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap), or accept "
                 "the risk with --trust (every policy in the league's process) or --sandbox "
