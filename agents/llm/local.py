@@ -150,7 +150,7 @@ class LocalServer:
         self.stop()
         self._log = tempfile.TemporaryFile()
         # The script by path: ``-m agents...`` would import the whole agents package first.
-        cmd = [sys.executable, str(Path(__file__).with_name("llm_local_serve.py")),
+        cmd = [sys.executable, str(Path(__file__).with_name("local_serve.py")),
                "--model", str(self.model),
                "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(self.ctx),
                "--n_threads", str(self.threads), "--n_threads_batch", str(self.threads),

@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             stats = league_stats(Path(arg))
         except (OSError, ValueError, KeyError) as e:
-            print(f"llm_local_stats: cannot read the league in {arg!r} ({e})", file=sys.stderr)
+            print(f"local_stats: cannot read the league in {arg!r} ({e})", file=sys.stderr)
             return 2
         print(json.dumps({"run": arg, **stats}))
     return 0
