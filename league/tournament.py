@@ -212,6 +212,7 @@ def run_league(o: LeagueOptions, *, on_note: Note | None = None,
         old = d.read_manifest()
         manifest = o.manifest(o.episodes)  # once: it loads the key and hashes ppo: models
         d.check_identity(manifest)  # before the draw, which may write the secret
+        _check_not_fewer(o, old)
         draw, commitments = _draw(d, o, old)
         rows, torn = d.resume(manifest, draw)
         if torn:
@@ -241,6 +242,16 @@ def run_league(o: LeagueOptions, *, on_note: Note | None = None,
     for message in fault_summary(rows[before:]):
         note(message)
     return LeagueRun(before, rows, result, time.perf_counter() - started, torn, notes)
+
+
+def _check_not_fewer(o: LeagueOptions, old: dict | None) -> None:
+    """A league's folder reports all its episodes: asking for fewer than it holds would report
+    more than was asked, so it is refused (asking for more extends the league)."""
+    held = old.get("episodes") if old is not None else None
+    if isinstance(held, int) and o.episodes < held:
+        raise LeagueError(f"--out {o.out} holds a league of {held} episodes, more than "
+                          f"--episodes {o.episodes}: give --episodes {held} to resume or rank it, "
+                          "more to extend it, or a new --out")
 
 
 # --- the secret draw ---------------------------------------------------------------------------

@@ -23,9 +23,11 @@ spec as ``spec=``.  Anything else with a colon is ``"module.path:Name"``, import
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.metadata
 import logging
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -132,7 +134,19 @@ class PolicyRegistry:
             if factory is not None:
                 return self._build(factory, spec, {"spec": rest, **params})
             return self._build(import_object(key), spec, params)
-        raise ValueError(f"unknown policy {spec!r}; {self._known()}")
+        raise ValueError(f"unknown policy {spec!r}; {self._known()}{self._hint(key)}")
+
+    def _hint(self, key: str) -> str:
+        """What the user probably meant by an unknown name: a near name, or a model file's
+        kind (a path names no policy by itself)."""
+        if "/" in key or os.sep in key or key.endswith((".pt", ".zip")) or os.path.exists(key):
+            if key.endswith(".zip"):
+                return f"; a Stable-Baselines3 model is 'sb3:{key}'"
+            if key.endswith(".pt") or os.path.isdir(key):
+                return f"; a model of guild train is 'ppo:{key}'"
+            return f"; a model file is 'ppo:{key}' (guild train) or 'sb3:{key}' (a zip)"
+        near = difflib.get_close_matches(key.lower(), self.names(), n=1, cutoff=0.6)
+        return f"; did you mean {near[0]!r}?" if near else ""
 
     def _build(self, factory: Any, spec: object, params: dict[str, Any]) -> Any:
         if self.is_policy(factory) and not isinstance(factory, type):
@@ -175,7 +189,13 @@ def import_object(spec: str) -> Any:
     try:
         obj: Any = importlib.import_module(module_name)
     except ImportError as e:
-        raise ValueError(f"policy {spec!r}: cannot import module {module_name!r} ({e})") from e
+        missing = getattr(e, "name", None)
+        hint = ""
+        if missing and (module_name == missing or module_name.startswith(missing + ".")):
+            hint = ("; Python looks for it on sys.path: run from the folder that holds it, or "
+                    "add that folder to PYTHONPATH")
+        raise ValueError(f"policy {spec!r}: cannot import module {module_name!r} ({e}){hint}"
+                         ) from e
     for part in attr.split("."):
         try:
             obj = getattr(obj, part)

@@ -24,6 +24,7 @@ from leagues import (
     copy_league,
     league_args,
     lines,
+    one_error_line,
     rows,
     same_replays,
     timeless,
@@ -192,6 +193,18 @@ def test_a_larger_episode_count_extends_a_finished_league(league12, tmp_path) ->
     assert main(league_args(out, 14)) == 0
     assert lines(out) == after
     assert main(["verify", str(out)]) == 0
+
+
+def test_a_smaller_episode_count_is_refused_and_changes_nothing(league12, tmp_path,
+                                                                capsys) -> None:
+    """A folder reports every episode it holds: asking for fewer would report more than was
+    asked, so it is one line and exit 2, with nothing written."""
+    out = copy_league(league12[0], tmp_path)
+    files = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert main(league_args(out, 6)) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert "holds a league of 12 episodes, more than --episodes 6" in line
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == files
 
 
 def _start(out: Path, episodes: int) -> subprocess.Popen:

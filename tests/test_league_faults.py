@@ -309,7 +309,7 @@ def test_user_mistakes_exit_2_with_one_line(league12, tmp_path, capsys) -> None:
         "address without ray": (league_args(tmp_path / "a", 6, "--address", "x:1"),
                                 "--address"),
         "missing option": (["league", "--episodes", "6"], "required"),
-        "no command": ([], "choose a command"),
+        "no command": ([], "choose a command: league, verify, view, play, train"),
         "verify a missing dir": (["verify", str(tmp_path / "nothing")], "not a directory"),
     }
     for name, (argv, words) in cases.items():

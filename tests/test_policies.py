@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.policies import BATCHED_POLICY_GROUP, POLICY_GROUP, PolicyRegistry
+from sim.policies import BATCHED_POLICY_GROUP, POLICIES, POLICY_GROUP, PolicyRegistry
 
 
 def _acts(obj: object) -> bool:
@@ -123,3 +123,42 @@ def test_batched_names_are_declared_too() -> None:
     assert BATCHED_POLICIES.make("factor").batched is True
     with pytest.raises(ValueError, match="batched"):
         BATCHED_POLICIES.make(Waiter())
+
+
+# --- what an unknown name probably meant ------------------------------------------------------
+
+@pytest.mark.parametrize(("spec", "hint"), [
+    ("factr", "did you mean 'factor'?"),
+    ("Magpi", "did you mean 'magpie'?"),
+    ("runs/ppo/model.pt", "a model of guild train is 'ppo:runs/ppo/model.pt'"),
+    ("runs/sb3/model.zip", "a Stable-Baselines3 model is 'sb3:runs/sb3/model.zip'"),
+    ("runs/some/file", "a model file is 'ppo:runs/some/file' (guild train) or "
+                       "'sb3:runs/some/file' (a zip)"),
+])
+def test_an_unknown_name_says_what_was_meant(spec: str, hint: str) -> None:
+    with pytest.raises(ValueError, match="unknown policy") as refused:
+        POLICIES.make(spec)
+    assert str(refused.value).endswith(hint)
+
+
+def test_a_run_folder_is_a_ppo_model(tmp_path) -> None:
+    with pytest.raises(ValueError) as refused:
+        POLICIES.make(str(tmp_path))
+    assert str(refused.value).endswith(f"a model of guild train is 'ppo:{tmp_path}'")
+
+
+def test_nothing_near_is_suggested_for_a_far_name() -> None:
+    with pytest.raises(ValueError) as refused:
+        POLICIES.make("zebra")
+    assert "did you mean" not in str(refused.value)
+
+
+def test_a_module_not_on_the_path_names_pythonpath(tmp_path, monkeypatch) -> None:
+    with pytest.raises(ValueError, match="PYTHONPATH"):
+        POLICIES.make("my_seats_not_on_the_path:Seat")
+    # a module that is found but fails on a dependency of its own is not a path problem
+    (tmp_path / "needs_a_missing_dependency.py").write_text("import no_such_dependency_xyz\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ValueError, match="no_such_dependency_xyz") as refused:
+        POLICIES.make("needs_a_missing_dependency:Seat")
+    assert "PYTHONPATH" not in str(refused.value)

@@ -86,7 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     lg.add_argument("--policies", required=True, metavar="P1,P2,...",
                     help="policies: factor, magpie, random, ppo:MODEL.pt, sb3:MODEL.zip, "
-                    "llm:MODEL@URL or module.path:Name")
+                    "llm:MODEL@URL, module.path:Name or exec:PROGRAM (any program that "
+                    "answers the seat protocol on stdin and stdout)")
     lg.add_argument("--episodes", type=int, required=True, metavar="N",
                     help="episodes in the league (groups of six rotations)")
     lg.add_argument("--seed", type=int, default=None, metavar="S",
@@ -150,6 +151,14 @@ def build_parser() -> argparse.ArgumentParser:
 EXTRA_COMMANDS = ("html_viewer", "terminal", "train", "export_sft", "evaluate")
 
 
+def _commands(parser: argparse.ArgumentParser) -> list[str]:
+    """The names of ``parser``'s subcommands, in the order they were added."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return list(action.choices)
+    return []
+
+
 def _extra_commands() -> list:
     import importlib
     import importlib.util
@@ -160,8 +169,9 @@ def _extra_commands() -> list:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``guild`` script; returns the exit code."""
+    parser = build_parser()
     try:
-        args = build_parser().parse_args(argv)
+        args = parser.parse_args(argv)
     except SystemExit as e:  # --help (0) or a usage mistake (2, already reported)
         return e.code if isinstance(e.code, int) else 2
     stop = _Stop()
@@ -174,7 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler = getattr(args, "handler", None)
         if handler is not None:
             return handler(args)
-        print("guild: error: choose a command (guild --help)", file=sys.stderr)
+        print(f"guild: error: choose a command: {', '.join(_commands(parser))} (guild COMMAND "
+              "--help says more)", file=sys.stderr)
         return 2
     except LeagueError as e:
         print(f"guild {args.command}: error: {e}", file=sys.stderr)
