@@ -61,8 +61,9 @@ def probe(cwd: Path, **env: str) -> dict:
     and under ``"said"`` the lines it wrote to stderr."""
     environ = {k: v for k, v in os.environ.items()
                if k not in ("GUILD_PURE", "GUILD_BUILD_SAID")} | env
-    done = subprocess.run([sys.executable, "-c", PROBE], cwd=cwd, env=environ, check=True,
+    done = subprocess.run([sys.executable, "-c", PROBE], cwd=cwd, env=environ,
                           capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
     return json.loads(done.stdout) | {"said": done.stderr.splitlines()}
 
 
