@@ -39,6 +39,14 @@ def parallel_env(**kwargs):
     return make(**kwargs)
 
 
+def env(**kwargs):
+    """The PettingZoo AEC environment: ``parallel_env``'s seats asked one after another, the
+    same games (PettingZoo's usual pair of ``env()`` and ``parallel_env()``)."""
+    from .envs.parallel import env as make
+
+    return make(**kwargs)
+
+
 def _register() -> None:
     """Register ``guild/Guild-v0`` by entry-point string, so nothing heavy loads until make()."""
     import gymnasium
@@ -73,5 +81,6 @@ def parse_sentence(text: str, game: Game, seat: int) -> Intent:
 __all__ = [
     "KINDS", "REASONS", "STANDARD_TOWN", "ConfigError", "Game", "GameConfig", "GuildError",
     "Intent", "IntentError", "ReplayMismatch", "StateError", "TurnError", "World",
-    "WorldFileError", "load_config", "load_world", "parallel_env", "parse_sentence", "replay",
+    "WorldFileError", "env", "load_config", "load_world", "parallel_env", "parse_sentence",
+    "replay",
 ]

@@ -15,7 +15,7 @@ from conftest import needs_module
 from gymnasium.utils.env_checker import check_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pettingzoo.test import parallel_api_test
+from pettingzoo.test import api_test, parallel_api_test
 
 import sim
 from sim import Game, GameConfig, parse_sentence
@@ -39,7 +39,37 @@ def test_pettingzoo_parallel_api_test_passes(kwargs: dict) -> None:
     parallel_api_test(sim.parallel_env(**kwargs), num_cycles=40)
 
 
-def test_make_with_module_prefix_in_a_fresh_interpreter() -> None:
+@pytest.mark.parametrize("kwargs", [{}, {"flatten": True}])
+def test_pettingzoo_aec_api_test_passes(kwargs: dict) -> None:
+    api_test(sim.env(**kwargs), num_cycles=60)
+
+
+def test_the_aec_face_plays_the_parallel_faces_games() -> None:
+    """Seats asked one by one, the same masked-random choices: the same observations, rewards
+    and results as all six at once."""
+    rng = np.random.default_rng(4)
+    choices = rng.random((14, 6))
+    parallel, aec = sim.parallel_env(), sim.env()
+    obs, infos = parallel.reset(seed=9)
+    aec.reset(seed=9)
+    for turn in range(14):
+        acts = {}
+        for seat, agent in enumerate(parallel.agents):
+            legal = np.flatnonzero(infos[agent]["action_mask"])
+            acts[agent] = int(legal[int(choices[turn, seat] * legal.size)])
+        for agent in aec.agent_iter(len(parallel.agents)):
+            seen = aec.observe(agent)
+            np.testing.assert_equal(seen, obs[agent])
+            aec.step(acts[agent])
+        obs, rewards, terms, truncs, infos = parallel.step(acts)
+        for agent, reward in rewards.items():
+            assert aec.rewards[agent] == reward, (turn, agent)
+        if not parallel.agents:
+            break
+    assert not aec.agents or all(aec.terminations.values())
+    assert {a: i["results"] for a, i in infos.items()} == {
+        a: aec.infos[a]["results"] for a in infos}
+
     code = ("import gymnasium; env = gymnasium.make('sim:guild/Guild-v0'); "
             "obs, info = env.reset(seed=1); print(env.action_space.n, info['seat'])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -23,6 +23,15 @@ def parallel_env(**kwargs) -> GuildParallelEnv:
     return GuildParallelEnv(**kwargs)
 
 
+def env(**kwargs):
+    """The PettingZoo AEC environment: the parallel one with its seats asked one after another
+    (PettingZoo's ``parallel_to_aec``).  The turn still resolves when the last seat has chosen,
+    as the rules resolve all six acts at once, so both faces play the same games."""
+    from pettingzoo.utils.conversions import parallel_to_aec
+
+    return parallel_to_aec(GuildParallelEnv(**kwargs))
+
+
 class GuildParallelEnv(ParallelEnv):
     metadata = {"render_modes": ["ansi", "human"], "name": "guild_v0", "is_parallelizable": True}
 
