@@ -5,9 +5,10 @@ bubblewrap container per policy and league process, whose zygote (``league.seat.
 each seat into namespaces of its own.  What a seat sees and may do:
 
 * **Files:** read-only, ``/usr``, the interpreter's prefixes (the standard library and installed
-  packages), our packages' folders when they lie elsewhere (``sim/``, ``agents/``, not the
-  repository around them) and the policy's own files (module or package, ``sb3:`` model,
-  ``exec:`` program and the files its command line names).  No home folder, no ``/etc``, no
+  packages), our packages' folders when they lie elsewhere (``sim/``, ``agents/``,
+  ``league/seat/`` with ``league/__init__.py``, not the repository around them) and the
+  policy's own files (module or package, ``sb3:`` model, ``exec:`` program and the files its
+  command line names).  No home folder, no ``/etc``, no
   league folder (``--out`` is covered even under a bound folder), no secret or key.  ``HOME``,
   ``TMPDIR`` and ``/tmp`` are a scratch tmpfs of :data:`SCRATCH_MB` (the policy's files under
   /tmp bound again); ``/dev/shm`` holds :data:`league.seat.zygote.SHM_MB`.
