@@ -49,7 +49,24 @@ KEEP = 12  # cache entries kept (the most recently used)
 
 
 def say(msg: str) -> None:
-    print(f"guild-game: {msg}", file=sys.stderr, flush=True)
+    """One line on stderr, and on the terminal too when stderr is not one: pip keeps a build's
+    output to itself (unless -v), so a person would otherwise wait minutes without a word."""
+    line = f"guild-game: {msg}"
+    print(line, file=sys.stderr, flush=True)
+    if os.environ.get("GUILD_BUILD_TTY", "1") == "0" or _isatty(sys.stderr):
+        return
+    try:
+        with open("/dev/tty", "w", encoding="utf-8") as tty:  # no terminal: OSError
+            tty.write(line + "\n")
+    except OSError:
+        pass
+
+
+def _isatty(stream: object) -> bool:
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError):
+        return False
 
 
 def cache_root() -> str | None:
@@ -168,7 +185,8 @@ def _compile(groups: list, work: str) -> None:
     os.chdir(HERE)  # mypy reads its settings from pyproject.toml here
     try:
         for group in groups:
-            say(f"compiling the {group.what} with mypyc ({len(group.modules)} modules)")
+            say(f"compiling the {group.what} with mypyc ({len(group.modules)} modules; up to a "
+                "few minutes, once for these sources)")
             out = io.StringIO()  # mypy's messages: the first error is the failure's reason
             try:
                 with contextlib.redirect_stdout(out):
@@ -189,6 +207,7 @@ def _compile(groups: list, work: str) -> None:
     cmd.build_lib, cmd.build_temp = os.path.join(work, "lib"), os.path.join(work, "temp")
     cmd.parallel = os.cpu_count() or 1
     cmd.ensure_finalized()
+    say(f"compiling C for {len(extensions)} modules on {cmd.parallel} cores")
     cmd.run()
 
 
@@ -207,7 +226,12 @@ class BuildNative(build_ext):
         work = tempfile.mkdtemp(prefix="guild-build-")
         try:
             if todo:
+                began = time.monotonic()
                 _compile(todo, work)
+                root = cache_root()
+                say(f"compiled in {time.monotonic() - began:.0f} s" + (
+                    f"; kept in {root}, so installing these sources again copies it" if root
+                    else ""))
             for group in todo:
                 built = os.path.join(work, "lib")
                 if group.record(HERE) == records[group.library]:  # no edit while compiling

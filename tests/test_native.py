@@ -281,6 +281,37 @@ def test_a_second_build_copies_from_the_cache_and_compiles_nothing(
     assert set(seen["loaders"].values()) == {"ExtensionFileLoader"}
 
 
+def test_a_build_tells_the_terminal_what_it_does_when_pip_hides_its_output(
+        tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pip keeps a build's stderr to itself; a person at a terminal still reads each step."""
+    from conftest import needs_module
+
+    pexpect = needs_module("pexpect", "'guild-game[dev]'")
+    seed_cache(tree, monkeypatch)
+    for path in compiled_files(tree):
+        path.unlink()
+    log = tree / "hidden.log"  # what pip would capture
+    fake = tree / "no-mypyc"
+    (fake / "mypyc").mkdir(parents=True, exist_ok=True)
+    (fake / "mypyc" / "__init__.py").write_text("raise ImportError('the tests never compile')\n")
+    env = os.environ | {"GUILD_BUILD": "auto", "GUILD_BUILD_CACHE": str(tree / "cache"),
+                        "PYTHONPATH": str(fake)}
+    env.pop("GUILD_BUILD_TTY", None)
+    child = pexpect.spawn("bash", ["-c", f"'{sys.executable}' setup.py -q build_ext --inplace "
+                                   f"> '{log}' 2>&1"], cwd=str(tree), env=env, encoding="utf-8",
+                          timeout=120)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, log.read_text()
+    shown = [line for line in child.before.splitlines() if line.startswith("guild-game: ")]
+    hidden = [line for line in log.read_text().splitlines() if line.startswith("guild-game: ")]
+    assert len(shown) == 2 and shown == hidden
+    assert all("copied from the build cache" in line for line in shown)
+    # without a terminal (CI, a pipe) the lines go to stderr alone, without an error
+    done = build(tree)
+    assert done.returncode == 0 and done.stderr.count("from the build cache") == 2
+
+
 def test_a_broken_cache_entry_is_ignored(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     entries = seed_cache(tree, monkeypatch)
     library = entries[0] / f"{native.GROUP.replace('.', '/')}__mypyc{SUFFIX}"
