@@ -159,6 +159,11 @@ def test_guild_evaluate_prints_the_figures_and_writes_json(tmp_path, capsys) -> 
     assert main(["evaluate", "magpie", "--seeds", "100000..100009", "--json", str(out)]) == 0
     lines = capsys.readouterr().out.splitlines()
     r = paired_evaluation("magpie", seeds=range(100_000, 100_010))
+    # The first line says what is measured, in the names given (and how a league differs).
+    assert lines[0].startswith("evaluate: magpie in factor's place against factor, magpie, "
+                               "paired on the same seeds and seats")
+    assert "league" in lines[0]
+    lines = lines[1:]
     assert lines[0].startswith("lineup: magpie in each seat in turn, the others factor, magpie")
     assert lines[1] == f"mean score magpie {r.mean:+.3f}, factor {r.baseline_mean:+.3f}"
     assert lines[2] == (f"paired difference {r.diff:+.3f} (95% interval [{r.low:+.3f}, "

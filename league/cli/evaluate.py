@@ -82,6 +82,8 @@ def report(r: PairedResult) -> str:
     cycle = ", ".join(r.against)
     seats = "  ".join(f"{k} {d:+.3f}" for k, d in enumerate(r.per_seat))
     return "\n".join([
+        f"evaluate: {r.spec} in {r.baseline}'s place against {cycle}, paired on the same seeds "
+        "and seats (a league instead ranks everyone at mixed tables)",
         f"lineup: {r.spec} in each seat in turn, the others {cycle} cycling in seat order; "
         f"seeds {r.seeds[0]}..{r.seeds[1]}, {r.turns} turns",
         f"mean score {r.spec} {r.mean:+.3f}, {r.baseline} {r.baseline_mean:+.3f}",
