@@ -212,3 +212,16 @@ def test_guild_evaluate_as_a_command() -> None:
     bad = subprocess.run([*cmd[:-1], "2..1"], cwd=ROOT, capture_output=True, text=True,
                          timeout=120)
     assert bad.returncode == 2 and one_error_line(bad.stderr).startswith("guild evaluate:")
+
+
+def test_a_policy_that_raises_is_one_line_naming_its_own_code(tmp_path, monkeypatch,
+                                                               capsys) -> None:
+    """An evaluation has no fallback: a policy's exception stops it, said where it was raised."""
+    (tmp_path / "broken_policy.py").write_text(
+        "class Broken:\n    def act(self, game, seat):\n        return {}['npc']\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["evaluate", "broken_policy:Broken", "--seeds", "1..2"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert err.startswith("guild evaluate: error: a policy raised KeyError: 'npc' at ")
+    assert f"{tmp_path / 'broken_policy.py'}:3 in act" in err

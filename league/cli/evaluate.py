@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import sysconfig
+import traceback
 from pathlib import Path
 
 from agents.learn.evaluation import DEFAULT_SEEDS, EvaluationError, PairedResult
@@ -68,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
                           turns=args.turns)
     except EvaluationError as e:
         return _error(str(e))
+    except Exception as e:  # noqa: BLE001 - a policy's own code failed: say where, in one line
+        return _error(policy_failure(e))
     print(report(result))
     if args.json is not None:
         try:
@@ -93,6 +97,21 @@ def report(r: PairedResult) -> str:
         f"time {r.seconds:.1f} s ({r.engine} engine, {2 * r.games / max(r.seconds, 1e-9):,.0f} "
         "games/s)",
     ])
+
+
+def policy_failure(e: BaseException) -> str:
+    """One line for an exception a policy's code raised mid-evaluation: what, and where (the
+    deepest frame outside this package: the policy's own line). A league would count it as a
+    fault and play the seat's fallback; an evaluation has no fallback, so it stops."""
+    frames = traceback.extract_tb(e.__traceback__)
+    ours = str(Path(__file__).resolve().parents[2])
+    libraries = tuple({sysconfig.get_path(k) for k in ("stdlib", "purelib", "platlib")})
+    theirs = ([f for f in frames if not f.filename.startswith((ours, *libraries))]
+              or [f for f in frames if not f.filename.startswith(ours)] or frames[-1:])
+    where = f" at {theirs[-1].filename}:{theirs[-1].lineno} in {theirs[-1].name}" if theirs else ""
+    what = " ".join(f"{type(e).__name__}: {e}".split())[:300]
+    return f"a policy raised {what}{where} (no figures: fix it, or rank it in a guild league, " \
+           "which plays a failed decision with its fallback)"
 
 
 def _check_writable(path: Path) -> None:
