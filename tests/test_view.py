@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -88,17 +89,97 @@ def test_each_frame_tells_its_turn_and_stalls_price_the_stock(replay_path: Path)
         for g, line in zip(W.keepers[n].trade, stall["goods"]):
             stock = snap["npcs"][n]["stock"][g]
             assert (line["stock"], line["ask"], line["bid"]) == (
-                W.item_name(g, stock), W.ask_table[g][stock], W.bid_table[g][stock])
+                viewer.count_name(W, g, stock), W.ask_table[g][stock], W.bid_table[g][stock])
 
 
-def test_highlights_are_the_most_salient_acts(replay_path: Path) -> None:
+def _happenings(model: dict) -> dict[tuple, list[tuple[int, dict]]]:
+    """The acts of a model by happening: a robber's robberies of one cog, else one seat's acts
+    with one outcome."""
+    groups: dict[tuple, list[tuple[int, dict]]] = {}
+    for f in model["frames"]:
+        for a in f["acts"]:
+            robbed = a["intent"] == "rob" and a["ok"]
+            key = (a["seat"], "robbed", a["other"]) if robbed else (a["seat"], a["outcome"])
+            groups.setdefault(key, []).append((f["turn"], a))
+    return groups
+
+
+def test_highlights_are_the_most_salient_happenings_each_once(replay_path: Path) -> None:
     model = viewer.view_model(payload_of(replay_path))
-    reel = model["highlights"]
-    assert len(reel) == viewer.HIGHLIGHTS
-    every = sorted((a["salience"] for f in model["frames"] for a in f["acts"]), reverse=True)
-    assert sorted((h["salience"] for h in reel), reverse=True) == every[:viewer.HIGHLIGHTS]
+    reel, groups = model["highlights"], _happenings(model)
+    assert len(reel) == min(viewer.HIGHLIGHTS, len(groups))
+    # each highlight is a whole happening: its turns, its count, its best salience
+    keys = []
+    for h in reel:
+        key = next(k for k, acts in groups.items()  # the happening that began with its act
+                   if (acts[0][0], acts[0][1]["order"]) == (h["frame"], h["order"]))
+        assert h["frames"] == [t for t, _ in groups[key]]
+        keys.append(key)
+        assert h["count"] == len(groups[key]) and h["frame"] == h["frames"][0]
+        assert h["salience"] == max(a["salience"] for _, a in groups[key])
+    assert len(set(keys)) == len(keys)  # no happening twice
+    # the reel: the most salient happenings, in the order they began
+    best = sorted((max(a["salience"] for _, a in acts) for acts in groups.values()),
+                  reverse=True)
+    assert sorted((h["salience"] for h in reel), reverse=True) == best[:len(reel)]
     assert [(h["frame"], h["order"]) for h in reel] == sorted((h["frame"], h["order"])
                                                               for h in reel)
+    # this episode's magpie robs one cog turn after turn: one highlight says so
+    robbed = [h for h in reel if h["intent"] == "rob" and h["ok"]]
+    assert robbed and len({(h["seat"], h["other"]) for h in robbed}) == len(robbed)
+    assert any(h["count"] > 1 and f" {h['count']} times: " in h["outcome"] for h in robbed)
+
+
+def test_one_robber_robbing_one_cog_again_and_again_is_one_highlight() -> None:
+    from sim.rules.world import STANDARD_TOWN as W
+    aliases = ["A", "B", "C", "D", "E", "F"]
+
+    def act(turn: int, seat: int, intent: str, salience: int, **e: object) -> dict:
+        e = {"intent": intent, "reason": "ok", "turn": turn - 1, "seat": seat,
+             "order": seat, "salience": salience, **e}
+        return viewer._act_view(e, W, aliases)
+
+    frames = [{"turn": 0, "acts": []}]
+    for t in range(1, 11):  # seat 3 robs B every turn: nails, then a hide, then coin
+        loot = {"item": 1, "qty": 1} if t <= 6 else {"item": 0, "qty": 1} if t <= 8 \
+            else {"item": -1, "qty": 0, "coin": 5}
+        frames.append({"turn": t, "acts": [act(t, 3, "rob", 100, other=1, **loot)]})
+    frames[4]["acts"].append(act(4, 0, "give", 90, npc=4, item=2, qty=2, coin=16))
+    frames[9]["acts"].append(act(9, 5, "rob", 80, other=1, reason="robbery_failed", coin=8))
+    reel = viewer.highlights(frames, W, aliases)
+    assert [(h["when"], h["seat"], h["count"], h["outcome"]) for h in reel] == [
+        ("Turns 1\u201310", 3, 10, "robbed B 10 times: 2 hides, 6 nails and 10 coin in all."),
+        ("Turn 4", 0, 1, "delivered 2 rope to Guildmaster Vell: 16 commission points."),
+        ("Turn 9", 5, 1, "the attempt on B failed; paid a 8 coin fine."),
+    ]
+    assert reel[0]["frames"] == list(range(1, 11)) and reel[0]["salience"] == 100
+    # the same act again and again: once, with how often
+    frames = [{"turn": t, "acts": [act(t, 2, "trade", 40, other=0, item=1, qty=1, coin=9)]}
+              for t in (2, 3, 7)]
+    (h,) = viewer.highlights(frames, W, aliases)
+    assert (h["when"], h["outcome"]) == ("Turns 2\u20133 and 7",
+                                         "offered A 1 nail for 9 coin (3 times).")
+
+
+def test_goods_are_counted_in_the_singular_and_the_plural(replay_path: Path) -> None:
+    from sim.rules.world import STANDARD_TOWN as W
+    names = {g.name: g.id for g in W.goods}
+    assert [viewer.count_name(W, names["nails"], n) for n in (0, 1, 2)] == \
+        ["0 nails", "1 nail", "2 nails"]
+    assert [viewer.count_name(W, names["hide"], n) for n in (1, 2)] == ["1 hide", "2 hides"]
+    assert [viewer.count_name(W, names["rope"], n) for n in (1, 3)] == ["1 rope", "3 rope"]
+    buy = {"intent": "buy", "reason": "ok", "item": names["nails"], "qty": 1, "npc": 1,
+           "coin": 4}
+    assert viewer.outcome(buy, W, ["A"] * 6, "x") == "bought 1 nail from Smith Bram for 4 coin."
+    # nowhere in the page's own words for a whole episode (the seats' sentences are quoted
+    # as they were said)
+    model = viewer.view_model(payload_of(replay_path))
+    words = [h["outcome"] for h in model["highlights"]]
+    for f in model["frames"]:
+        words += [c["pack"] for c in f["cogs"]] + f["ground"] + [a["outcome"] for a in f["acts"]]
+        words += [g["stock"] for st in f["stalls"] for g in st["goods"]]
+    text = "\n".join(words)
+    assert not re.search(r"\b1 nails\b", text) and re.search(r"\b1 nail\b", text)
 
 
 def test_outcomes_explain_failures_and_tell_successes() -> None:
@@ -303,6 +384,57 @@ def test_the_page_in_headless_chromium(replay_path: Path, tmp_path: Path) -> Non
             shot = tmp_path / "viewer.png"
             page.screenshot(path=str(shot), full_page=True)
             assert shot.stat().st_size > 20_000
+            assert errors == []
+        finally:
+            browser.close()
+
+
+# Policy names with nothing to break a line at: what pushed the scoreboard out of its panel.
+LONG_NAMES = ["faulty_policies:SlowButSteadyPolicy", "module.path.to.a.policy:AVeryLongName",
+              "magpie", "random", "llm:qwen2.5-7b-instruct@localhost:8000/v1/chat/completions",
+              "factor"]
+FITS = """() => {
+  const panel = document.getElementById("scoreboard").closest(".panel");
+  const box = panel.getBoundingClientRect();
+  const table = document.getElementById("scoreboard").getBoundingClientRect();
+  return [panel.scrollWidth <= panel.clientWidth, table.right <= box.right + 0.5,
+          document.documentElement.scrollWidth <= window.innerWidth];
+}"""
+
+
+def test_the_scoreboard_fits_a_1400_pixel_window(replay_path: Path, tmp_path: Path) -> None:
+    sync_api = needs_module("playwright.sync_api", "playwright")
+    needs(bool(os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)),
+          f"Chromium at {CHROMIUM} (apt-get install chromium, or set CHROMIUM)")
+    payload = payload_of(replay_path)
+    long = {**payload, "policyNames": LONG_NAMES,
+            "results": {**payload["results"], "names": LONG_NAMES}}
+    pages = []
+    for name, body in (("plain", payload), ("long", long)):
+        pages.append(tmp_path / f"{name}.html")
+        pages[-1].write_text(viewer.render_page(body), encoding="utf-8")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            errors: list[str] = []
+            for width in (1400, 1000):
+                page = browser.new_page(viewport={"width": width, "height": 900})
+                page.on("pageerror", lambda e: errors.append(str(e)))
+                for html in pages:
+                    page.goto(html.as_uri())
+                    page.wait_for_selector("body[data-loaded=true]", timeout=10_000)
+                    for k in range(payload["config"]["turns"] + 1):  # every frame
+                        assert page.evaluate(FITS) == [True] * 3, (width, html.name, k)
+                        page.keyboard.press("ArrowRight")
+                    reel = page.eval_on_selector_all("#highlights li",
+                                                     "els => els.map(e => e.textContent)")
+                    assert reel and len(set(reel)) == len(reel)
+                if width == 1400:
+                    page.wait_for_timeout(700)  # let the tokens finish moving for the picture
+                    shot = tmp_path / "viewer-1400.png"
+                    page.screenshot(path=str(shot), full_page=True)
+                    assert shot.stat().st_size > 20_000
+                page.close()
             assert errors == []
         finally:
             browser.close()

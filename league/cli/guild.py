@@ -65,6 +65,10 @@ were signed verifies as before, noted as unsigned. Exit 1 if anything fails.
 """
 
 
+# What a ladder measures, said beside it (guild evaluate says its own: league.cli.evaluate).
+MEASURES = ("ladder: each policy's mean score over the seats it held at mixed tables drawn from "
+            "the whole list (guild evaluate instead plays one policy in factor's place, paired)")
+
 
 def _positive_float(text: str) -> float:
     try:
@@ -127,6 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
     lg.add_argument("--episode-timeout", type=_positive_float, metavar="SEC",
                     help="end an episode between turns after SEC seconds (reason deadline)")
     lg.add_argument("--plot", action="store_true", help="also write ladder.png (matplotlib)")
+    lg.add_argument("--report", action="store_true",
+                    help="also write report.html: the league's page (ladder, score "
+                    "distributions, head-to-head, seat positions, every replay; guild report)")
     lg.add_argument("--backend", choices=("local", "ray"), default="local",
                     help="worker processes here (local) or Ray tasks (ray)")
     lg.add_argument("--address", metavar="ADDR", help="Ray cluster address (with --backend ray)")
@@ -148,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # More commands live in their own modules, each with ``register(sub)`` that adds its parser
 # and sets ``handler=`` (a function of the parsed args returning the exit code) as a default.
-EXTRA_COMMANDS = ("html_viewer", "terminal", "train", "export_sft", "evaluate")
+EXTRA_COMMANDS = ("html_viewer", "terminal", "train", "export_sft", "evaluate", "report")
 
 
 def _commands(parser: argparse.ArgumentParser) -> list[str]:
@@ -287,7 +294,12 @@ def _league(args: argparse.Namespace) -> int:
     rate = f", {run.new / run.seconds:.1f} episodes/s" if run.new and run.seconds > 0 else ""
     print(f"league: {run.new} new episodes in {run.seconds:.1f} s{rate}; {len(run.rows)} "
           f"episodes in {args.out}")
+    print(MEASURES)
     print(table(run.ladder))
+    if args.report:
+        from league.cli.report import write_report
+
+        print(f"report: {write_report(args.out)}")
     return 0
 
 

@@ -14,6 +14,8 @@ frame's scores are the replay's ``results``.  A replay that does not re-derive i
 from __future__ import annotations
 
 import argparse
+import functools
+import hashlib
 import html
 import json
 import os
@@ -21,7 +23,9 @@ import stat
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
+from typing import BinaryIO
 
+from league.core.atomic import write_atomic
 from league.core.errors import LeagueError
 from league.core.verify import MAX_REPLAY_BYTES
 from sim import GameConfig, ReplayMismatch, replay
@@ -34,6 +38,7 @@ PROTOCOL = "cogmud.replay.v1"
 HIGHLIGHTS = 8
 TEMPLATE = "viewer.html"
 DATA_MARK = "/*__REPLAY_DATA__*/"
+STAMP_BYTES = 200  # the head of a page that holds its stamp (write_view)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -58,22 +63,86 @@ def run(args: argparse.Namespace) -> int:
     src = Path(args.replay)
     out = Path(args.out) if args.out else src.with_suffix(".html")
     world = _load_world(args.world) if args.world else None
-    payload = load_replay(src)
-    try:
-        page = render_page(payload, world)
-    except RecursionError:  # a value nested deeper than any replay's, met after loading
-        raise LeagueError(f"{src}: a value is nested too deeply for a replay") from None
-    try:
-        out.write_text(page, encoding="utf-8")
-    except OSError as e:
-        raise LeagueError(f"cannot write {out} ({e.strerror or e})") from None
+    page = _page_of(src, load_replay(src), world)
+    _write(out, page)
     print(f"view: wrote {out}")
     return 0
 
 
+def write_view(src: Path, out: Path) -> bool:
+    """Write the page of replay ``src`` (standard town) to ``out`` unless ``out`` already is
+    that page; whether it was written. ``LeagueError`` (one line) for a bad replay.
+
+    A page begins with a stamp: the digest of the replay and of this viewer (its module and
+    template), so a page is up to date exactly when its stamp is the one it would get, and
+    a changed replay or a newer viewer rewrites it. Checking costs one read of the replay.
+    """
+    raw = read_regular(src, MAX_REPLAY_BYTES, "replay")
+    mark = _stamp(raw)
+    if _stamp_of(out) == mark:
+        return False
+    page = _page_of(src, parse_replay(src, raw), None)
+    _write(out, page.replace("<!DOCTYPE html>\n", f"<!DOCTYPE html>\n{mark}\n", 1))
+    return True
+
+
+def _page_of(src: Path, payload: dict, world: World | None) -> str:
+    """The page of ``payload``; a ``LeagueError`` names the replay (a report makes many)."""
+    try:
+        return render_page(payload, world)
+    except RecursionError:  # a value nested deeper than any replay's, met after loading
+        raise LeagueError(f"{src}: a value is nested too deeply for a replay") from None
+    except LeagueError as e:
+        raise LeagueError(f"{src}: {e}") from None
+
+
+def _write(out: Path, page: str) -> None:
+    """Write atomically: an interrupted run leaves the old page or the new one, never half."""
+    try:
+        write_atomic(out, page, sync=False)
+    except OSError as e:
+        raise LeagueError(f"cannot write {out} ({e.strerror or e})") from None
+
+
+def _stamp(replay: bytes) -> str:
+    """The first line after the doctype of the page of ``replay``'s bytes (an HTML comment)."""
+    digest = hashlib.sha256(_viewer_digest().encode())
+    digest.update(replay)
+    return f"<!-- guild view {digest.hexdigest()} -->"
+
+
+@functools.cache
+def _viewer_digest() -> str:
+    """The digest of the code that makes a page: this module (source or compiled) and its
+    template."""
+    digest = hashlib.sha256(Path(__file__).read_bytes())
+    digest.update(resources.files("league.cli").joinpath("viewer", TEMPLATE).read_bytes())
+    return digest.hexdigest()
+
+
+def _stamp_of(page: Path) -> str | None:
+    """The stamp at the head of an existing page; None when there is none (or no page, or
+    something other than a regular file)."""
+    try:
+        if not stat.S_ISREG(os.stat(page).st_mode):
+            return None
+        fd = os.open(page, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            head = f.read(STAMP_BYTES)
+    except (OSError, ValueError):
+        return None
+    lines = head.split(b"\n")
+    return lines[1].decode("ascii", "replace") if len(lines) > 2 else None
+
+
 def load_replay(path: Path) -> dict:
     """The replay payload at ``path``; ``LeagueError`` (one line) when it is not one."""
-    raw = read_regular(path, MAX_REPLAY_BYTES, "replay")
+    return parse_replay(path, read_regular(path, MAX_REPLAY_BYTES, "replay"))
+
+
+def parse_replay(path: Path, raw: bytes) -> dict:
+    """The replay payload in ``raw`` (read from ``path``); ``LeagueError`` (one line) when it
+    is not one."""
     try:
         payload = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as e:
@@ -95,23 +164,39 @@ def load_replay(path: Path) -> dict:
 
 def read_regular(path: Path, cap: int, what: str) -> bytes:
     """The bytes of ``path`` when it is a regular file of at most ``cap`` bytes; otherwise
-    ``LeagueError`` (one line), decided before any read: ``/dev/zero`` never ends, a FIFO
-    blocks its reader and a huge file would be read whole into memory. The file is checked by
-    ``stat`` before it is opened (opening a FIFO blocks until a writer comes), opened without
-    blocking and checked again (it may have been swapped), and read ``cap + 1`` bytes at most."""
+    ``LeagueError`` (one line), decided before any read (see :func:`open_regular`); read
+    ``cap + 1`` bytes at most."""
+    with open_regular(path, cap, what) as f:
+        try:
+            raw = f.read(cap + 1)
+        except OSError as e:
+            raise LeagueError(f"{path}: cannot read it ({e.strerror or e})") from None
+    if len(raw) > cap:  # it grew since
+        raise LeagueError(_too_large(path, cap, what))
+    return raw
+
+
+def open_regular(path: Path, cap: int, what: str) -> BinaryIO:
+    """``path`` opened for reading when it is a regular file of at most ``cap`` bytes;
+    otherwise ``LeagueError`` (one line), decided before any read: ``/dev/zero`` never ends, a
+    FIFO blocks its reader and a huge file would be read whole into memory. The file is
+    checked by ``stat`` before it is opened (opening a FIFO blocks until a writer comes),
+    opened without blocking and checked again (it may have been swapped). The caller reads at
+    most ``cap`` bytes of it."""
     _regular(path, cap, what)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as f:
-            _check_mode(path, os.fstat(f.fileno()), cap, what)
-            raw = f.read(cap + 1)
     except FileNotFoundError:
         raise LeagueError(f"{path}: no such file") from None
     except OSError as e:
         raise LeagueError(f"{path}: cannot read it ({e.strerror or e})") from None
-    if len(raw) > cap:  # it grew since
-        raise LeagueError(_too_large(path, cap, what))
-    return raw
+    f = os.fdopen(fd, "rb")
+    try:
+        _check_mode(path, os.fstat(f.fileno()), cap, what)
+    except BaseException:
+        f.close()
+        raise
+    return f
 
 
 def _regular(path: Path, cap: int, what: str) -> None:
@@ -222,7 +307,7 @@ def view_model(payload: dict, world: World | None = None) -> dict:
         "goods": [g.name for g in world.goods],
         "guild": world.guild,
         "frames": frames,
-        "highlights": highlights(frames),
+        "highlights": highlights(frames, world, aliases),
         "results": results,
     }
 
@@ -279,7 +364,7 @@ def _frame(game: Game, k: int, acts: list[dict]) -> dict:
     for n, keeper in enumerate(w.keepers):
         stock = snap["npcs"][n]["stock"]
         stalls.append({"coin": snap["npcs"][n]["coin"], "goods": [
-            {"item": w.goods[g].name, "stock": w.item_name(g, stock[g]),
+            {"item": w.goods[g].name, "stock": count_name(w, g, stock[g]),
              "ask": w.ask_table[g][stock[g]],
              "bid": w.bid_table[g][stock[g]]} for g in keeper.trade]})
     done = game.done
@@ -290,7 +375,27 @@ def _frame(game: Game, k: int, acts: list[dict]) -> dict:
 
 
 def _goods_text(w: World, counts: list[int]) -> str:
-    return ", ".join(w.item_name(g, n) for g, n in enumerate(counts) if n > 0)
+    return ", ".join(count_name(w, g, n) for g, n in enumerate(counts) if n > 0)
+
+
+def singular(w: World, item: int) -> str:
+    """What one of good ``item`` is called on the page.
+
+    The rules name one of a good by its ``name`` (``itemName``, RULES §2.2), and the standard
+    town's nails are named "nails": the rules' sentences say "1 nails". A good whose name is
+    its plural but whose keywords hold that word without its final "s" ("nail") is called by
+    that keyword when there is one; "rope" and "salt" stay as they are.
+    """
+    g = w.goods[item]
+    short = g.name[:-1]
+    if g.name == g.plural and g.name.endswith("s") and short in g.keywords:
+        return short
+    return g.name
+
+
+def count_name(w: World, item: int, n: int) -> str:
+    """``"1 nail"``, ``"2 nails"``, ``"1 hide"``, ``"3 rope"``: a count and the good's name."""
+    return f"{n} {singular(w, item) if n == 1 else w.goods[item].plural}"
 
 
 def _act_view(e: dict, w: World, aliases: list[str]) -> dict:
@@ -301,7 +406,9 @@ def _act_view(e: dict, w: World, aliases: list[str]) -> dict:
     return {"seat": e.get("seat", 0), "turn": e.get("turn", 0), "order": e.get("order", 0),
             "intent": e.get("intent", ""), "ok": reason == "ok", "reason": reason,
             "salience": e.get("salience", 0), "sentence": e.get("sentence", ""),
-            "say": e.get("say", ""), "outcome": outcome(e, w, aliases, room_name)}
+            "say": e.get("say", ""), "outcome": outcome(e, w, aliases, room_name),
+            "other": e.get("other", -1), "item": e.get("item", -1), "qty": e.get("qty", 0),
+            "coin": e.get("coin", 0)}
 
 
 def outcome(e: dict, w: World, aliases: list[str], room_name: str) -> str:
@@ -313,7 +420,7 @@ def outcome(e: dict, w: World, aliases: list[str], room_name: str) -> str:
         return getattr(table[i], attr) if isinstance(i, int) and 0 <= i < len(table) else "?"
 
     item = e.get("item", -1)
-    goods = w.item_name(item, qty) if isinstance(item, int) and 0 <= item < w.n_goods else ""
+    goods = count_name(w, item, qty) if isinstance(item, int) and 0 <= item < w.n_goods else ""
     keeper = name(w.keepers, e.get("npc", -1))
     other = e.get("other", -1)
     cog = aliases[other] if isinstance(other, int) and 0 <= other < len(aliases) else "?"
@@ -353,9 +460,86 @@ def outcome(e: dict, w: World, aliases: list[str], room_name: str) -> str:
     return outcome_text(reason, room_name)
 
 
-def highlights(frames: list[dict], n: int = HIGHLIGHTS) -> list[dict]:
-    """The ``n`` most salient acts (ties: the earlier), in the order they happened."""
-    acts = [(a["salience"], f["turn"], a["order"], a) for f in frames for a in f["acts"]]
-    top = sorted(acts, key=lambda t: (-t[0], t[1], t[2]))[:n]
-    return [{"frame": turn, **a} for _, turn, _, a in sorted(top, key=lambda t: (t[1], t[2]))]
+def highlights(frames: list[dict], w: World = STANDARD_TOWN, aliases: list[str] | None = None,
+               n: int = HIGHLIGHTS) -> list[dict]:
+    """The ``n`` most salient happenings (ties: the earlier), in the order they began.
 
+    A happening is told once however often it repeats: acts of one seat with the same outcome,
+    and a robber's robberies of one cog (robbery takes whatever is carried, so the goods
+    differ), are one highlight with their count and turns. Otherwise one magpie robbing one
+    victim in the dark, turn after turn, fills the reel by itself.
+    """
+    groups: dict[tuple, list[tuple[int, dict]]] = {}
+    for f in frames:
+        for a in f["acts"]:
+            groups.setdefault(_happening(a), []).append((f["turn"], a))
+    # each group's most salient act, the earliest of equals, decides its place in the reel
+    best = {key: min(acts, key=lambda t: (-t[1]["salience"], t[0], t[1]["order"]))
+            for key, acts in groups.items()}
+    top = sorted(groups, key=lambda k: (-best[k][1]["salience"], best[k][0],
+                                        best[k][1]["order"]))[:n]
+    top.sort(key=lambda k: (groups[k][0][0], groups[k][0][1]["order"]))
+    return [_highlight(groups[k], w, aliases) for k in top]
+
+
+def _happening(a: dict) -> tuple:
+    """What makes two acts the same happening: a robber and its victim for a robbery that
+    succeeded, else the seat and the act's outcome in words."""
+    if _robbery(a):
+        return (a["seat"], "robbed", a.get("other", -1))
+    return (a["seat"], a["intent"], a["outcome"])
+
+
+def _robbery(a: dict) -> bool:
+    return a["intent"] == "rob" and a["ok"]
+
+
+def _highlight(acts: list[tuple[int, dict]], w: World, aliases: list[str] | None) -> dict:
+    """One highlight: the group's first act, told for all of them."""
+    first_turn, first = acts[0]
+    frames = [turn for turn, _ in acts]
+    text = first["outcome"]
+    if len(acts) > 1:
+        text = (_robberies(acts, w, aliases) if _robbery(first)
+                else f"{text.rstrip('.')} ({_times(len(acts))}).")
+    return {**first, "frame": first_turn, "frames": frames, "count": len(acts),
+            "salience": max(a["salience"] for _, a in acts), "when": _turns_text(frames),
+            "outcome": text}
+
+
+def _robberies(acts: list[tuple[int, dict]], w: World, aliases: list[str] | None) -> str:
+    """``robbed Bolt 8 times: 1 rope, 4 nails and 3 hides in all.``"""
+    other = acts[0][1].get("other", -1)
+    cog = aliases[other] if aliases and isinstance(other, int) and 0 <= other < len(aliases) \
+        else "?"
+    taken = [0] * w.n_goods
+    coin = 0
+    for _, a in acts:
+        item, qty = a.get("item", -1), a.get("qty", 0)
+        if isinstance(item, int) and 0 <= item < w.n_goods and isinstance(qty, int) and qty > 0:
+            taken[item] += qty
+        elif isinstance(a.get("coin"), int):
+            coin += a["coin"]
+    parts = [count_name(w, g, k) for g, k in enumerate(taken) if k > 0]
+    parts += [f"{coin} coin"] if coin > 0 else []
+    loot = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else "".join(parts)
+    return f"robbed {cog} {_times(len(acts))}" + (f": {loot} in all." if loot else ".")
+
+
+def _times(k: int) -> str:
+    return {1: "once", 2: "twice"}.get(k, f"{k} times")
+
+
+def _turns_text(frames: list[int]) -> str:
+    """``Turn 4``, ``Turns 4 and 8``, ``Turns 3-10``, ``Turns 3-5, 9`` (runs joined by an en
+    dash)."""
+    runs: list[list[int]] = []
+    for t in sorted(set(frames)):
+        if runs and t == runs[-1][1] + 1:
+            runs[-1][1] = t
+        else:
+            runs.append([t, t])
+    if len(runs) == 1 and runs[0][0] == runs[0][1]:
+        return f"Turn {runs[0][0]}"
+    parts = [f"{a}" if a == b else f"{a}\u2013{b}" for a, b in runs]
+    return "Turns " + (" and ".join(parts) if len(parts) == 2 else ", ".join(parts))

@@ -1,0 +1,348 @@
+"""``guild report DIR [--out FILE]``: one static HTML page per league, and a viewer page per
+replay beside it.
+
+The page (``DIR/report.html`` by default; ``league.cli.report_html`` draws it) shows the
+ladder as ``ladder.json`` has it, each policy's score distribution, a head-to-head table, the
+results by seat position and every episode, linked to its viewer page ``DIR/view/<id>.html``
+(``guild view``'s page, rewritten only when its replay or the viewer changed). Links are
+relative, so the folder can be moved or published as it is; nothing is fetched.
+
+A league folder is input from anyone: every file is read through a size cap (a regular file
+only, checked before it is opened: ``league.cli.html_viewer.open_regular``), ``results.jsonl``
+one capped line at a time, twice (the tallies, then the episodes table, written straight to
+the page), so memory grows with the number of seats, not with the file. Anything wrong is a
+``LeagueError``: one line, exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import os
+import re
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from league.cli import report_html
+from league.cli.html_viewer import open_regular, read_regular, write_view
+from league.core.atomic import replacing
+from league.core.errors import LeagueError
+from league.core.store import LADDER, MANIFEST, REPLAYS, RESULTS
+from sim.rules.world import SEATS
+
+REPORT = "report.html"
+VIEWS = "view"  # DIR/view/<id>.html: the viewer page of each replay
+MAX_JSON_BYTES = 64 << 20  # league.json, ladder.json: kilobytes in any real league
+MAX_RESULTS_BYTES = 4 << 30  # about five million episodes
+MAX_LINE_BYTES = 1 << 20  # a results line is under a kilobyte, fault notes and all
+MAX_SCORE = 1e6  # far beyond any score the rules give; a bigger number is not a score
+EPISODE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # ids name files: nothing else is accepted
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``guild report`` to the ``guild`` subcommands."""
+    p = sub.add_parser(
+        "report", help="write a league's HTML page: ladder, score distributions, "
+        "head-to-head, seat positions, every replay",
+        description="Write one static HTML page for a league (no network needed: inline CSS "
+        "and SVG, no script): the ladder with its intervals, faults and fallbacks; each "
+        "policy's score distribution; head-to-head mean score differences; mean scores by "
+        "seat; and every episode, linked to its replay's viewer page, written to DIR/view/ "
+        "(pages already up to date are kept). Links are relative: the folder can be moved.")
+    p.add_argument("dir", metavar="DIR", help="a league's --out directory")
+    p.add_argument("--out", metavar="FILE", help=f"where to write the page (DIR/{REPORT})")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handler of ``guild report``; a bad folder raises ``LeagueError`` (one line, exit 2)."""
+    done = build_report(args.dir, args.out)
+    print(f"report: {done.page} ({done.episodes} episodes; viewer pages in {done.views}: "
+          f"{done.written} written, {done.episodes - done.written} already up to date)")
+    return 0
+
+
+def write_report(out: str | Path, page: str | Path | None = None) -> Path:
+    """Write the report of the league in ``out`` (to ``page``, default ``out/report.html``)
+    and its replays' viewer pages; the page's path."""
+    return build_report(out, page).page
+
+
+@dataclass(frozen=True)
+class Built:
+    """What :func:`build_report` wrote."""
+
+    page: Path
+    views: Path
+    episodes: int
+    written: int  # viewer pages written (the others were up to date)
+
+
+def build_report(out: str | Path, page: str | Path | None = None) -> Built:
+    """Read the league in ``out``, write the viewer pages and the report page."""
+    root = Path(out)
+    if not root.is_dir():
+        raise LeagueError(f"{root} is not a directory")
+    if not (root / MANIFEST).exists():
+        raise LeagueError(f"{root} has no {MANIFEST}; is it a league's --out directory?")
+    league = read_league(root)
+    target = Path(page) if page is not None else root / REPORT
+    views = root / VIEWS
+    if views.is_symlink():  # a folder from elsewhere must not send the pages elsewhere
+        raise LeagueError(f"{views} is a symbolic link; the viewer pages go in a folder of "
+                          "the league's own")
+    try:
+        views.mkdir(exist_ok=True)
+    except OSError as e:
+        raise LeagueError(f"cannot make {views} ({e.strerror or e})") from None
+    written = _write_page(league, target, views)
+    return Built(target, views, league.tally.episodes, written)
+
+
+# --- reading ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Episode:
+    """What the report needs of one results line."""
+
+    id: str
+    seed: int | None
+    lineup: tuple[str, ...]
+    scores: tuple[float, ...]
+    fallbacks: int
+    faults: int
+
+
+@dataclass
+class Tally:
+    """Per policy: its seat scores, its scores by seat position, its head-to-head sums.
+
+    Head-to-head compares two policies within the episodes where both sat: per episode the
+    mean score of the row policy's seats minus that of the column policy's, averaged over
+    those episodes.
+    """
+
+    order: list[str]
+    episodes: int = 0
+    scores: dict[str, array] = field(default_factory=dict)
+    seat_sum: dict[tuple[str, int], float] = field(default_factory=dict)
+    seat_n: dict[tuple[str, int], int] = field(default_factory=dict)
+    pair_sum: dict[tuple[str, str], float] = field(default_factory=dict)
+    pair_n: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def add(self, ep: Episode) -> None:
+        """Count one episode in."""
+        self.episodes += 1
+        mine: dict[str, list[float]] = {}
+        for seat, (name, score) in enumerate(zip(ep.lineup, ep.scores)):
+            if name not in self.scores:
+                self.scores[name] = array("d")
+                if name not in self.order:
+                    self.order.append(name)
+            self.scores[name].append(score)
+            self.seat_sum[name, seat] = self.seat_sum.get((name, seat), 0.0) + score
+            self.seat_n[name, seat] = self.seat_n.get((name, seat), 0) + 1
+            mine.setdefault(name, []).append(score)
+        means = {name: sum(s) / len(s) for name, s in mine.items()}
+        for a, ma in means.items():
+            for b, mb in means.items():
+                if a != b:
+                    self.pair_sum[a, b] = self.pair_sum.get((a, b), 0.0) + ma - mb
+                    self.pair_n[a, b] = self.pair_n.get((a, b), 0) + 1
+
+    def head_to_head(self, a: str, b: str) -> tuple[float, int] | None:
+        """``a``'s mean score difference with ``b`` and over how many episodes (None: never
+        met)."""
+        n = self.pair_n.get((a, b), 0)
+        return (self.pair_sum[a, b] / n, n) if n else None
+
+    def at_seat(self, name: str, seat: int) -> tuple[float, int] | None:
+        """``name``'s mean score in ``seat`` and how many times it sat there (None: never)."""
+        n = self.seat_n.get((name, seat), 0)
+        return (self.seat_sum[name, seat] / n, n) if n else None
+
+
+@dataclass(frozen=True)
+class League:
+    """A league folder as the report reads it."""
+
+    root: Path
+    manifest: dict
+    ladder: dict
+    tally: Tally
+
+
+def read_league(root: Path) -> League:
+    """The league in ``root`` with its results tallied; ``LeagueError`` for a bad folder."""
+    manifest = _manifest(root / MANIFEST)
+    ladder = _ladder(root / LADDER)
+    order = [e["policy"] for e in ladder["policies"]]
+    order += [p for p in manifest["policies"] if p not in order]
+    tally = Tally(order)
+    for ep in episodes(root / RESULTS):
+        tally.add(ep)
+    return League(root, manifest, ladder, tally)
+
+
+def _json_file(path: Path, what: str) -> Any:
+    raw = read_regular(path, MAX_JSON_BYTES, what)
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise LeagueError(f"{path} is not UTF-8 text") from None
+    except json.JSONDecodeError as e:
+        raise LeagueError(f"{path} is not JSON (line {e.lineno} column {e.colno}: {e.msg})"
+                          ) from None
+    except (ValueError, RecursionError):
+        raise LeagueError(f"{path} is not valid JSON (or is nested too deeply)") from None
+
+
+def _manifest(path: Path) -> dict:
+    data = _json_file(path, "league manifest")
+    policies = data.get("policies") if isinstance(data, dict) else None
+    if not (isinstance(policies, list) and policies and all(isinstance(p, str) for p in policies)):
+        raise LeagueError(f"{path} does not describe a league (no list of policies)")
+    return data
+
+
+def _ladder(path: Path) -> dict:
+    """``ladder.json``, each entry checked for what the page shows."""
+    if not path.exists():
+        raise LeagueError(f"{path.parent} has no {LADDER}; a league writes it after every run")
+    data = _json_file(path, "ladder")
+    entries = data.get("policies") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise LeagueError(f"{path} is not a ladder (no list of policies)")
+    for n, e in enumerate(entries, start=1):
+        problem = _entry_problem(e)
+        if problem:
+            raise LeagueError(f"{path}: entry {n} {problem}")
+    return data
+
+
+def _entry_problem(e: object) -> str | None:
+    if not isinstance(e, dict) or not isinstance(e.get("policy"), str):
+        return "has no policy name"
+    if not _number(e.get("meanScore"), none=True):
+        return "has a mean score that is not a number"
+    ci = e.get("ci95")
+    if ci is not None and not (isinstance(ci, list) and len(ci) == 2
+                               and all(_number(x) for x in ci)):
+        return "has an interval that is not two numbers"
+    for key in ("rank", "episodes", "seats", "faults", "fallbacks", "decisions"):
+        if not _count(e.get(key), none=True):
+            return f"has a {key} that is not a count"
+    if not isinstance(e.get("unranked"), (str, type(None))):
+        return "has an unranked reason that is not text"
+    return None
+
+
+def _number(x: object, none: bool = False) -> bool:
+    if x is None:
+        return none
+    return (isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+            and abs(x) <= MAX_SCORE)
+
+
+def _count(x: object, none: bool = False) -> bool:
+    if x is None:
+        return none
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def episodes(path: Path) -> Iterator[Episode]:
+    """Each complete line of ``results.jsonl``, checked; a torn last line (a run stopped
+    mid-append) is left out, as the league itself leaves it."""
+    with open_regular(path, MAX_RESULTS_BYTES, "results file") as f:
+        read = 0
+        for n in itertools.count(1):
+            line = _line(f, path, n)
+            read += len(line)
+            if not line.endswith(b"\n") or read > MAX_RESULTS_BYTES:
+                return
+            yield _episode(line, path, n)
+
+
+def _line(f: Any, path: Path, n: int) -> bytes:
+    try:
+        line = f.readline(MAX_LINE_BYTES + 1)
+    except OSError as e:
+        raise LeagueError(f"{path}: cannot read it ({e.strerror or e})") from None
+    if len(line) > MAX_LINE_BYTES:
+        raise LeagueError(f"{path} line {n} is over {MAX_LINE_BYTES:,} bytes; not a results "
+                          "line")
+    return line
+
+
+def _episode(line: bytes, path: Path, n: int) -> Episode:
+    try:
+        row = json.loads(line)
+    except (ValueError, RecursionError):
+        raise LeagueError(f"{path} line {n} is not valid JSON") from None
+    if not isinstance(row, dict):
+        raise LeagueError(f"{path} line {n} is not a JSON object")
+    problem = _row_problem(row)
+    if problem:
+        raise LeagueError(f"{path} line {n} {problem}")
+    return Episode(row["id"], row.get("seed"), tuple(row["lineup"]),
+                   tuple(float(s) for s in row["scores"]),
+                   sum(row.get("fallbacks") or ()),
+                   sum(sum(d.values()) for d in row.get("faults") or ()))
+
+
+def _row_problem(row: dict) -> str | None:
+    rid, lineup, scores = row.get("id"), row.get("lineup"), row.get("scores")
+    if not (isinstance(rid, str) and EPISODE_ID.fullmatch(rid)):
+        return "has no episode id (letters, digits, - and _ only)"
+    if not (isinstance(lineup, list) and len(lineup) == SEATS
+            and all(isinstance(p, str) for p in lineup)):
+        return f"has no lineup of {SEATS} policy names"
+    if not (isinstance(scores, list) and len(scores) == SEATS and all(map(_number, scores))):
+        return f"has no {SEATS} scores"
+    seed = row.get("seed")
+    if not (seed is None or isinstance(seed, int) and not isinstance(seed, bool)):
+        return "has a seed that is not an integer"
+    fallbacks, faults = row.get("fallbacks"), row.get("faults")
+    if fallbacks is not None and not (isinstance(fallbacks, list) and len(fallbacks) == SEATS
+                                      and all(map(_count, fallbacks))):
+        return "has fallbacks that are not counts by seat"
+    if faults is not None and not (isinstance(faults, list) and len(faults) == SEATS and all(
+            isinstance(d, dict) and all(map(_count, d.values())) for d in faults)):
+        return "has faults that are not counts by seat"
+    return None
+
+
+# --- writing ---------------------------------------------------------------------------------
+def _write_page(league: League, target: Path, views: Path) -> int:
+    """Write the page, the episodes table streamed from a second read of the results (the
+    viewer pages written on the way); how many viewer pages were written."""
+    base = Path(os.path.relpath(views, target.parent if str(target.parent) else "."))
+    name = league.root.resolve().name
+    head, tail = report_html.frame(name)
+    written = 0
+    try:
+        with replacing(target) as tmp, open(tmp, "w", encoding="utf-8") as f:
+            f.write(head)
+            f.write(report_html.summary(name, league.manifest, league.ladder, league.tally))
+            f.write(report_html.episodes_head())
+            for ep in _first(episodes(league.root / RESULTS), league.tally.episodes):
+                written += write_view(league.root / REPLAYS / f"{ep.id}.json",
+                                      views / f"{ep.id}.html")
+                f.write(report_html.episode_row(ep, (base / f"{ep.id}.html").as_posix()))
+            f.write(report_html.episodes_tail())
+            f.write(tail)
+    except OSError as e:
+        raise LeagueError(f"cannot write {target} ({e.strerror or e})") from None
+    return written
+
+
+def _first(items: Iterator[Episode], n: int) -> Iterator[Episode]:
+    """The first ``n`` items: the episodes tallied, even if more were appended since."""
+    for k, item in enumerate(items):
+        if k >= n:
+            return
+        yield item
