@@ -1,94 +1,155 @@
 """``guild play``: a person plays one seat in the terminal against five policies.
 
-People learn the game by playing it.  Each turn the seat's text view is printed, exactly the
-text ``game.observation_text(seat)`` gives (and the environments' ``render_mode="ansi"``), and
-one line is read.  What a line may be (:func:`parse_line`):
+People learn the game by playing it.  Each turn shows a compact view (``play_text.turn_text``:
+what changed since the seat last chose, the room and its shop, the purse, pack and
+commissions, the turns left) and reads one line.  What a line may be (:func:`parse_line`):
 
 * a sentence, as any player writes it: ``I buy 2 rope from Smith Bram``.  A quoted part is
   spoken aloud by the town's own rules: ``I walk to the docks "see you there"``;
 * a sentence, a bar, and a line to say: ``I walk to the docks | say "see you there"`` (the
   ``say`` and the quotes are optional: ``... | see you there``);
-* the JSON object the text view's last line asks for:
+* the JSON object a language-model seat replies with:
   ``{"action": "...", "say": "...", "notes": "..."}``;
-* ``help`` (or ``?``) prints this guide; an empty line asks again;
+* a number: that sentence of the ``moves`` list (``7 | say hello`` speaks too);
+* ``moves`` (``m``) lists this turn's legal sentences, numbered; ``help`` (``?``) the guide;
+  ``town`` (``t``) the full text view a model reads; an empty line asks again;
 * ``quit`` (or ``exit``, or Ctrl-D) ends the game and prints the results as they stand.
 
-The outcome of a sentence is shown at the start of the next turn (the view's ``YOUR LAST
-SENTENCE`` line); after the last turn it is printed before the results.  ``--replay FILE``
-saves the episode for ``guild view``.  ``sb3:`` opponents (model zips, which are pickles) are
-loaded in a sandbox unless ``--trust`` (``league.apart.sb3_load``).
+A sentence the town cannot use this turn (the parser reads no act in it, or the environments'
+legal mask refuses the act: ``play_text.judge``) is not played: why, and the closest legal
+sentences, are printed and the line is asked for again, so a typo never costs a turn.  The
+outcome of a played sentence opens the next turn; after the last turn it is printed before the
+results.  ``--replay FILE`` saves the episode for ``guild view``.  ``sb3:`` opponents (model
+zips, which are pickles) are loaded in a sandbox unless ``--trust`` (``league.apart.sb3_load``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import secrets
 import sys
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from agents import is_scripted, make_policy
+from agents import as_decision, is_scripted, make_policy
 from league.apart.sb3_load import guard
+from league.cli.play_text import (
+    guide_text,
+    judge,
+    last_sentence,
+    legal_moves,
+    moves_text,
+    refusal_text,
+    suggestions,
+    turn_text,
+)
 from league.core.errors import LeagueError
 from sim import Game, GameConfig
-from sim.language.phrasing import outcome_text
 from sim.rules.errors import ConfigError
 from sim.rules.world import SEATS
 
 DEFAULT_OPPONENTS = "factor,magpie,factor,magpie,factor"
 HUMAN = "you"
-PROMPT = "Your sentence> "
+PROMPT = "Your sentence (or moves, help)> "
 RULE = "=" * 78
-
-GUIDE = """\
-Write one sentence for your cog, e.g.  I buy 2 rope from Smith Bram
-  a quoted part is spoken aloud:       I walk to the docks "see you there"
-  or add a line to say after a bar:    I walk to the docks | say "see you there"
-  or the JSON the view asks for:       {"action": "I wait", "say": "hello", "notes": "..."}
-  help prints this, an empty line asks again; quit (or Ctrl-D) ends the game and
-  prints the results."""
+COMMANDS = {"quit": "quit", "exit": "quit", "q": "quit", "help": "help", "?": "help",
+            "h": "help", "moves": "moves", "m": "moves", "town": "town", "t": "town"}
+_NUMBER = re.compile(r"[0-9]{1,9}")  # ASCII digits only: int() reads other scripts' digits too
 
 
 @dataclass(frozen=True)
 class Line:
-    """One line typed by the person: a command (``quit``, ``help``, ``empty``) or a move."""
+    """One line typed by the person: a command (``quit``, ``help``, ``moves``, ``town``,
+    ``empty``), or a move: a sentence, or ``pick``, the number of a listed sentence."""
 
-    command: str = ""          # "quit", "help", "empty" or "" for a move
+    command: str = ""          # one of COMMANDS' values, "empty", or "" for a move
     sentence: str = ""
     say: str = ""
     notes: str = ""
+    pick: int | None = None    # a number typed instead of a sentence (1 is the first)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What the terminal does with a typed line: print ``show`` (when not empty), then play
+    ``move`` (when set), end the game (``quit``), or ask again."""
+
+    show: str = ""
+    move: Line | None = None
+    quit: bool = False
 
 
 def parse_line(text: str) -> Line:
     """What a typed line means (see the module docstring); never raises."""
     stripped = text.strip()
-    low = stripped.lower()
-    if low in ("quit", "exit", "q"):
-        return Line("quit")
-    if low in ("help", "?", "h"):
-        return Line("help")
+    command = COMMANDS.get(stripped.lower())
+    if command:
+        return Line(command)
     if not stripped:
         return Line("empty")
     if stripped.startswith("{"):
         try:
             obj = json.loads(stripped)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deep: a sentence
             obj = None
         if isinstance(obj, dict):
             def field(key: str) -> str:
                 v = obj.get(key, "")
                 return v if isinstance(v, str) else ""
-            return Line(sentence=field("action"), say=field("say"), notes=field("notes"))
+            return _picked(Line(sentence=field("action"), say=field("say"),
+                                notes=field("notes")))
     sentence, bar, said = stripped.partition("|")
     if not bar:
-        return Line(sentence=stripped)
+        return _picked(Line(sentence=stripped))
     said = said.strip()
     if said.lower().startswith("say ") or said.lower() == "say":
         said = said[3:].strip()
     if len(said) >= 2 and said[0] == said[-1] == '"':
         said = said[1:-1].strip()
-    return Line(sentence=sentence.strip(), say=said)
+    return _picked(Line(sentence=sentence.strip(), say=said))
+
+
+def _picked(line: Line) -> Line:
+    """A move whose sentence is a number is the pick of that listed sentence."""
+    text = line.sentence.strip()
+    if _NUMBER.fullmatch(text):
+        return replace(line, sentence="", pick=int(text))
+    return line
+
+
+def respond(game: Game, seat: int, text: str) -> Reply:
+    """What to do with one typed line this turn; reads the game, never changes it.
+
+    A move comes back only when the town can use it (``play_text.judge``): a number plays the
+    listed sentence (shown, so the person sees what was played); a sentence is played as
+    typed.  Anything else is a reply to print before asking again.
+    """
+    line = parse_line(text)
+    if line.command == "quit":
+        return Reply(quit=True)
+    if line.command == "help":
+        return Reply(guide_text(game.aliases[(seat + 1) % SEATS]))
+    if line.command == "town":
+        return Reply(town_text(game, seat))
+    if line.command == "empty":
+        return Reply()
+    moves = legal_moves(game, seat)
+    if line.command == "moves":
+        return Reply(moves_text(moves))
+    if line.pick is not None:
+        if not 1 <= line.pick <= len(moves):
+            return Reply(f"There is no sentence {line.pick} this turn: they are numbered 1 to "
+                         f"{len(moves)} (type moves to list them).")
+        sentence = moves[line.pick - 1].sentence
+        return Reply(f"You: {sentence}", replace(line, sentence=sentence, pick=None))
+    verdict = judge(game, seat, line.sentence)
+    if verdict.why:
+        picks = suggestions(line.sentence, moves, verdict.kind)
+        return Reply(refusal_text(verdict.why, picks, moves))
+    return Reply(move=line)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -96,8 +157,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "play", help="play one seat yourself in the terminal against five policies",
         description="Play one seat of the guild game in the terminal against five policies.\n"
-                    "Each turn shows your seat's text view and reads one line.",
-        epilog=GUIDE, formatter_class=argparse.RawDescriptionHelpFormatter)
+                    "Each turn shows what changed, your room, purse and commissions, and reads one "
+                    "line: a sentence, or a number from the moves list.",
+        epilog=guide_text(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seat", type=int, choices=range(SEATS), default=0, metavar="N",
                    help="your seat, 0 to 5 (0); seats differ in start room and initiative")
     p.add_argument("--seed", type=int, default=None, metavar="S",
@@ -158,11 +220,13 @@ def run(args: argparse.Namespace) -> int:
         if p is not None and callable(getattr(p, "reset", None)):
             p.reset(seed)
     game = Game(config)
+    tolerate_bad_bytes()
     me = game.aliases[args.seat]
     rivals = ", ".join(f"{game.aliases[s]} ({n})" for s, n in enumerate(names) if s != args.seat)
     print(f"The guild game: seed {seed}, {args.turns} turns. You are {me} (seat {args.seat}) "
           f"against {rivals}.", flush=True)
-    print(GUIDE, flush=True)
+    print("Type help for how to write a sentence, moves for this turn's legal ones.",
+          flush=True)
     try:
         code, why = play(game, args.seat, policies)
     except KeyboardInterrupt:
@@ -176,46 +240,69 @@ def run(args: argparse.Namespace) -> int:
 
 def play(game: Game, seat: int, policies: list) -> tuple[int, str]:
     """The turn loop; returns the exit code and why the game stopped."""
-    scripted = [p is not None and is_scripted(p) for p in policies]
+    before: Mapping | None = None  # the seat's view when it last chose
     while not game.done:
+        view = game.observe(seat)
         print(RULE, flush=True)
-        print(turn_text(game, seat), flush=True)
+        print(turn_text(view, before, game.world), flush=True)
         try:
-            line = ask()
+            line = choose(game, seat)
         except EOFError:
             print(flush=True)
             return 0, "you left (end of input)"
-        if line.command == "quit":
+        if line is None:
             return 0, "you quit"
-        actions = [line.sentence if s == seat else p.act(game, s)
-                   for s, p in enumerate(policies)]
-        says = [line.say if s == seat else "" for s in range(SEATS)]
-        notes = [line.notes if s == seat else "" for s in range(SEATS)]
-        acts = game.play_turn(actions, says=says, notes=notes, scripted=scripted)
-        if game.done:
-            mine = acts[seat]
-            room = game.world.rooms[mine["room"]].name
-            print(RULE, flush=True)
-            print(f'YOUR LAST SENTENCE: "{mine.get("sentence", "")}" - '
-                  f'{outcome_text(mine["reason"], room)}', flush=True)
+        before = view
+        play_turn(game, seat, line, policies)
+    print(RULE, flush=True)
+    print("\n".join(last_sentence(game.observe(seat))), flush=True)
     return 0, f"the episode ended ({game.results()['reason']})"
 
 
-def ask() -> Line:
-    """Read lines until one is a move or ``quit``; ``help`` and empty lines ask again."""
+def play_turn(game: Game, seat: int, line: Line, policies: list) -> None:
+    """One turn: the person's move and each opponent's answer (a sentence, an intent or a
+    decision with its spoken line and notes, as ``agents.play_episode`` takes it)."""
+    answers = [None if s == seat else as_decision(p.act(game, s)) for s, p in enumerate(policies)]
+    actions = [line.sentence if a is None else a.action for a in answers]
+    says = [line.say if a is None else a.say for a in answers]
+    notes = [line.notes if a is None else a.notes for a in answers]
+    scripted = [a is not None and (is_scripted(p) or a.scripted)
+                for a, p in zip(answers, policies)]
+    game.play_turn(actions, says=says, notes=notes, scripted=scripted)
+
+
+def choose(game: Game, seat: int) -> Line | None:
+    """Read lines until one is a move the town can use (None for ``quit``); raises
+    ``EOFError`` at the end of input."""
     while True:
-        text = input(PROMPT)
-        if not sys.stdin.isatty():  # piped input: echo it, as a terminal would
-            print(text, flush=True)
-        line = parse_line(text)
-        if line.command == "help":
-            print(GUIDE, flush=True)
-        elif line.command != "empty":
-            return line
+        reply = respond(game, seat, read_line())
+        if reply.show:
+            print(reply.show, flush=True)
+        if reply.quit:
+            return None
+        if reply.move is not None:
+            return reply.move
 
 
-def turn_text(game: Game, seat: int) -> str:
-    """What the terminal shows a seat each turn: the game's own text view of that seat."""
+def read_line() -> str:
+    """One line from the person; piped input is echoed, as a terminal would show it."""
+    text = input(PROMPT)
+    if not sys.stdin.isatty():
+        print(text, flush=True)
+    return text
+
+
+def tolerate_bad_bytes() -> None:
+    """Read bytes that are not text (a stray key, a binary pipe) as U+FFFD: such a line is one
+    the town cannot use, said so and asked again, instead of a traceback that ends the game."""
+    reconfigure = getattr(sys.stdin, "reconfigure", None)
+    if callable(reconfigure):
+        reconfigure(errors="replace")
+
+
+def town_text(game: Game, seat: int) -> str:
+    """The full text view of the seat (``town``): what a language-model seat reads, and the
+    environments' ``render_mode="ansi"``, with the map and the room's whole log."""
     return game.observation_text(seat)
 
 
