@@ -2,9 +2,10 @@
 
 ``Factor`` and ``Magpie`` reproduce the original scripted baselines exactly (RULES §21,
 SENTENCES §21); ``RandomPolicy`` plays uniformly over the legal structured actions;
-``make_policy`` builds any of them (or ``"module.path:Name"``) from a spec; ``play_episode``
-plays a whole episode from a config and six policies; ``LLMPolicy`` plays a seat through an
-OpenAI-compatible chat model and answers with a ``Decision`` (sentence, say, notes);
+``make_policy`` builds any of them (or ``"module.path:Name"``: a class, a factory, or a plain
+function of the seat's view) from a spec; ``play_episode`` plays a whole episode from a config
+and six policies; ``LLMPolicy`` plays a seat through an OpenAI-compatible chat model and
+answers with a ``Decision`` (sentence, say, notes);
 ``paired_evaluation`` compares a policy with factor, seat by seat, on the same games.
 """
 

@@ -6,6 +6,10 @@ seat)`` returns a sentence (parsed by the rules, docs/sentences.md), an ``Intent
 it), which language-model seats need (SENTENCES §20.1). A policy with ``concurrent = True`` may
 be asked from a worker thread while the other seats decide (:func:`decide_turn`), so that the
 requests of slow remote seats overlap (RULES §6.6).
+
+A policy may also be a plain function of the seat's view, ``def my_policy(view: dict) -> str``,
+as a Kaggle agent is a function of its observation: :func:`make_policy` wraps it
+(``sim.seat_view.FunctionPolicy``), so it plays wherever a spec is accepted.
 """
 
 from __future__ import annotations
@@ -90,6 +94,13 @@ def make_policy(spec: str | Policy | type | Mapping[str, Any], **params: Any) ->
     ``sim.policies``, where the ``guild.policies`` entry points of ``pyproject.toml`` declare
     ours and a user's package may declare its own.  Raises ``ValueError`` naming the spec for
     anything unknown or unbuildable.
+
+    ``Name`` (or ``spec`` itself) may be a policy function instead: a plain function requiring
+    exactly one positional argument, given no params (``sim.policies.is_policy_function``).  It
+    is called each turn with the seat's view (``sim.seat_view.turn_view``: the dict a seat
+    that runs apart is sent, ``turn``, ``seat``, ``turns``, ``aliases``, ``commissions``,
+    ``observation``, ``text``, ``legal`` and ``admissible``) and returns a sentence; a function
+    requiring two or more arguments is refused.
     """
     return POLICIES.make(spec, **params)
 
@@ -111,7 +122,8 @@ def play_episode(config: GameConfig, policies: Sequence[Policy | str], *,
 
     Args:
         config: the episode's settings.
-        policies: six policies (or specs for :func:`make_policy`), in seat order.
+        policies: six policies (or specs or policy functions for :func:`make_policy`), in
+            seat order.
         initial: a snapshot-form state to ``restore`` before turn 0 (scenarios, overrides).
         reset: call each policy's ``reset(seed)`` first, with ``config.seed``.
         on_turn: called after every turn with the game and that turn's six act records.

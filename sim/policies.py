@@ -19,6 +19,27 @@ here, in a registry that packages fill in one of two ways:
 
 A name may also prefix a spec (``"sb3:model.zip"``): the factory then receives the rest of the
 spec as ``spec=``.  Anything else with a colon is ``"module.path:Name"``, imported as given.
+
+**Policy functions.**  ``Name`` (or an object given to :meth:`PolicyRegistry.make`) may be a
+plain function of the seat's view, as a Kaggle agent is a function of its observation::
+
+    def my_policy(view: dict) -> str:
+        return "I wait and watch the road."
+
+It is called each turn with what a seat that runs apart is sent (``sim.seat_view.turn_view``:
+turn, seat, turns, aliases, commissions, observation, text, legal, admissible) and returns a
+sentence.  The rule that tells it from a class or a factory is :func:`is_policy_function`,
+applied here and nowhere else: a plain function (``def`` or ``lambda``; not a class, a
+builtin, a bound method, a ``partial`` or an object with ``__call__``) requiring exactly one
+positional argument, named without parameters.  Everything else is built as before, called
+with the spec's parameters: a class, or a factory (a function requiring no positional
+argument, or one given parameters).  Called with nothing, a function requiring an argument
+could never have built a policy, so no spec that built one before changes meaning.  A function
+requiring two or more (``def f(game, seat)``) is refused, naming the fix.  Names registered or
+declared by entry points are factories by declaration (``from_spec(spec, **params)``), never
+policy functions.  The class that plays a function (``sim.seat_view.FunctionPolicy``) builds
+the view from the action table, so this registry sits above ``sim.codec`` (pyproject's
+``sim-wings`` contract): only the environments use it.
 """
 
 from __future__ import annotations
@@ -26,15 +47,19 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.metadata
+import inspect
 import logging
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .seat_view import FunctionPolicy
+
 log = logging.getLogger(__name__)
 
 POLICY_GROUP = "guild.policies"
 BATCHED_POLICY_GROUP = "guild.batched_policies"
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
 class PolicyRegistry:
@@ -44,12 +69,16 @@ class PolicyRegistry:
         group: the entry-point group read for names not registered at run time.
         is_policy: what a built object must satisfy to be accepted.
         requirement: how to say what a policy is, in error messages.
+        functions: the class that plays a policy function (built with the function and the
+            spec), or None where a policy function cannot play (it is refused, saying so).
     """
 
-    def __init__(self, group: str, is_policy: Callable[[object], bool], requirement: str) -> None:
+    def __init__(self, group: str, is_policy: Callable[[object], bool], requirement: str,
+                 functions: Callable[[Callable[[dict], Any], str], Any] | None = None) -> None:
         self.group = group
         self.is_policy = is_policy
         self.requirement = requirement
+        self.functions = functions
         self._factories: dict[str, Callable[..., Any]] = {}
         self._entry_points: dict[str, importlib.metadata.EntryPoint] | None = None
         # Fast paths of ``make`` without params (environments build opponents every episode):
@@ -89,9 +118,10 @@ class PolicyRegistry:
 
         ``spec`` is a registered name (case-insensitive), ``"name:rest"`` for a registered
         name that takes a spec of its own (``"sb3:model.zip"``), ``"module.path:Name"``
-        naming a class or factory in an importable module (``Name`` may be dotted), a mapping
-        ``{"name": spec, **params}``, a class, or a ready policy object (no params).  Raises
-        ``ValueError`` naming the spec for anything unknown or unbuildable.
+        naming a class, a factory or a policy function (:func:`is_policy_function`) in an
+        importable module (``Name`` may be dotted), a mapping ``{"name": spec, **params}``, a
+        class, a function, or a ready policy object (no params).  Raises ``ValueError`` naming
+        the spec for anything unknown or unbuildable.
         """
         if not params:
             if type(spec) is str:
@@ -110,6 +140,9 @@ class PolicyRegistry:
             return self._from_string(spec, params)
         if isinstance(spec, type):
             return self._build(spec, spec.__name__, params)
+        if inspect.isfunction(spec):
+            return self._build(spec, f"{spec.__module__}:{spec.__qualname__}", params,
+                               declared=False)
         if self.is_policy(spec):
             if params:
                 raise ValueError(f"parameters {sorted(params)} given for a ready policy object "
@@ -133,7 +166,7 @@ class PolicyRegistry:
             factory = self.factory(prefix) if "." not in prefix else None
             if factory is not None:
                 return self._build(factory, spec, {"spec": rest, **params})
-            return self._build(import_object(key), spec, params)
+            return self._build(import_object(key), spec, params, declared=False)
         raise ValueError(f"unknown policy {spec!r}; {self._known()}{self._hint(key)}")
 
     def _hint(self, key: str) -> str:
@@ -148,7 +181,10 @@ class PolicyRegistry:
         near = difflib.get_close_matches(key.lower(), self.names(), n=1, cutoff=0.6)
         return f"; did you mean {near[0]!r}?" if near else ""
 
-    def _build(self, factory: Any, spec: object, params: dict[str, Any]) -> Any:
+    def _build(self, factory: Any, spec: object, params: dict[str, Any],
+               declared: bool = True) -> Any:
+        """The policy ``factory`` builds with ``params``; an object that ``declared`` no
+        factory (imported by ``module:Name``, or given) may be a policy function instead."""
         if self.is_policy(factory) and not isinstance(factory, type):
             if params:
                 raise ValueError(f"policy {spec!r} is an object, not a class; it takes no "
@@ -156,14 +192,30 @@ class PolicyRegistry:
             return factory
         if not callable(factory):
             raise ValueError(f"policy {spec!r} is neither a policy nor a class or factory")
+        if not declared and not params:
+            if is_policy_function(factory):
+                return self._function_policy(factory, spec)
+            misfit = _misfit(factory, spec)
+            if misfit is not None:
+                raise ValueError(misfit)
         try:
             policy = factory(**params)
         except TypeError as e:
-            raise ValueError(f"policy {spec!r}: bad parameters {sorted(params)} ({e})") from e
+            hint = ("; a policy function (one argument: the seat's view) takes no parameters"
+                    if not declared and is_policy_function(factory) else "")
+            raise ValueError(f"policy {spec!r}: bad parameters {sorted(params)} ({e}){hint}"
+                             ) from e
         if not self.is_policy(policy):
             raise ValueError(f"policy {spec!r} built {type(policy).__name__}, which is not "
                              f"{self.requirement}")
         return policy
+
+    def _function_policy(self, fn: Callable[[dict], Any], spec: object) -> Any:
+        """The policy that plays ``fn`` (``functions``), or why it cannot play here."""
+        if self.functions is None:
+            raise ValueError(f"policy {spec!r} is a policy function (one argument: the seat's "
+                             f"view), not {self.requirement}")
+        return self.functions(fn, spec if isinstance(spec, str) else "")
 
     def _declared(self) -> dict[str, importlib.metadata.EntryPoint]:
         if self._entry_points is None:
@@ -179,6 +231,38 @@ class PolicyRegistry:
         names = self.names()
         listed = ", ".join(names) if names else "none registered"
         return f"known: {listed}, or 'module.path:Name'"
+
+
+def required_positional(obj: object) -> int | None:
+    """How many positional arguments a plain function (``def`` or ``lambda``) requires; None
+    for anything else (a class, a builtin, a bound method, a ``partial``, a callable object)
+    or a function whose signature cannot be read."""
+    if not inspect.isfunction(obj):
+        return None
+    try:
+        parameters = inspect.signature(obj).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    return sum(p.kind in _POSITIONAL and p.default is p.empty for p in parameters)
+
+
+def is_policy_function(obj: object) -> bool:
+    """Whether ``obj``, named without parameters, is a policy function (module docstring): a
+    plain function requiring exactly one positional argument, the seat's view.  A class or a
+    factory (a function requiring none) is called to build a policy instead."""
+    return required_positional(obj) == 1
+
+
+def _misfit(fn: Any, spec: object) -> str | None:
+    """Why a function requiring two or more positional arguments plays nowhere (None for
+    any other object): called with nothing it builds nothing, and it is no policy function."""
+    n = required_positional(fn)
+    if n is None or n < 2:
+        return None
+    names = ", ".join(p.name for p in inspect.signature(fn).parameters.values()
+                      if p.kind in _POSITIONAL and p.default is p.empty)
+    return (f"policy {spec!r} is a function of {n} arguments ({names}); a policy function "
+            f"takes one: the seat's view")
 
 
 def import_object(spec: str) -> Any:
@@ -212,8 +296,10 @@ def _acts_batched(obj: object) -> bool:
     return getattr(obj, "batched", False) is True and callable(getattr(obj, "act", None))
 
 
-POLICIES = PolicyRegistry(POLICY_GROUP, _acts, "a policy with act(game, seat)")
-"""Scalar policies: ``act(game, seat) -> sentence | Intent | decision``."""
+POLICIES = PolicyRegistry(POLICY_GROUP, _acts, "a policy with act(game, seat)",
+                          functions=FunctionPolicy)
+"""Scalar policies: ``act(game, seat) -> sentence | Intent | decision``, and policy functions
+``f(view) -> sentence``."""
 
 BATCHED_POLICIES = PolicyRegistry(BATCHED_POLICY_GROUP, _acts_batched,
                                   "a batched policy (batched = True, act(engine, rows, seats))")

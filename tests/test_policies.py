@@ -97,6 +97,36 @@ def test_built_again_through_the_fast_paths() -> None:
     assert type(registry.make("waiter")) is Sleeper
 
 
+def viewer(view: dict) -> str:
+    """A policy function of this module (``tests/function_policies.py`` has the others)."""
+    return "I wait."
+
+
+def test_a_registry_plays_functions_only_where_it_names_a_player_for_them() -> None:
+    """``module:Name`` naming a policy function builds the registry's ``functions`` class; a
+    registry without one refuses it, without calling it; a registered name is a factory by
+    declaration, whatever its signature (``from_spec(spec)`` requires one argument too)."""
+    players = PolicyRegistry("guild.test-empty-group", _acts, "a policy",
+                             functions=Played)
+    played = players.make(f"{__name__}:viewer")
+    assert type(played) is Played and played.fn is viewer and played.spec == f"{__name__}:viewer"
+    assert type(players.make(viewer)) is Played
+    bare = PolicyRegistry("guild.test-empty-group", _acts, "a policy")
+    with pytest.raises(ValueError, match="is a policy function .*, not a policy$"):
+        bare.make(f"{__name__}:viewer")
+    players.register("viewer", viewer)
+    with pytest.raises(ValueError, match="bad parameters .*missing 1 required positional"):
+        players.make("viewer")  # called as a factory, with nothing
+
+
+class Played:
+    def __init__(self, fn, spec: str) -> None:
+        self.fn, self.spec = fn, spec
+
+    def act(self, game, seat):
+        return self.fn({})
+
+
 def test_sim_resolves_baselines_without_importing_agents() -> None:
     """In a fresh interpreter, importing sim and building the default env loads no agents; a
     reset resolves factor and magpie through the entry points our distribution declares."""

@@ -19,9 +19,10 @@ import pytest
 
 from league.apart.isolated import IsolatedPolicy, SeatFaultError, close_all, hosted
 from league.seat import zygote as seat_zygote
-from league.seat.protocol import VIEW_FIELDS, view
-from sim import Game, GameConfig
+from league.seat.protocol import VIEW_FIELDS, act_request, view
+from sim import Game, GameConfig, seat_view
 from sim.codec.action_table import legal_mask, to_intent
+from sim.seat_view import turn_view
 
 BASE = {"type", "turn", "seat", "turns", "aliases", "commissions"}
 C = "cheats:"  # tests/cheats.py
@@ -69,6 +70,15 @@ def test_a_program_receives_only_the_fields_it_asked_for(tmp_path: Path, reset: 
     assert decision.action == to_intent(7, game.world, seat, game.state.room[seat])
     policy.close()
     close_all()
+
+
+def test_an_act_request_is_the_turn_view_a_policy_function_is_called_with() -> None:
+    """One builder for every path (``sim.seat_view``); the protocol keeps its names for it."""
+    game = _game()
+    for fields in (VIEW_FIELDS, ("legal",), ()):
+        assert act_request(game, 4, fields) == {"type": "act", **turn_view(game, 4, fields)}
+    assert view is seat_view.view and VIEW_FIELDS is seat_view.VIEW_FIELDS
+    assert list(turn_view(game, 4)) == [*seat_view.TURN_FIELDS, *VIEW_FIELDS]
 
 
 def test_need_fetches_the_same_view_the_request_would_carry(tmp_path: Path) -> None:

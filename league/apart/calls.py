@@ -186,7 +186,9 @@ def where(e: BaseException, policy: object = None) -> str | None:
         tb = tb.tb_next
     if not frames:
         return None
-    home = _package(type(policy).__module__) if policy is not None else ""
+    code = getattr(policy, "fn", None)  # a policy function's own (sim.seat_view.FunctionPolicy)
+    home = (_package(code.__module__ if callable(code) else type(policy).__module__)
+            if policy is not None else "")
     pick = next((tb for tb in reversed(frames)
                  if home and _package(tb.tb_frame.f_globals.get("__name__")) == home),
                 frames[-1])

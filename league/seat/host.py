@@ -5,8 +5,12 @@ hands the policy a :class:`SeatGame`: a view of its own seat with the read metho
 use (``observe(seat)``, ``observation_text(seat)``, its own ``commissions``, ``aliases``,
 ``turn``, ``done``, ``world``, ``admissible``).  Everything else a ``Game`` has (other seats'
 hidden state, ``play_turn``, ``restore``, ``state``, ``snapshot``, ``end_early``) is simply not
-there: this process holds no game.  Whatever the policy prints goes to standard error, so it
-cannot corrupt the protocol.  A fresh policy object is built at every reset (every episode).
+there: this process holds no game.  A policy function (``module:function``, told apart from a
+class or a factory by ``sim.policies.is_policy_function``) is called instead with the act
+request without its ``type``, every view field in it: the dict ``sim.seat_view.turn_view``
+built in the league's process, as it would be in-process; its answer is judged as a policy's.
+Whatever the policy prints goes to standard error, so it cannot corrupt the protocol.  A fresh
+policy object is built at every reset (every episode).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from sim import Intent
 from sim.language.phrasing import canonical_sentence
 from sim.language.textview import render_observation
 from sim.rules.world import STANDARD_TOWN
+from sim.seat_view import TURN_FIELDS, FunctionPolicy
 
 
 class SeatGame:
@@ -63,6 +68,12 @@ class SeatGame:
             self._view.update(self._fetch(missing))
         return self._view[name]
 
+    def fields(self) -> dict[str, Any]:
+        """Every view field, in ``VIEW_FIELDS`` order, as the league built them (those the
+        request lacks are fetched, at once)."""
+        self._used.update(VIEW_FIELDS)
+        return {name: self._field(name) for name in VIEW_FIELDS}
+
     @property
     def legal(self) -> list[int]:
         """Indices of the seat's legal actions in the action table."""
@@ -97,9 +108,18 @@ class SeatGame:
         return [dict(c) for c in self._commissions]
 
 
-def answer(policy: Any, view: SeatGame, seat: int) -> dict:
-    """The policy's decision as a protocol answer."""
-    got = policy.act(view, seat)
+def answer(policy: Any, request: dict, view: SeatGame) -> dict:
+    """The policy's decision as a protocol answer: a policy function's from the request
+    without its ``type`` (``sim.seat_view.turn_view``), any other policy's from ``view``."""
+    if isinstance(policy, FunctionPolicy):
+        got = policy.decide({**{k: request[k] for k in TURN_FIELDS}, **view.fields()})
+    else:
+        got = policy.act(view, request["seat"])
+    return as_answer(got, view)
+
+
+def as_answer(got: Any, view: SeatGame) -> dict:
+    """What a policy returned as a protocol answer: ``garbage`` when it is no decision."""
     decision = got if isinstance(got, Decision) else Decision(got)
     action = decision.action
     if isinstance(action, Intent):
@@ -155,6 +175,8 @@ def serve(spec: str, requests: Any, replies: Any) -> None:
             elif request.get("type") == "reset":
                 speech = bool(request.get("speech", True))
                 policy = make_policy(spec)
+                if isinstance(policy, FunctionPolicy):  # it reads the whole view
+                    used.update(VIEW_FIELDS)
                 reset = getattr(policy, "reset", None)
                 if callable(reset):
                     reset(request.get("seed"))
@@ -162,7 +184,7 @@ def serve(spec: str, requests: Any, replies: Any) -> None:
             elif policy is None:
                 reply = {"error": "act before reset"}
             else:
-                reply = answer(policy, SeatGame(request, speech, fetch, used), request["seat"])
+                reply = answer(policy, request, SeatGame(request, speech, fetch, used))
         except Exception as e:  # the policy's own failure: a fault of this seat
             reply = {"error": f"{f'{type(e).__name__}: {e}'[:160]}{_where(e, spec)}"[:300]}
         write(reply)

@@ -11,19 +11,23 @@ language (``exec:COMMAND``; ``module:Name`` through ``python -m league.seat.host
 * ``{"type": "act", "turn", "seat", "turns", "aliases", "commissions", "observation", "text",
   "legal", "admissible"}`` each turn: exactly what the seat may see (RULES §17): its
   observation (``Game.observe``), its text view (SENTENCES §17), its own commissions, and its
-  legal actions' indices in ``sim.codec.action_table`` with their canonical sentences.
+  legal actions' indices in ``sim.codec.action_table`` with their canonical sentences.  It is
+  built by ``sim.seat_view.turn_view`` (the view fields by :func:`view`, re-exported here), the
+  same code that builds a policy function's argument in-process.
 
 Answers: anything to a reset; to an act, ``{"action": ..., "say": "...", "notes": "..."}`` as
 SENTENCES §20 has it (``action`` a sentence or a legal action's index), or ``{"error": "..."}``
 when the policy failed (``league.seat.host`` says ``{"garbage": "..."}`` when its policy
-returned no decision).
+returned no decision).  ``league.seat.host`` calls a policy function (``module:function``,
+``sim.policies``) with the act request without its ``type``, and answers what it returns.
 
 Paying only for what a seat reads: the view fields (:data:`VIEW_FIELDS`) are most of a
 decision's cost to the league, so a reset answer ``{"fields": [...]}`` makes every act of the
 episode carry just those (no ``fields``: all), and during an act a program may write ``{"need":
 [...]}`` and read back ``{"type": "view", ...}`` before it answers (at most :data:`MAX_NEEDS`
 times).  ``league.seat.host`` asks for nothing at first, fetches what its policy reads, and
-names those fields at the next reset.
+names those fields at the next reset; for a policy function, which is handed the whole view,
+it names them all.
 """
 
 from __future__ import annotations
@@ -35,14 +39,15 @@ from typing import Any
 
 from agents.policy import Decision
 from sim import Game, Intent
-from sim.codec.action_table import canonical, legal_mask, n_actions, to_intent
-from sim.language.textview import render_observation
+from sim.codec.action_table import legal_mask, n_actions, to_intent
+from sim.seat_view import VIEW_FIELDS as VIEW_FIELDS  # the protocol's names for them
+from sim.seat_view import turn_view
+from sim.seat_view import view as view
 
 MAX_LINE = 1 << 16          # bytes of one answer line; more is a flood
 MAX_ACTION = 240            # characters of a sentence (SENTENCES §20)
 MAX_SAY = 160
 MAX_NOTES = 600
-VIEW_FIELDS = ("observation", "text", "legal", "admissible")
 MAX_NEEDS = 4               # need requests per act; more is garbage
 
 
@@ -69,31 +74,8 @@ def reset_request(game: Game, seat: int, seed: int, key: bytes | None = None) ->
 
 def act_request(game: Game, seat: int, fields: tuple[str, ...] = VIEW_FIELDS) -> dict:
     """What ``seat`` may see this turn, as one JSON-ready object (module docstring), with just
-    the view ``fields`` named."""
-    return {"type": "act", "turn": game.turn, "seat": seat, "turns": game.config.turns,
-            "aliases": game.aliases, "commissions": game.commissions(seat),
-            **view(game, seat, fields)}
-
-
-def view(game: Game, seat: int, fields: tuple[str, ...] | list[str]) -> dict:
-    """The named view fields of ``seat`` (each built only when named)."""
-    st = game.state
-    out: dict[str, Any] = {}
-    if "observation" in fields or "text" in fields:
-        obs = game.observe(seat)  # once: the text view is rendered from it, as Game's is
-        if "observation" in fields:
-            out["observation"] = obs
-        if "text" in fields:
-            out["text"] = render_observation(obs, game.world, "", game.config.speech)
-    if "legal" in fields or "admissible" in fields:
-        legal = [i for i, ok in enumerate(legal_mask(st, seat)) if ok]
-        if "legal" in fields:
-            out["legal"] = legal
-        if "admissible" in fields:
-            room = st.room[seat]
-            out["admissible"] = [canonical(i, game.world, st.aliases, seat, room)
-                                 for i in legal]
-    return out
+    the view ``fields`` named: ``sim.seat_view.turn_view``, which a policy function gets."""
+    return {"type": "act", **turn_view(game, seat, fields)}
 
 
 def view_fields(names: Any, what: str) -> tuple[str, ...]:

@@ -21,7 +21,7 @@ from ..codec.action_table import (
 )
 from ..codec.encode import encode, encode_flat, layout, slices
 from ..game import Game
-from ..policies import POLICIES
+from ..policies import POLICIES, is_policy_function
 from ..rules.world import MAX_SENTENCE_LEN, SEATS, World
 
 DEFAULT_OPPONENTS = ("factor", "magpie", "factor", "magpie", "factor")
@@ -33,7 +33,7 @@ TEXT_CHARSET = "\n" + "".join(chr(c) for c in range(0x20, 0xD800))
 
 def resolve_policy(spec):
     """A policy object from a spec (``sim.policies``), an object with ``act`` or a callable."""
-    if isinstance(spec, (str, dict)):
+    if isinstance(spec, (str, dict)) or is_policy_function(spec):
         return POLICIES.make(spec)
     if hasattr(spec, "act"):
         return spec
