@@ -144,6 +144,7 @@ def test_a_run_killed_by_sigkill_resumes_from_its_last_checkpoint(tmp_path) -> N
     assert code == 0, printed
     summary = json.loads(printed.strip().splitlines()[-2])
     assert summary["resumed_from"] == kept and summary["steps"] == kept + UPDATE
+    assert not (out / ".train.lock").exists()  # the killed run's, taken over and deleted
 
 
 def _steps(checkpoint: Path) -> int:

@@ -211,6 +211,7 @@ def test_sigterm_keeps_a_checkpoint_that_resume_continues(tmp_path) -> None:
         _, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert "--resume" in _one_line(err)
+    assert not (out / ".train.lock").exists()  # the stopped run took its lock file with it
     kept = int(torch.load(out / "checkpoint.pt", weights_only=True)["learner"]["steps"])
     assert kept > 0
     code, printed = _train(out, "--resume", "--steps", str(kept + UPDATE))

@@ -30,6 +30,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from agents.learn import zipdir
+from agents.learn.ppo_config import check_network
 from sim import Game, Intent
 from sim.batched.observe import encode as encode_rows
 from sim.codec.action_table import TABLE_VERSION, legal_mask, to_intent
@@ -46,15 +47,14 @@ FORMAT = "guild-ppo"
 FORMAT_VERSION = 1
 MODEL_NAME = "model.pt"
 MASKED = -1e9  # the logit of an illegal action: exp() of it is 0 in float32
-MAX_WIDTH = 4096  # a sanity bound on the layers a model file may ask for
-MAX_LAYERS = 16   # ... and on their number
-MAX_WIDTH_IN = 1 << 16  # ... and on the observation's width (this game's is 460)
+MAX_WIDTH_IN = 1 << 16  # a sanity bound on the observation's width (this game's is 460)
 MAX_MODEL_BYTES = 1 << 30  # a model file larger than this is refused unread
 # Bounds on what a model file unpacks to, read from its zip directory before torch.load: a small
 # file can hold a deflated record of hundreds of MB, which torch.load unpacks whole.  guild
 # train's models are under 1 MB (2 x 128 units: its largest record, the 460 x 128 first layer,
-# is 236 KB); one record holds one tensor, at most a 4096 x 4096 float32 layer (MAX_WIDTH) is
-# 64 MB; a model of MAX_LAYERS layers in two trunks has under 80 records.
+# is 236 KB); one record holds one tensor, at most a 4096 x 4096 float32 layer (MAX_WIDTH of
+# agents.learn.ppo_config) is 64 MB; a model of MAX_LAYERS layers in two trunks has under 80
+# records.
 MAX_RECORD_BYTES = 64 << 20
 MAX_UNPACKED_BYTES = 256 << 20
 MAX_RECORDS = 1024
@@ -71,20 +71,6 @@ def _need_torch() -> None:
     if torch is None:
         raise ModelError("ppo policies need torch (pip install torch==2.13.0, then pip install "
                          "-e '.[train]')")
-
-
-def check_network(network: Any) -> dict:
-    """The network config ``{"hidden": [...], "shared": bool}``, checked (ValueError)."""
-    if not isinstance(network, Mapping) or set(network) != {"hidden", "shared"}:
-        raise ValueError(f"network must be {{'hidden': [...], 'shared': bool}}; got {network!r}")
-    hidden, shared = network["hidden"], network["shared"]
-    if (not isinstance(hidden, (list, tuple)) or not 0 < len(hidden) <= MAX_LAYERS or
-            not all(type(h) is int and 0 < h <= MAX_WIDTH for h in hidden)):
-        raise ValueError(f"network hidden must list 1 to {MAX_LAYERS} layer widths 1.."
-                         f"{MAX_WIDTH}; got {hidden!r:.80}")
-    if not isinstance(shared, bool):
-        raise ValueError(f"network shared must be a bool; got {shared!r}")
-    return {"hidden": [int(h) for h in hidden], "shared": shared}
 
 
 if torch is not None:

@@ -1,8 +1,32 @@
-"""The hyperparameters of ``guild train``'s PPO, importable without torch (``guild --help``)."""
+"""The hyperparameters of ``guild train``'s PPO and their accepted ranges, importable without
+torch (``guild --help`` lists them)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from agents.learn.knobs import Knob
+
+MAX_WIDTH = 4096  # a sanity bound on the layers a network (or a model file) may ask for
+MAX_LAYERS = 16   # ... and on their number
+
+# The numeric hyperparameters' ranges: the bounds turn typos into errors before anything is
+# allocated or trained (a minibatch of one has no spread to normalise its advantages by).
+KNOBS: dict[str, Knob] = {
+    "episodes": Knob(int, 1, 1024),
+    "minibatch": Knob(int, 8, 1 << 24),
+    "epochs": Knob(int, 1, 100),
+    "lr": Knob(float, 0, 1, open_low=True),
+    "gamma": Knob(float, 0, 1),
+    "gae_lambda": Knob(float, 0, 1),
+    "clip": Knob(float, 0, 1, open_low=True),
+    "ent_coef": Knob(float, 0, 1),
+    "vf_coef": Knob(float, 0, 10),
+    "max_grad_norm": Knob(float, 0, 1000, open_low=True),
+    "snapshot_every": Knob(int, 1, 1_000_000),
+}
 
 
 @dataclass(frozen=True)
@@ -24,15 +48,12 @@ class PPOConfig:
     snapshot_every: int = 25       # self-play: updates between snapshots of the learner
 
     def __post_init__(self) -> None:
-        for name in ("episodes", "minibatch", "epochs", "snapshot_every"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"ppo {name} must be a positive whole number; got {value!r}")
-        for name in ("lr", "gamma", "gae_lambda", "clip", "ent_coef", "vf_coef",
-                     "max_grad_norm"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
-                raise ValueError(f"ppo {name} must be a number >= 0; got {value!r}")
+        for name, knob in KNOBS.items():
+            try:
+                knob.check(getattr(self, name))
+            except ValueError as e:
+                raise ValueError(f"ppo {name} {e}") from None
+        check_network(self.network)
 
     @property
     def network(self) -> dict:
@@ -46,3 +67,30 @@ class PPOConfig:
     @classmethod
     def from_dict(cls, d: dict) -> PPOConfig:
         return cls(**{**d, "hidden": tuple(d["hidden"])})
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The hyperparameters' names, in the order of the fields."""
+        return tuple(f.name for f in fields(cls))
+
+
+def check_hidden(hidden: Any) -> tuple[int, ...]:
+    """The hidden layers' widths, checked (ValueError saying what is accepted)."""
+    if (not isinstance(hidden, (list, tuple)) or not 0 < len(hidden) <= MAX_LAYERS or
+            not all(type(h) is int and 0 < h <= MAX_WIDTH for h in hidden)):
+        raise ValueError(f"must list 1 to {MAX_LAYERS} layer widths from 1 to {MAX_WIDTH:,}; "
+                         f"got {hidden!r:.80}")
+    return tuple(hidden)
+
+
+def check_network(network: Any) -> dict:
+    """The network config ``{"hidden": [...], "shared": bool}``, checked (ValueError)."""
+    if not isinstance(network, Mapping) or set(network) != {"hidden", "shared"}:
+        raise ValueError(f"network must be {{'hidden': [...], 'shared': bool}}; got {network!r}")
+    try:
+        hidden = check_hidden(network["hidden"])
+    except ValueError as e:
+        raise ValueError(f"network hidden {e}") from None
+    if not isinstance(network["shared"], bool):
+        raise ValueError(f"network shared must be a bool; got {network['shared']!r}")
+    return {"hidden": list(hidden), "shared": network["shared"]}

@@ -122,6 +122,11 @@ def plot_curve(path: Path, curve: Sequence[Sequence[float]], factor: float,
     plt.close(fig)
 
 
+# The evaluation's figures logged as eval/<name> (agents.learn.evaluation: the paired difference
+# with factor, its 95% interval, the model's mean score and factor's in the same seats).
+EVAL_SCALARS = ("diff", "low", "high", "mean", "baseline_mean")
+
+
 class Board:
     """TensorBoard scalars in ``OUT/tb`` when the ``tensorboard`` package is importable."""
 
@@ -131,7 +136,9 @@ class Board:
             from torch.utils.tensorboard import SummaryWriter
 
             # purge_step: a resumed run drops what the killed one logged past its checkpoint
-            self.writer = SummaryWriter(str(out / "tb"), purge_step=start_step or None)
+            # (the checkpoint's own step stays: the update that reached it is in the run)
+            self.writer = SummaryWriter(str(out / "tb"),
+                                        purge_step=start_step + 1 if start_step else None)
 
     @property
     def enabled(self) -> bool:
@@ -141,6 +148,10 @@ class Board:
         if self.writer is not None:
             for name, value in figures.items():
                 self.writer.add_scalar(name, value, step)
+
+    def add_evaluation(self, step: int, evaluation: dict) -> None:
+        """The paired evaluation's figures (:data:`EVAL_SCALARS`) at the step it measured."""
+        self.add(step, {f"eval/{name}": evaluation[name] for name in EVAL_SCALARS})
 
     def close(self) -> None:
         if self.writer is not None:

@@ -5,12 +5,11 @@ checkpoint keeps of it, below both the command (``agents.learn.training``) and t
 
 from __future__ import annotations
 
-import argparse
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from agents.learn.evaluation import MAX_SEEDS
+from agents.learn.knobs import Knob
 from agents.learn.ppo_config import PPOConfig
 
 Say = Callable[[str], None]
@@ -29,14 +28,32 @@ MAX_THREADS = 256
 MAX_SEED = 2 ** 63 - 1
 
 
+# The numeric options' ranges (agents.learn.knobs): the same check for a flag, a config file's key
+# and the library.
+KNOBS: dict[str, Knob] = {
+    "steps": Knob(int, 1),
+    "minutes": Knob(float, 0, open_low=True),
+    "seed": Knob(int, 0, MAX_SEED),
+    "envs": Knob(int, 1, MAX_ENVS),
+    "threads": Knob(int, 1, MAX_THREADS),
+    "checkpoint_minutes": Knob(float, 0, open_low=True),
+    "eval_episodes": Knob(int, 2, MAX_SEEDS),
+}
+
+
 class TrainingError(ValueError):
-    """Training cannot start: a bad option, torch missing, no GPU for ``cuda``, ``--out``
-    unusable, or ``--resume`` with no usable checkpoint."""
+    """Training cannot start: a bad option or config file, torch missing, no GPU for ``cuda``,
+    ``--out`` unusable, or ``--resume`` with no usable checkpoint or other hyperparameters."""
 
 
 @dataclass(frozen=True)
 class TrainOptions:
-    """What :func:`train` does; the defaults are those of ``guild train``."""
+    """What :func:`train` does; the defaults are those of ``guild train``.
+
+    ``config_file`` is the ``(path, sha256)`` of the ``--config`` file the options came from
+    (recorded in ``summary.json``); ``asked`` names the options a flag or that file set, which
+    ``--resume`` holds against the run's even where they equal the defaults.
+    """
 
     out: str = "runs/train"
     steps: int = 100_000_000
@@ -51,49 +68,46 @@ class TrainOptions:
     eval_episodes: int = 500
     plot: bool = True
     ppo: PPOConfig = field(default_factory=PPOConfig)
+    config_file: tuple[str, str] | None = None
+    asked: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
-        for name, low, high in (("steps", 1, None), ("envs", 1, MAX_ENVS),
-                                ("threads", 1, MAX_THREADS), ("eval_episodes", 2, MAX_SEEDS),
-                                ("seed", 0, MAX_SEED)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low or (
-                    high is not None and value > high):
-                span = f"from {low:,} to {high:,}" if high else f"of at least {low}"
-                raise TrainingError(f"{name} must be a whole number {span}; got {value!r:.40}")
-        for name in ("minutes", "checkpoint_minutes"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and 0 < value < math.inf):
-                raise TrainingError(f"{name} must be a positive number; got {value!r}")
+        for name, knob in KNOBS.items():
+            try:
+                knob.check(getattr(self, name))
+            except ValueError as e:
+                raise TrainingError(f"{name} {e}") from None
         if self.device not in DEVICES:
             raise TrainingError(f"device must be one of {', '.join(DEVICES)}; got "
                                 f"{self.device!r}")
         if not isinstance(self.ppo, PPOConfig):
             raise TrainingError(f"ppo must be a PPOConfig; got {type(self.ppo).__name__}")
 
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> TrainOptions:
-        """The options parsed by :func:`add_arguments`."""
-        return cls(out=args.out, steps=args.steps, minutes=args.minutes, seed=args.seed,
-                   envs=args.envs, device=args.device, threads=args.threads,
-                   self_play=args.self_play, checkpoint_minutes=args.checkpoint_minutes,
-                   resume=args.resume, eval_episodes=args.eval_episodes,
-                   plot=not args.no_plot)
-
 
 def run_options(options: TrainOptions, checkpoint: dict | None, warn: Say) -> TrainOptions:
     """The options a resumed run continues with: the run's own seed, envs, self-play,
-    hyperparameters and evaluation seeds (its "before" figures were played on them), a
-    different value on the command line is named and ignored."""
+    hyperparameters and evaluation seeds (its "before" figures were played on them). A
+    different seed, envs, self-play or evaluation count asked for is named and ignored; a
+    different hyperparameter is refused (:class:`TrainingError`): the update would change
+    under the run, and its weights would equal no uninterrupted run's."""
     if checkpoint is None:
         return options
     run = checkpoint["run"]
+    ppo = PPOConfig.from_dict(run["ppo"])
+    changed = [name for name in PPOConfig.names()
+               if _asked(options.ppo, PPOConfig(), name, options.asked)
+               and getattr(options.ppo, name) != getattr(ppo, name)]
+    if changed:
+        said = ", ".join(f"{flag(name)} {shown(getattr(ppo, name))} (asked: "
+                         f"{shown(getattr(options.ppo, name))})" for name in changed)
+        raise TrainingError(f"--resume: the run in {options.out!r} trained with {said}; a "
+                            "resumed run keeps its hyperparameters: drop the change, or train "
+                            "a new --out")
     kept = {"seed": run["seed"], "envs": run["envs"], "self_play": run["self_play"],
-            "ppo": PPOConfig.from_dict(run["ppo"]),
-            "eval_episodes": checkpoint["before"]["n_seeds"]}
+            "ppo": ppo, "eval_episodes": checkpoint["before"]["n_seeds"]}
     for name in ("seed", "envs", "self_play", "eval_episodes"):
-        if getattr(options, name) != kept[name] and getattr(options, name) != getattr(
-                TrainOptions(), name):
+        if getattr(options, name) != kept[name] and _asked(options, TrainOptions(), name,
+                                                           options.asked):
             warn(f"train: --resume keeps the run's {name} {kept[name]!r} (not "
                  f"{getattr(options, name)!r})")
     threads = run.get("threads", options.threads)
@@ -101,6 +115,26 @@ def run_options(options: TrainOptions, checkpoint: dict | None, warn: Say) -> Tr
         warn(f"train: the run used {threads} torch threads, this resume {options.threads}: "
              f"the weights will not equal those of an uninterrupted run (--threads {threads})")
     return replace(options, **kept)
+
+
+def _asked(options: object, defaults: object, name: str, asked: frozenset[str]) -> bool:
+    """Whether ``name`` was asked for: named by a flag or the config file, or (options built in
+    code) away from its default."""
+    return name in asked or getattr(options, name) != getattr(defaults, name)
+
+
+def flag(name: str) -> str:
+    """An option's flag (and config file key) without its dashes: ``ent_coef`` -> ``ent-coef``."""
+    return name.replace("_", "-")
+
+
+def shown(value: object) -> str:
+    """A value as a flag takes it: ``128,128``, ``0.0003``, ``true``."""
+    if isinstance(value, tuple):
+        return ",".join(map(str, value))
+    if isinstance(value, bool):
+        return str(value).lower()
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def run_record(options: TrainOptions) -> dict:

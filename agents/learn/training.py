@@ -4,6 +4,11 @@
 the command works from an installed wheel and the two cannot drift apart::
 
     guild train --minutes 10 --seed 0 --out runs/ppo
+    guild train --config train.toml --lr 1e-3 --out runs/lr    # the file, then the flags
+
+Every PPO hyperparameter is a flag and a key of ``--config FILE.toml``
+(``agents.learn.train_args``); ``summary.json`` records them all, and the file's path and
+sha256.
 
 The learner plays one seat per row against factor and magpie lineups (``--self-play``: every
 place, against itself, its past snapshots, factor and magpie; ``agents.learn.ppo_arena``),
@@ -17,9 +22,10 @@ ppo:OUT,...``), ``checkpoint.pt`` (every ``--checkpoint-minutes`` and at the end
 ``curve.png``, ``tb/`` (TensorBoard, when installed) and ``summary.json``, whose ``"policy"`` is
 the spec that plays the model (printed last, alone). A new run refuses an ``--out`` holding
 another run's files; any run refuses a filesystem root, a league's folder and a non-empty folder
-that is not a run's (:func:`check_out`); two trainings never write one ``--out`` at once. Ctrl-C
-and SIGTERM keep a checkpoint of the last whole update (exit 130, 143), so ``--resume``
-continues exactly.
+that is not a run's (:func:`check_out`); two trainings never write one ``--out`` at once (its
+lock file lasts as long as the run). Ctrl-C and SIGTERM keep a checkpoint of the last whole
+update (exit 130, 143), so ``--resume`` continues exactly; a resume keeps the run's
+hyperparameters and refuses other ones.
 
 torch (the ``train`` extra) is imported inside the functions that need it, so importing this
 module (and ``guild --help``) never needs it. :func:`train` is the library entry point and
@@ -31,7 +37,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import os
 import re
 import signal
@@ -39,78 +44,18 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
-from agents.learn.train_options import (
-    DEVICES,
-    EVAL_SEED0,
-    TrainingError,
-    TrainOptions,
+from agents.learn.train_args import (  # noqa: F401 (league.cli.train adds them here)
+    add_arguments,
+    build_parser,
+    options_from_args,
 )
-from sim.commandline import OneLineParser
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
-
-
-def _minutes(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected minutes, got {text!r}") from None
-    if not value > 0 or math.isinf(value):
-        raise argparse.ArgumentTypeError(f"expected a positive number of minutes, got {text!r}")
-    return value
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The options, shared by the example script and ``guild train``."""
-    d = TrainOptions()
-    p.add_argument("--steps", type=_positive_int, default=d.steps, metavar="N",
-                   help=f"learning-seat steps at most, whole run ({d.steps}; --minutes "
-                   "usually stops first)")
-    p.add_argument("--minutes", type=_minutes, default=d.minutes, metavar="M",
-                   help=f"wall time for training, whole run, evaluation excluded ({d.minutes:g})")
-    p.add_argument("--seed", type=int, default=d.seed, metavar="S", help="training seed (0)")
-    p.add_argument("--out", default=d.out, metavar="DIR", help=f"output directory ({d.out})")
-    p.add_argument("--envs", "--n-envs", dest="envs", type=_positive_int, default=d.envs,
-                   metavar="K", help=f"episodes stepped together in the batched engine ({d.envs})")
-    p.add_argument("--device", choices=DEVICES, default=d.device,
-                   help="where the network learns; auto takes a GPU if torch sees one (auto)")
-    p.add_argument("--threads", type=_positive_int, default=d.threads, metavar="T",
-                   help=f"torch threads ({d.threads}: fastest measured on 2 cores)")
-    p.add_argument("--self-play", action="store_true",
-                   help="learn in all six seats against itself, past snapshots, factor, magpie")
-    p.add_argument("--checkpoint-minutes", type=_minutes, default=d.checkpoint_minutes,
-                   metavar="M", help=f"minutes between checkpoints ({d.checkpoint_minutes:g})")
-    p.add_argument("--resume", action="store_true",
-                   help="continue the run in --out from its last checkpoint")
-    p.add_argument("--eval-episodes", type=_positive_int, default=d.eval_episodes, metavar="E",
-                   help=f"held-out seeds {EVAL_SEED0}.. for the paired evaluation before and "
-                   f"after, each played in all six seats ({d.eval_episodes})")
-    p.add_argument("--no-plot", action="store_true", help="skip curve.png")
-    p.add_argument("--quiet", action="store_true",
-                   help="no progress bar or progress lines; results and the summary only")
-
-
-def build_parser(prog: str = "train_ppo.py") -> argparse.ArgumentParser:
-    """The command's parser (``prog`` names it in usage and error lines)."""
-    p = OneLineParser(prog=prog,
-                      description="Train a guild seat with PPO on the batched engine.")
-    add_arguments(p)
-    return p
-
+from agents.learn.train_options import DEVICES, TrainingError, TrainOptions
 
 Say = Callable[[str], None]
 Progress = Callable[[float, dict], None]
@@ -143,8 +88,9 @@ def train(options: TrainOptions, *, say: Say = _quiet, log: Say = _quiet, warn: 
     the steps or minutes spent, whichever is further; ``figures``: steps, steps/s, score).
     Raises :class:`TrainingError` (one line) before any work for bad options, a missing
     torch, a missing GPU, an unusable ``--out`` (:func:`check_out`) or checkpoint, an
-    ``--out`` holding another run without ``resume`` (its files are never overwritten), or
-    one another training is writing (``OUT/.train.lock``).
+    ``--out`` holding another run without ``resume`` (its files are never overwritten), one
+    another training is writing (``OUT/.train.lock``, deleted when the run ends), or a resume
+    asking for other hyperparameters than its run's.
     """
     try:
         import torch
@@ -187,6 +133,7 @@ def train(options: TrainOptions, *, say: Say = _quiet, log: Say = _quiet, warn: 
 # What a run leaves in --out; a new run (no --resume) refuses a directory holding any of them.
 RUN_FILES = ("checkpoint.pt", "model.pt", "summary.json", "curve.csv")
 LOCK_NAME = ".train.lock"
+LOCK_TRIES = 8  # runs that end while this one opens the lock file, before it gives up
 # All a run may leave: its files, plot, TensorBoard folder and lock, and the temporary files of
 # its atomic writes (".model.pt.tmp1234", agents.learn.ppo.atomic_save, ppo_records.write_text).
 OWN_NAMES = (*RUN_FILES, "curve.png", "tb", LOCK_NAME)
@@ -228,25 +175,61 @@ def check_out(out: Path) -> None:
 
 @contextlib.contextmanager
 def _hold(out: Path) -> Iterator[None]:
-    """Hold ``OUT/.train.lock`` (an advisory ``flock``, released by the kernel when the process
-    dies): two trainings writing one directory would mix their checkpoints and models."""
+    """Hold ``OUT/.train.lock`` while the run lasts and delete it after, however the run ends
+    (an advisory ``flock``: two trainings writing one directory would mix their checkpoints and
+    models). The kernel drops the lock of a killed process; the file it leaves is taken over by
+    the next run, which deletes it in turn."""
+    path = out / LOCK_NAME
+    f = _lock(path)
     try:
-        f = open(out / LOCK_NAME, "a")
-    except OSError as e:
-        raise TrainingError(f"cannot write in --out {str(out)!r} ({e.strerror})") from None
-    with f:
+        yield
+    finally:
+        _unlock(path, f)
+
+
+def _lock(path: Path) -> IO[str]:
+    """``path`` opened and locked, or :class:`TrainingError` if another training holds it."""
+    shown = str(path.parent)
+    for _ in range(LOCK_TRIES):
+        try:
+            f = open(path, "a")  # noqa: SIM115 - held for the run, closed by _unlock
+        except OSError as e:
+            raise TrainingError(f"cannot write in --out {shown!r} ({e.strerror})") from None
         if fcntl is None:  # pragma: no cover - Windows: no advisory locks there
-            yield
-            return
+            return f
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            raise TrainingError(f"--out {str(out)!r} is in use by another guild train "
-                                "(wait for it or choose another --out)") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+            f.close()
+            raise TrainingError(f"--out {shown!r} is in use by another guild train (wait for "
+                                "it or choose another --out)") from None
+        if _is_file_at(f, path):
+            return f
+        f.close()  # a run that ended deleted the file between our open and lock: lock anew
+    raise TrainingError(f"--out {shown!r}: its lock file keeps changing; another guild train "
+                        "is starting or ending there")
+
+
+def _is_file_at(f: IO[str], path: Path) -> bool:
+    """Whether the open file ``f`` is still the one at ``path``."""
+    try:
+        here = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(f.fileno())
+    return (here.st_dev, here.st_ino) == (held.st_dev, held.st_ino)
+
+
+def _unlock(path: Path, f: IO[str]) -> None:
+    """Delete the lock file while still holding it, then release it: a run that opened the
+    file meanwhile finds it gone once it locks it, and locks a new one (:func:`_lock`)."""
+    with f:
+        if fcntl is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+    if fcntl is None:  # pragma: no cover - Windows: an open file cannot be deleted
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 # --- the command (guild train, examples/train_ppo.py) ---------------------------------
@@ -265,18 +248,20 @@ def run(args: argparse.Namespace) -> int:
     def warn(message: str) -> None:
         _write(message, sys.stderr)
 
+    try:
+        options = options_from_args(args)
+    except TrainingError as e:
+        return _refuse(e)
     bar = None if args.quiet else _Bar()
     previous = _catch_sigterm()
     try:
-        summary = train(TrainOptions.from_args(args), say=say,
-                        log=_quiet if args.quiet else say, warn=warn,
+        summary = train(options, say=say, log=_quiet if args.quiet else say, warn=warn,
                         progress=_quiet if bar is None else bar.update)
     except TrainingError as e:
-        _write(f"train: error: {e}", sys.stderr)
-        return 2
+        return _refuse(e)
     except KeyboardInterrupt as e:  # (_write: on its own line, above the progress bar)
         _write(f"train: {'terminated' if isinstance(e, Terminated) else 'interrupted'}; add "
-               f"--resume to continue from the last checkpoint in {args.out}", sys.stderr)
+               f"--resume to continue from the last checkpoint in {options.out}", sys.stderr)
         return 128 + signal.SIGTERM if isinstance(e, Terminated) else 130
     finally:
         if bar is not None:
@@ -286,6 +271,11 @@ def run(args: argparse.Namespace) -> int:
     print(json.dumps(summary), flush=True)
     print(summary["policy"], flush=True)
     return 0
+
+
+def _refuse(e: TrainingError) -> int:
+    _write(f"train: error: {e}", sys.stderr)
+    return 2
 
 
 class Terminated(KeyboardInterrupt):

@@ -1,6 +1,7 @@
 """The body of ``guild train`` (``agents.learn.training.train`` checks the options, then calls
 :func:`run_training`): the paired evaluation before, the updates with their curve, checkpoints
-and TensorBoard scalars, the model file, the evaluation after, and the summary.
+and TensorBoard scalars, the model file, the evaluation after, and the summary. TensorBoard
+gets the evaluations too (``eval/diff``, ``eval/low``, ...), at the step each measured.
 """
 
 from __future__ import annotations
@@ -55,43 +56,94 @@ def run_training(options: TrainOptions, out: Path, device: str, checkpoint: dict
                  say: Say, log: Say, warn: Say, progress: Callable[[float, dict], None]) -> dict:
     """Train as ``options`` say into ``out`` (module docstring); returns the summary."""
     if checkpoint is not None:
-        try:
-            o = run_options(options, checkpoint, warn)
-            learner = Learner(o.ppo, o.envs, o.self_play, o.seed, device)
-            learner.load_state(checkpoint["learner"], str(out / CHECKPOINT_NAME))
-            curve = [list(row) for row in checkpoint["curve"]]
-            if not all(len(row) == len(CURVE_COLUMNS) and all(
-                    type(x) in (int, float) for x in row) for row in curve):
-                raise ValueError("its curve is not rows of numbers")
-            seconds = float(checkpoint["seconds"])
-            if not 0 <= seconds < math.inf:
-                raise ValueError(f"it has trained for {seconds} seconds")
-            before = json.loads(json.dumps(dict(checkpoint["before"]), allow_nan=True))
-            _line("before training", before)  # the figures it must print
-        except (KeyError, TypeError, ValueError, RuntimeError) as e:  # damaged inside
-            raise TrainingError(f"--resume: checkpoint {str(out / CHECKPOINT_NAME)!r} cannot "
-                                f"be restored ({type(e).__name__}: {str(e)[:100]})") from None
+        o, learner, curve, seconds, before = _restore(options, out, device, checkpoint, warn)
         resumed: int | None = learner.steps
         log(f"resumed from the checkpoint at step {learner.steps:,} ({seconds:.0f} s trained)")
     else:
-        o = options
+        o, resumed = options, None
         learner = Learner(o.ppo, o.envs, o.self_play, o.seed, device)
-        curve, seconds, resumed = [], 0.0, None
+        curve, seconds, before = [], 0.0, None
     seeds = range(EVAL_SEED0, EVAL_SEED0 + o.eval_episodes)
     say(f"paired evaluation: seeds {seeds[0]}..{seeds[-1]}, the model in each of the six "
         f"seats against {' and '.join(EVAL_OPPONENTS)}, compared with factor in its place")
-    if checkpoint is None:
-        before = evaluate(BatchedPPOPolicy.from_net(_on_cpu(learner)), seeds)
-    say(_line("before training", before))
+    board = Board(out, learner.steps)
+    try:
+        if before is None:  # (a resumed run's was logged when the run began)
+            before = evaluate(BatchedPPOPolicy.from_net(_on_cpu(learner)), seeds)
+            board.add_evaluation(learner.steps, before)
+        say(_line("before training", before))
+        first_step, session = learner.steps, time.perf_counter()
+        seconds = _loop(o, out, learner, curve, seconds, before, board, log, progress)
+        session = time.perf_counter() - session
+        steps = learner.steps
+        model = out / MODEL_NAME
+        save_model(learner.net, model, {
+            "trainer": "guild train", "seed": o.seed, "steps": steps,
+            "updates": learner.updates, "train_seconds": round(seconds, 1), "envs": o.envs,
+            "self_play": o.self_play, "device": device, "hyperparameters": o.ppo.to_dict()})
+        after = evaluate(BatchedPPOPolicy(model), seeds)  # the saved file, as leagues play it
+        board.add_evaluation(steps, after)
+    finally:
+        board.close()
+    rate = (steps - first_step) / session if steps > first_step else float("nan")
+    say(_line("after training", after))
+    say(f"{steps:,} steps in {seconds:.0f} s ({rate:,.0f} steps/s this session, "
+        f"{engine_share(learner):.0%} of it in the engine); model: {model}")
+    write_curve(out / "curve.csv", curve)
+    if o.plot:
+        try:
+            plot_curve(out / "curve.png", curve, after["baseline_mean"], after["mean"])
+        except ImportError:
+            warn("train: matplotlib missing; no curve.png (pip install matplotlib)")
+    summary = {"policy": f"ppo:{model.resolve()}",  # docs/api.md §3: the spec that plays the model
+               "model": str(model), "table_version": TABLE_VERSION, "steps": steps,
+               "train_seconds": round(seconds, 1),
+               "steps_per_second": None if math.isnan(rate) else round(rate, 1),
+               "engine_share": round(engine_share(learner), 3), "seed": o.seed,
+               "envs": o.envs, "self_play": o.self_play, "device": device,
+               "threads": o.threads, "resumed_from": resumed,
+               "evaluation": {"seeds": [seeds[0], seeds[-1]], "against": list(EVAL_OPPONENTS),
+                              "turns": 14},
+               "before": before, "after": after, "hyperparameters": o.ppo.to_dict(),
+               "config": _config_record(o.config_file),
+               "tensorboard": str(out / "tb") if board.enabled else None}
+    write_text(out / "summary.json", json.dumps(summary, indent=1) + "\n")
+    return summary
 
+
+def _restore(options: TrainOptions, out: Path, device: str, checkpoint: dict,
+             warn: Say) -> tuple[TrainOptions, Learner, list, float, dict]:
+    """The run a checkpoint holds: its options, learner, curve, seconds trained and "before"
+    figures; :class:`TrainingError` for one damaged inside or other hyperparameters asked."""
+    try:
+        o = run_options(options, checkpoint, warn)
+        learner = Learner(o.ppo, o.envs, o.self_play, o.seed, device)
+        learner.load_state(checkpoint["learner"], str(out / CHECKPOINT_NAME))
+        curve = [list(row) for row in checkpoint["curve"]]
+        if not all(len(row) == len(CURVE_COLUMNS) and all(
+                type(x) in (int, float) for x in row) for row in curve):
+            raise ValueError("its curve is not rows of numbers")
+        seconds = float(checkpoint["seconds"])
+        if not 0 <= seconds < math.inf:
+            raise ValueError(f"it has trained for {seconds} seconds")
+        before = json.loads(json.dumps(dict(checkpoint["before"]), allow_nan=True))
+        _line("before training", before)  # the figures it must print
+    except TrainingError:
+        raise
+    except (KeyError, TypeError, ValueError, RuntimeError) as e:  # damaged inside
+        raise TrainingError(f"--resume: checkpoint {str(out / CHECKPOINT_NAME)!r} cannot "
+                            f"be restored ({type(e).__name__}: {str(e)[:100]})") from None
+    return o, learner, curve, seconds, before
+
+
+def _loop(o: TrainOptions, out: Path, learner: Learner, curve: list, seconds: float,
+          before: dict, board: Board, log: Say, progress: Callable[[float, dict], None]) -> float:
+    """Update until the steps or minutes are spent, adding to ``curve`` and ``board`` and
+    keeping checkpoints; returns the seconds trained, whole run. Ctrl-C keeps a checkpoint."""
     def record() -> dict:
         return {"run": run_record(o), "learner": learner.state(), "curve": list(curve),
                 "seconds": seconds, "before": before}
 
-    def keep() -> None:
-        save_checkpoint(out, record())
-
-    board = Board(out, learner.steps)
     started, first_step = time.perf_counter(), learner.steps
     base, budget = seconds, o.minutes * 60.0
     saved = started
@@ -117,48 +169,23 @@ def run_training(options: TrainOptions, out: Path, device: str, checkpoint: dict
             progress(max(learner.steps / o.steps, seconds / budget),
                      {"steps": learner.steps, "steps_per_s": rate, "score": f["score"]})
             if now - saved >= o.checkpoint_minutes * 60.0:
-                keep()
+                save_checkpoint(out, record())
                 saved = time.perf_counter()
                 log(f"checkpoint at step {learner.steps:,}")
     except KeyboardInterrupt:  # Ctrl-C: keep what was learnt; --resume continues from it,
         # from the last whole update (half an update's weights would not resume exactly)
         save_checkpoint(out, boundary if boundary is not None else record())
         raise
-    finally:
-        board.close()
-    keep()
-    session = time.perf_counter() - started
-    steps = learner.steps
-    provenance = {"trainer": "guild train", "seed": o.seed, "steps": steps,
-                  "updates": learner.updates, "train_seconds": round(seconds, 1),
-                  "envs": o.envs, "self_play": o.self_play, "device": device,
-                  "hyperparameters": o.ppo.to_dict()}
-    model = out / MODEL_NAME
-    save_model(learner.net, model, provenance)
-    after = evaluate(BatchedPPOPolicy(model), seeds)  # the saved file, as leagues play it
-    rate = (steps - first_step) / session if steps > first_step else float("nan")
-    say(_line("after training", after))
-    say(f"{steps:,} steps in {seconds:.0f} s ({rate:,.0f} steps/s this session, "
-        f"{engine_share(learner):.0%} of it in the engine); model: {model}")
-    write_curve(out / "curve.csv", curve)
-    if o.plot:
-        try:
-            plot_curve(out / "curve.png", curve, after["baseline_mean"], after["mean"])
-        except ImportError:
-            warn("train: matplotlib missing; no curve.png (pip install matplotlib)")
-    summary = {"policy": f"ppo:{model.resolve()}",  # docs/api.md §3: the spec that plays the model
-               "model": str(model), "table_version": TABLE_VERSION, "steps": steps,
-               "train_seconds": round(seconds, 1),
-               "steps_per_second": None if math.isnan(rate) else round(rate, 1),
-               "engine_share": round(engine_share(learner), 3), "seed": o.seed,
-               "envs": o.envs, "self_play": o.self_play, "device": device,
-               "threads": o.threads, "resumed_from": resumed,
-               "evaluation": {"seeds": [seeds[0], seeds[-1]], "against": list(EVAL_OPPONENTS),
-                              "turns": 14},
-               "before": before, "after": after, "hyperparameters": o.ppo.to_dict(),
-               "tensorboard": str(out / "tb") if board.enabled else None}
-    write_text(out / "summary.json", json.dumps(summary, indent=1) + "\n")
-    return summary
+    save_checkpoint(out, record())
+    return seconds
+
+
+def _config_record(config_file: tuple[str, str] | None) -> dict | None:
+    """The ``--config`` file the options came from, as summary.json names it."""
+    if config_file is None:
+        return None
+    path, sha256 = config_file
+    return {"path": path, "sha256": sha256}
 
 
 def _on_cpu(learner: Learner) -> Any:

@@ -17,9 +17,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train a seat with PPO on the batched engine against "
                        "factor and magpie (needs torch: the 'train' extra)",
                        description="Train one seat with our PPO on the batched engine against "
-                       "factor and magpie lineups (or in self-play); save OUT/model.pt, "
-                       "checkpoint.pt, curve.csv, curve.png, summary.json; print the paired "
-                       "evaluation against factor before and after, the summary as a JSON "
-                       "line and, last, the policy spec that plays the model.")
+                       "factor and magpie lineups (or in self-play), its hyperparameters "
+                       "from the flags below or a --config TOML file; save OUT/model.pt, "
+                       "checkpoint.pt, curve.csv, curve.png, tb/ (TensorBoard), summary.json; "
+                       "print the paired evaluation against factor before and after, the "
+                       "summary as a JSON line and, last, the policy spec that plays the model.")
     training.add_arguments(p)
     p.set_defaults(handler=training.run)

@@ -1,0 +1,293 @@
+"""``guild train``'s options as flags and as the keys of a ``--config`` TOML file.
+
+Every option of a run (:class:`~agents.learn.train_options.TrainOptions`) and every PPO
+hyperparameter (:class:`~agents.learn.ppo_config.PPOConfig`) is a flag, its default and range in
+``--help``, and a key of ``--config FILE.toml``, named as the flag without its dashes
+(``ent-coef`` or ``ent_coef``)::
+
+    lr = 1e-3
+    ent-coef = 0.01
+    hidden = [256, 256]
+    minutes = 5
+
+The defaults give way to the file and the file to the flags. Both are checked by the same
+functions (``agents.learn.knobs``), so a bad value is one line naming the flag, or the key and
+the file, with what is accepted (exit 2), before any work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import hashlib
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agents.learn.knobs import Knob
+from agents.learn.ppo_config import KNOBS as PPO_KNOBS
+from agents.learn.ppo_config import PPOConfig, check_hidden
+from agents.learn.train_options import (
+    DEVICES,
+    EVAL_SEED0,
+    KNOBS,
+    TrainingError,
+    TrainOptions,
+    flag,
+    shown,
+)
+from sim.commandline import OneLineParser
+
+MAX_CONFIG_BYTES = 64 << 10  # a config file is a few lines: anything larger is not one
+Read = Callable[[Any], Any]
+# Flags that say how this command runs rather than what the run is: not keys of a config file.
+COMMAND_ONLY = ("config", "resume", "quiet")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option: its field (``name``), help, how a config file's value is checked (``read``,
+    ValueError saying what is accepted) and how a flag's text becomes that value (``parse``;
+    None for an on/off flag, ``--x`` and ``--no-x``)."""
+
+    name: str
+    help: str
+    read: Read
+    parse: Read | None
+    metavar: str | None = None
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Its names as flags without their dashes (``--n-envs`` -> ``n-envs``)."""
+        return (flag(self.name), *self.aliases)
+
+
+def _number(name: str, metavar: str, help: str, knob: Knob,
+            aliases: tuple[str, ...] = ()) -> Option:
+    return Option(name, f"{help}; {knob.span()}", knob.check, knob.parse, metavar, aliases)
+
+
+def _switch(name: str, help: str) -> Option:
+    return Option(name, help, _bool, None)
+
+
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"must be true or false; got {value!r:.40}")
+    return value
+
+
+def _device(value: Any) -> str:
+    if value not in DEVICES:
+        raise ValueError(f"must be one of {', '.join(DEVICES)}; got {value!r:.40}")
+    return str(value)
+
+
+def _folder(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"must be a folder's path; got {value!r:.40}")
+    return value
+
+
+def _hidden(value: Any) -> tuple[int, ...]:
+    """Layer widths as a list (a file) or ``128,128`` (a flag or a file)."""
+    if isinstance(value, str):
+        try:
+            value = [int(part) for part in value.split(",")]
+        except ValueError:
+            pass  # check_hidden names what is accepted
+    return check_hidden(value)
+
+
+def _run(name: str, metavar: str, help: str, aliases: tuple[str, ...] = ()) -> Option:
+    return _number(name, metavar, help, KNOBS[name], aliases)
+
+
+def _ppo(name: str, metavar: str, help: str) -> Option:
+    return _number(name, metavar, help, PPO_KNOBS[name])
+
+
+# The run's options: their order is --help's.
+RUN_OPTIONS = (
+    _run("steps", "N", "learning-seat steps at most, whole run (--minutes usually stops first)"),
+    _run("minutes", "M", "wall time for training, whole run, evaluation excluded"),
+    _run("seed", "S", "training seed"),
+    Option("out", "output directory", _folder, _folder, "DIR"),
+    _run("envs", "K", "episodes stepped together in the batched engine", ("n-envs",)),
+    Option("device", "where the network learns; auto takes a GPU if torch sees one", _device,
+           _device, "|".join(DEVICES)),
+    _run("threads", "T", "torch threads (1: fastest measured on 2 cores)"),
+    _switch("self_play", "learn in all six seats against itself, past snapshots, factor, "
+            "magpie"),
+    _run("checkpoint_minutes", "M", "minutes between checkpoints"),
+    _run("eval_episodes", "E", f"held-out seeds {EVAL_SEED0}.. for the paired evaluation "
+         "before and after, each played in all six seats"),
+    _switch("plot", "draw curve.png"),
+)
+PPO_OPTIONS = (
+    _ppo("lr", "LR", "Adam's learning rate"),
+    _ppo("ent_coef", "C", "entropy bonus: keeps the policy exploring"),
+    _ppo("clip", "EPS", "PPO's clip range of the probability ratio"),
+    _ppo("gamma", "G", "discount (1: the final score counts undiscounted)"),
+    _ppo("gae_lambda", "L", "GAE's lambda"),
+    _ppo("epochs", "N", "passes over each update's experience"),
+    _ppo("minibatch", "N", "samples per gradient step (the update's are split evenly near it)"),
+    _ppo("episodes", "N", "the rollout: whole episodes (14 turns) of every engine row gathered "
+         "per update"),
+    _ppo("vf_coef", "C", "weight of the value loss"),
+    _ppo("max_grad_norm", "N", "the gradients' norm is clipped to it"),
+    Option("hidden", "the network's hidden layer widths, comma-separated or, in a config "
+           "file, a list", _hidden, _hidden, "W,W"),
+    _switch("shared", "one trunk for the policy and value heads (--no-shared: two)"),
+    _ppo("snapshot_every", "N", "self-play: updates between snapshots of the learner"),
+)
+OPTIONS = RUN_OPTIONS + PPO_OPTIONS
+PPO_NAMES = frozenset(PPOConfig.names())
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options, shared by the example script and ``guild train``."""
+    _add(p, RUN_OPTIONS, TrainOptions())
+    p.add_argument("--config", metavar="FILE.toml",
+                   help="options from a TOML file, keys named as the flags without dashes "
+                   "(lr = 1e-3, ent-coef = 0.01, hidden = [256, 256]); flags override it")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the run in --out from its last checkpoint")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bar or progress lines; results and the summary only")
+    _add(p.add_argument_group("PPO hyperparameters (a resumed run keeps its own)"), PPO_OPTIONS,
+         PPOConfig())
+
+
+def _add(group: Any, options: tuple[Option, ...], defaults: object) -> None:
+    """``options`` as flags; each defaults to None ("not given"): :func:`options_from_args`
+    fills the defaults in after the config file, and ``--help`` shows them."""
+    for o in options:
+        flags = [f"--{k}" for k in o.keys]
+        help = f"{o.help} (default {shown(getattr(defaults, o.name))})"
+        if o.parse is None:
+            group.add_argument(*flags, dest=o.name, action=argparse.BooleanOptionalAction,
+                               default=None, help=help)
+        else:
+            group.add_argument(*flags, dest=o.name, type=_flag(o.parse), default=None,
+                               metavar=o.metavar, help=help)
+
+
+def _flag(parse: Read) -> Read:
+    """``parse`` as an argparse type: its ValueError becomes the one-line usage error that
+    names the flag."""
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    return convert
+
+
+def build_parser(prog: str = "train_ppo.py") -> argparse.ArgumentParser:
+    """The command's parser (``prog`` names it in usage and error lines)."""
+    p = OneLineParser(prog=prog,
+                      description="Train a guild seat with PPO on the batched engine.")
+    add_arguments(p)
+    return p
+
+
+def options_from_args(args: argparse.Namespace) -> TrainOptions:
+    """The options of a parsed command line: the defaults, then ``--config``'s keys, then the
+    flags given. Raises :class:`TrainingError` (one line) for a bad config file."""
+    values, source = ({}, None) if args.config is None else read_config(args.config)
+    values.update({o.name: getattr(args, o.name) for o in OPTIONS
+                   if getattr(args, o.name) is not None})
+    return make_options(values, resume=args.resume, config_file=source)
+
+
+def make_options(values: dict[str, Any], resume: bool = False,
+                 config_file: tuple[str, str] | None = None) -> TrainOptions:
+    """:class:`TrainOptions` from checked values by option name, PPO's among them."""
+    ppo = {k: v for k, v in values.items() if k in PPO_NAMES}
+    run = {k: v for k, v in values.items() if k not in PPO_NAMES}
+    try:
+        config = PPOConfig(**ppo)
+    except ValueError as e:
+        raise TrainingError(str(e)) from None
+    return TrainOptions(**run, ppo=config, resume=resume, config_file=config_file,
+                        asked=frozenset(values))
+
+
+_KEYS = {key: o for o in OPTIONS for k in o.keys for key in (k, k.replace("-", "_"))}
+
+
+def read_config(path: str) -> tuple[dict[str, Any], tuple[str, str]]:
+    """The checked values of a config file by option name, and its ``(path, sha256)``;
+    :class:`TrainingError` (one line naming the file, and the key) otherwise."""
+    data = _read_bounded(path)
+    table = _parse_toml(path, data)
+    values: dict[str, Any] = {}
+    given: dict[str, str] = {}  # option name -> the key that set it
+    for key, value in table.items():
+        o = _option(path, key)
+        if o.name in given:
+            raise TrainingError(f"--config {path!r}: {given[o.name]!r} and {key!r} both set "
+                                f"{flag(o.name)}")
+        try:
+            values[o.name] = o.read(value)
+        except ValueError as e:
+            raise TrainingError(f"--config {path!r}: {key} {e}") from None
+        given[o.name] = key
+    return values, (str(Path(path).resolve()), hashlib.sha256(data).hexdigest())
+
+
+def _option(path: str, key: str) -> Option:
+    """The option a config file's key names; :class:`TrainingError` for an unknown key."""
+    o = _KEYS.get(key)
+    if o is not None:
+        return o
+    if key in COMMAND_ONLY:
+        raise TrainingError(f"--config {path!r}: {key!r} is not a key: --{key} is a flag of "
+                            "this command only")
+    near = difflib.get_close_matches(key, list(_KEYS), n=1)
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    raise TrainingError(f"--config {path!r}: unknown key {key!r:.40}{hint}; the keys are the "
+                        "flags of guild train without dashes (guild train --help)")
+
+
+def _read_bounded(path: str) -> bytes:
+    """The file's bytes: a regular file of at most :data:`MAX_CONFIG_BYTES` (a FIFO or a device
+    is refused without waiting on it)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        raise TrainingError(f"--config {path!r}: cannot read it ({e.strerror})") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise TrainingError(f"--config {path!r} is not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(MAX_CONFIG_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise TrainingError(f"--config {path!r} is larger than {MAX_CONFIG_BYTES >> 10} KiB: "
+                            "not a config file of guild train")
+    return data
+
+
+def _parse_toml(path: str, data: bytes) -> dict[str, Any]:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        try:
+            import tomli as tomllib
+        except ModuleNotFoundError:
+            raise TrainingError("--config needs Python 3.11 or the tomli package (pip install "
+                                "tomli)") from None
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise TrainingError(f"--config {path!r} is not TOML (not UTF-8 text)") from None
+    except tomllib.TOMLDecodeError as e:
+        raise TrainingError(f"--config {path!r} is not TOML ({str(e)[:120]})") from None
