@@ -189,6 +189,8 @@ def test_a_config_file_trains_and_summary_json_records_it(tmp_path) -> None:
     ("lr: 0.1\n", ["is not TOML"]),
     (b"\xff\xfe", ["is not TOML (not UTF-8 text)"]),
     ("#" * (MAX_CONFIG_BYTES + 1), ["larger than 64 KiB"]),
+    ("lr = " + "[" * 30000 + "]" * 30000, ["nested too deeply"]),  # hostile: under 64 KiB
+    ("seed = " + "1" * 5000, ["a number too long"]),  # past Python's int digit limit
 ])
 def test_a_bad_config_file_is_one_line_naming_the_file_and_key(text, words, tmp_path,
                                                                capsys) -> None:

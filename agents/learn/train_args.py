@@ -291,3 +291,9 @@ def _parse_toml(path: str, data: bytes) -> dict[str, Any]:
         raise TrainingError(f"--config {path!r} is not TOML (not UTF-8 text)") from None
     except tomllib.TOMLDecodeError as e:
         raise TrainingError(f"--config {path!r} is not TOML ({str(e)[:120]})") from None
+    except RecursionError:  # hostile nesting: tomllib recurses once per level
+        raise TrainingError(f"--config {path!r} is nested too deeply for a config of guild "
+                            "train") from None
+    except ValueError:  # Python's int digit limit, raised by tomllib's int()
+        raise TrainingError(f"--config {path!r} holds a number too long for any option of "
+                            "guild train") from None
