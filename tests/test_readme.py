@@ -120,3 +120,13 @@ def test_the_training_config_example_is_read_as_written(tmp_path: Path) -> None:
     values, _ = read_config(str(path))
     assert values["lr"] == 6e-4 and values["ent_coef"] == 0.01 and values["minutes"] == 10
     assert tuple(values["hidden"]) == (128, 128)
+
+
+def test_every_link_of_the_docs_to_a_file_resolves() -> None:
+    """The documents moved out of the README keep working links (relative to docs/)."""
+    missing = []
+    for doc in sorted((ROOT / "docs").glob("*.md")):
+        for link in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", doc.read_text(encoding="utf-8")):
+            if "://" not in link and not (doc.parent / link).exists():
+                missing.append(f"{doc.name}: {link}")
+    assert not missing, missing
