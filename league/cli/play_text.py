@@ -13,6 +13,7 @@ refuses exactly what an environment's agent could not choose.
 from __future__ import annotations
 
 import difflib
+import re
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,11 @@ WIDTH = 100  # the terminal width the text is wrapped to
 MAX_HEARD = 5  # screen lines of the room's log shown in a turn; ``town`` shows it all
 MAX_SUGGESTIONS = 3
 SIMILAR = 0.45  # difflib ratio a suggestion of another kind of act needs
+# What must not reach the terminal as it is: control characters (ESC starts the sequences that
+# move the cursor, retitle the window or rewrite the screen; CR overwrites a line; C1's CSI)
+# and bidirectional overrides, which reorder what follows.  Newlines lay the text out.
+_UNSAFE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e"
+                     "\u2066-\u2069\ud800-\udfff]")
 
 # Table blocks (``sim.codec.action_table``) under the names people use, in the order listed.
 GROUPS: dict[str, str] = {
@@ -45,6 +51,12 @@ class Move:
     group: str
     kind: str
     sentence: str
+
+
+def inert(text: str) -> str:
+    """``text`` safe to print: what a seat said or a person typed may hold escape sequences
+    (a model's reply, a pasted line, a binary pipe), shown as ``\\xNN`` / ``\\uNNNN``."""
+    return _UNSAFE.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 # --- the legal sentences ---------------------------------------------------------------------

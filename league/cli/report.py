@@ -11,7 +11,8 @@ A league folder is input from anyone: every file is read through a size cap (a r
 only, checked before it is opened: ``league.cli.html_viewer.open_regular``), ``results.jsonl``
 one capped line at a time, twice (the tallies, then the episodes table, written straight to
 the page), so memory grows with the number of seats, not with the file. Anything wrong is a
-``LeagueError``: one line, exit 2.
+``LeagueError``: one line, exit 2. The page never replaces a file it did not write (``--out
+results.jsonl``), and every string from the folder is escaped (``report_html.esc``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import json
 import math
 import os
 import re
+import stat
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -42,6 +44,9 @@ MAX_RESULTS_BYTES = 4 << 30  # about five million episodes
 MAX_LINE_BYTES = 1 << 20  # a results line is under a kilobyte, fault notes and all
 MAX_SCORE = 1e6  # far beyond any score the rules give; a bigger number is not a score
 EPISODE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # ids name files: nothing else is accepted
+MAX_NAME_CHARS = 1024  # a policy spec (a name, a path, a URL); the page repeats each name
+PAGE_MARK = b"Written by `guild report`"  # in the head of every page the report writes
+MARK_BYTES = 8192  # the head read for it: the template's head with the longest title
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -55,16 +60,24 @@ def register(sub: argparse._SubParsersAction) -> None:
         "seat; and every episode, linked to its replay's viewer page, written to DIR/view/ "
         "(pages already up to date are kept). Links are relative: the folder can be moved.")
     p.add_argument("dir", metavar="DIR", help="a league's --out directory")
-    p.add_argument("--out", metavar="FILE", help=f"where to write the page (DIR/{REPORT})")
+    p.add_argument("--out", metavar="FILE", help=f"where to write the page (DIR/{REPORT}); "
+                   "an existing file is replaced only if it is such a page")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``guild report``; a bad folder raises ``LeagueError`` (one line, exit 2)."""
     done = build_report(args.dir, args.out)
-    print(f"report: {done.page} ({done.episodes} episodes; viewer pages in {done.views}: "
-          f"{done.written} written, {done.episodes - done.written} already up to date)")
+    print(f"report: {_shown(done.page)} ({done.episodes} episodes; viewer pages in "
+          f"{_shown(done.views)}: {done.written} written, {done.episodes - done.written} "
+          "already up to date)")
     return 0
+
+
+def _shown(path: Path) -> str:
+    """A path as printable text: a file name that is not UTF-8 must not stop the run at its
+    last line (any locale's stdout takes it)."""
+    return repr(os.fsencode(path))[2:-1] if not str(path).isprintable() else str(path)
 
 
 def write_report(out: str | Path, page: str | Path | None = None) -> Path:
@@ -90,8 +103,9 @@ def build_report(out: str | Path, page: str | Path | None = None) -> Built:
         raise LeagueError(f"{root} is not a directory")
     if not (root / MANIFEST).exists():
         raise LeagueError(f"{root} has no {MANIFEST}; is it a league's --out directory?")
-    league = read_league(root)
     target = Path(page) if page is not None else root / REPORT
+    _check_target(target, root)
+    league = read_league(root)
     views = root / VIEWS
     if views.is_symlink():  # a folder from elsewhere must not send the pages elsewhere
         raise LeagueError(f"{views} is a symbolic link; the viewer pages go in a folder of "
@@ -102,6 +116,49 @@ def build_report(out: str | Path, page: str | Path | None = None) -> Built:
         raise LeagueError(f"cannot make {views} ({e.strerror or e})") from None
     written = _write_page(league, target, views)
     return Built(target, views, league.tally.episodes, written)
+
+
+def _check_target(target: Path, root: Path) -> None:
+    """``LeagueError`` unless writing the page to ``target`` loses nothing: it must be new or
+    a page this command wrote (``--out results.jsonl`` would replace the league's results),
+    and not in the folders of replays and viewer pages (a viewer page would replace it)."""
+    if str(target) == "-":
+        raise LeagueError("--out -: the page links its viewer pages by relative paths, so it "
+                          "is written to a file; give its path")
+    if "\0" in str(target):
+        raise LeagueError("--out: a path cannot hold a NUL character")
+    if _resolved(target.parent) in (_resolved(root / VIEWS), _resolved(root / REPLAYS)):
+        raise LeagueError(f"--out {target}: {VIEWS}/ and {REPLAYS}/ hold the league's replays "
+                          "and their viewer pages; write the page elsewhere")
+    try:
+        st = os.lstat(target)
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise LeagueError(f"cannot write {target} ({e.strerror or e})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise LeagueError(f"{target} is a directory; --out names the page's file")
+    if not stat.S_ISREG(st.st_mode):
+        raise LeagueError(f"{target} exists and is not a regular file (a link, device or "
+                          "FIFO); the report replaces only a page of its own")
+    try:
+        fd = os.open(target, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            head = f.read(MARK_BYTES)
+    except OSError as e:
+        raise LeagueError(f"cannot read {target} ({e.strerror or e})") from None
+    if PAGE_MARK not in head:
+        raise LeagueError(f"{target} exists and is not a page guild report wrote; it is kept "
+                          "(choose another --out, or remove it)")
+
+
+def _resolved(path: Path) -> Path:
+    """``path`` without its links (as it is when a link loops: then it names nothing)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return path
 
 
 # --- reading ---------------------------------------------------------------------------------
@@ -133,6 +190,10 @@ class Tally:
     seat_n: dict[tuple[str, int], int] = field(default_factory=dict)
     pair_sum: dict[tuple[str, str], float] = field(default_factory=dict)
     pair_n: dict[tuple[str, str], int] = field(default_factory=dict)
+    _listed: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self._listed.update(self.order)
 
     def add(self, ep: Episode) -> None:
         """Count one episode in."""
@@ -141,7 +202,8 @@ class Tally:
         for seat, (name, score) in enumerate(zip(ep.lineup, ep.scores)):
             if name not in self.scores:
                 self.scores[name] = array("d")
-                if name not in self.order:
+                if name not in self._listed:  # a set: the order may list many policies
+                    self._listed.add(name)
                     self.order.append(name)
             self.scores[name].append(score)
             self.seat_sum[name, seat] = self.seat_sum.get((name, seat), 0.0) + score
@@ -180,10 +242,10 @@ def read_league(root: Path) -> League:
     """The league in ``root`` with its results tallied; ``LeagueError`` for a bad folder."""
     manifest = _manifest(root / MANIFEST)
     ladder = _ladder(root / LADDER)
-    order = [e["policy"] for e in ladder["policies"]]
-    order += [p for p in manifest["policies"] if p not in order]
+    order = list(dict.fromkeys([e["policy"] for e in ladder["policies"]]
+                               + manifest["policies"]))
     tally = Tally(order)
-    for ep in episodes(root / RESULTS):
+    for ep in episodes(root / RESULTS, frozenset(manifest["policies"])):
         tally.add(ep)
     return League(root, manifest, ladder, tally)
 
@@ -206,7 +268,18 @@ def _manifest(path: Path) -> dict:
     policies = data.get("policies") if isinstance(data, dict) else None
     if not (isinstance(policies, list) and policies and all(isinstance(p, str) for p in policies)):
         raise LeagueError(f"{path} does not describe a league (no list of policies)")
+    long = next((p for p in policies if len(p) > MAX_NAME_CHARS), None)
+    if long is not None:
+        raise LeagueError(f"{path} names a policy of {len(long):,} characters "
+                          f"({_quoted(long)}); a policy is named in at most "
+                          f"{MAX_NAME_CHARS:,}")
     return data
+
+
+def _quoted(text: str, limit: int = 40) -> str:
+    """``text`` cut and quoted for a one-line message: escapes show, none acts on the
+    terminal."""
+    return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
 def _ladder(path: Path) -> dict:
@@ -254,9 +327,10 @@ def _count(x: object, none: bool = False) -> bool:
     return isinstance(x, int) and not isinstance(x, bool) and x >= 0
 
 
-def episodes(path: Path) -> Iterator[Episode]:
-    """Each complete line of ``results.jsonl``, checked; a torn last line (a run stopped
-    mid-append) is left out, as the league itself leaves it."""
+def episodes(path: Path, policies: frozenset[str]) -> Iterator[Episode]:
+    """Each complete line of ``results.jsonl``, checked (its lineup only of ``policies``, the
+    league's); a torn last line (a run stopped mid-append) is left out, as the league itself
+    leaves it."""
     with open_regular(path, MAX_RESULTS_BYTES, "results file") as f:
         read = 0
         for n in itertools.count(1):
@@ -264,7 +338,7 @@ def episodes(path: Path) -> Iterator[Episode]:
             read += len(line)
             if not line.endswith(b"\n") or read > MAX_RESULTS_BYTES:
                 return
-            yield _episode(line, path, n)
+            yield _episode(line, path, n, policies)
 
 
 def _line(f: Any, path: Path, n: int) -> bytes:
@@ -278,7 +352,7 @@ def _line(f: Any, path: Path, n: int) -> bytes:
     return line
 
 
-def _episode(line: bytes, path: Path, n: int) -> Episode:
+def _episode(line: bytes, path: Path, n: int, policies: frozenset[str]) -> Episode:
     try:
         row = json.loads(line)
     except (ValueError, RecursionError):
@@ -288,6 +362,10 @@ def _episode(line: bytes, path: Path, n: int) -> Episode:
     problem = _row_problem(row)
     if problem:
         raise LeagueError(f"{path} line {n} {problem}")
+    stranger = next((p for p in row["lineup"] if p not in policies), None)
+    if stranger is not None:  # a league seats only its own policies
+        raise LeagueError(f"{path} line {n} seats {_quoted(stranger)}, a policy league.json "
+                          "does not list")
     return Episode(row["id"], row.get("seed"), tuple(row["lineup"]),
                    tuple(float(s) for s in row["scores"]),
                    sum(row.get("fallbacks") or ()),
@@ -329,9 +407,15 @@ def _write_page(league: League, target: Path, views: Path) -> int:
             f.write(head)
             f.write(report_html.summary(name, league.manifest, league.ladder, league.tally))
             f.write(report_html.episodes_head())
-            for ep in _first(episodes(league.root / RESULTS), league.tally.episodes):
-                written += write_view(league.root / REPLAYS / f"{ep.id}.json",
-                                      views / f"{ep.id}.html")
+            for ep in _first(episodes(league.root / RESULTS,
+                                      frozenset(league.manifest["policies"])),
+                             league.tally.episodes):
+                replay = league.root / REPLAYS / f"{ep.id}.json"
+                try:
+                    written += write_view(replay, views / f"{ep.id}.html")
+                except UnicodeEncodeError:  # "\ud800" is JSON, but no text a page can hold
+                    raise LeagueError(f"{replay} holds a lone surrogate (\\ud800-\\udfff), "
+                                      "not Unicode text; not a replay") from None
                 f.write(report_html.episode_row(ep, (base / f"{ep.id}.html").as_posix()))
             f.write(report_html.episodes_tail())
             f.write(tail)

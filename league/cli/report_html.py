@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from collections.abc import Iterable, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING
@@ -28,11 +29,18 @@ NUM = ' class="num"'
 CHART_W, LABEL_W, PAD_R, TOP, ROW_H, AXIS_H = 900, 200, 20, 10, 64, 34
 BINS = 24  # about this many score bins, at a round width
 LABEL_CHARS = 26
+MAX_HEAD_TO_HEAD = 60  # policies in the head-to-head table: its cells grow as their square
+# Characters that would hide or disguise text (controls, bidirectional overrides) or cannot be
+# written as UTF-8 (lone surrogates: a folder name that is not UTF-8): shown as escapes.
+_HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+                     "\ud800-\udfff]")
 
 
 def esc(value: object) -> str:
-    """Text or an attribute value from the league folder, made inert."""
-    return html.escape(str(value), quote=True)
+    """Text or an attribute value from the league folder, made inert: HTML escaped, and
+    characters that could hide or reorder the text around them shown as ``\\uXXXX``."""
+    text = _HIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}", str(value))
+    return html.escape(text, quote=True)
 
 
 def signed(x: float) -> str:
@@ -214,7 +222,7 @@ def _row(name: str, scores: Sequence[float], ci: list[float] | None, top: int, a
         h = max(1.0, c / most * tall)
         out.append(f'<rect class="bar" x="{x0 + 0.5:.1f}" y="{base - h:.1f}" '
                    f'width="{max(1.0, x1 - x0 - 1):.1f}" height="{h:.1f}"><title>'
-                   f"{esc(name)}: {c} of {len(scores)} seats scored "
+                   f"{c} of {len(scores)} seats scored "
                    f"{signed(start + b * step)} to {signed(start + (b + 1) * step)}"
                    "</title></rect>\n")
     out.append(f'<rect class="mean" x="{axis.x(mean) - 1:.1f}" y="{top + 2}" width="2" '
@@ -254,7 +262,8 @@ def _seated(tally: Tally) -> list[str]:
 
 
 def head_to_head_section(tally: Tally) -> str:
-    names = _seated(tally)
+    seated = _seated(tally)
+    names = seated[:MAX_HEAD_TO_HEAD]  # the ladder's first: the table grows as the square
     rows = []
     for a in names:
         cells = [f'<th scope="row">{esc(a)}</th>']
@@ -267,7 +276,10 @@ def head_to_head_section(tally: Tally) -> str:
             "<p class=\"note\">Over the episodes where both sat: the row policy's mean score "
             "in the episode minus the column policy's, averaged; below it, how many episodes "
             f"that is. A dash ({esc(NONE)}): they never shared a table.</p>\n"
-            f"{_table('h2h-table', head, ''.join(rows))}</section>\n")
+            + (f'<p class="note warn">The first {len(names)} of the {len(seated)} policies '
+               "that sat, in ladder order: the table of all would have "
+               f"{len(seated) ** 2:,} cells.</p>\n" if len(names) < len(seated) else "")
+            + f"{_table('h2h-table', head, ''.join(rows))}</section>\n")
 
 
 def _diff_cell(met: tuple[float, int] | None, **keys: str) -> str:
@@ -322,7 +334,8 @@ def episode_row(ep: Episode, href: str) -> str:
         f'<td class="seat"{_data(policy=p, score=s)}>{esc(p)} '
         f'<span class="score{" best" if s == best else ""}">{signed(s)}</span></td>'
         for p, s in zip(ep.lineup, ep.scores))
-    return (f'<tr{_data(episode=ep.id)}><td><a href="{esc(quote(href))}">{esc(ep.id)}</a>'
+    link = quote(href, errors="surrogateescape")  # a folder name need not be UTF-8
+    return (f'<tr{_data(episode=ep.id)}><td><a href="{esc(link)}">{esc(ep.id)}</a>'
             f'</td>{_td(_or(ep.seed), "num")}{seats}{_td(ep.fallbacks, "num")}'
             f'{_td(ep.faults, "num")}</tr>\n')
 

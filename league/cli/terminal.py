@@ -19,14 +19,19 @@ A sentence the town cannot use this turn (the parser reads no act in it, or the 
 legal mask refuses the act: ``play_text.judge``) is not played: why, and the closest legal
 sentences, are printed and the line is asked for again, so a typo never costs a turn.  The
 outcome of a played sentence opens the next turn; after the last turn it is printed before the
-results.  ``--replay FILE`` saves the episode for ``guild view``.  ``sb3:`` opponents (model
-zips, which are pickles) are loaded in a sandbox unless ``--trust`` (``league.apart.sb3_load``).
+results.  ``--replay FILE`` saves the episode for ``guild view`` (its folder is checked before
+the game).  ``sb3:`` opponents (model zips, which are pickles) are loaded in a sandbox unless
+``--trust`` (``league.apart.sb3_load``).  An opponent whose policy raises or answers what the
+rules refuse waits that turn, as a league's fallback does, and the person is told once.
+Everything printed goes through :func:`show`: what seats say and people type may hold terminal
+escape sequences, which are shown, never obeyed.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import secrets
 import sys
@@ -34,10 +39,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from agents import as_decision, is_scripted, make_policy
+from agents import Decision, as_decision, is_scripted, make_policy
+from agents.baselines.rules import WAIT
 from league.apart.sb3_load import guard
 from league.cli.play_text import (
     guide_text,
+    inert,
     judge,
     last_sentence,
     legal_moves,
@@ -46,6 +53,7 @@ from league.cli.play_text import (
     suggestions,
     turn_text,
 )
+from league.core.atomic import write_atomic
 from league.core.errors import LeagueError
 from sim import Game, GameConfig
 from sim.rules.errors import ConfigError
@@ -58,6 +66,7 @@ RULE = "=" * 78
 COMMANDS = {"quit": "quit", "exit": "quit", "q": "quit", "help": "help", "?": "help",
             "h": "help", "moves": "moves", "m": "moves", "town": "town", "t": "town"}
 _NUMBER = re.compile(r"[0-9]{1,9}")  # ASCII digits only: int() reads other scripts' digits too
+MAX_WHY = 200  # characters of an opponent's error shown to the person
 
 
 @dataclass(frozen=True)
@@ -216,23 +225,27 @@ def run(args: argparse.Namespace) -> int:
                 policies[s] = make_policy(spec)
             except ValueError as e:
                 raise LeagueError(f"--opponents: {e}") from None
-    for p in policies:
-        if p is not None and callable(getattr(p, "reset", None)):
-            p.reset(seed)
+            except Exception as e:  # its own code failed: nothing is played yet
+                raise LeagueError(f"--opponents: {spec} could not be made ({_why(e)})"
+                                  ) from None
+    if args.replay:
+        check_replay_path(Path(args.replay))  # before the game, not after it
     game = Game(config)
+    broken = reset_all(policies, seed)
     tolerate_bad_bytes()
     me = game.aliases[args.seat]
     rivals = ", ".join(f"{game.aliases[s]} ({n})" for s, n in enumerate(names) if s != args.seat)
-    print(f"The guild game: seed {seed}, {args.turns} turns. You are {me} (seat {args.seat}) "
-          f"against {rivals}.", flush=True)
-    print("Type help for how to write a sentence, moves for this turn's legal ones.",
-          flush=True)
+    show(f"The guild game: seed {seed}, {args.turns} turns. You are {me} (seat {args.seat}) "
+         f"against {rivals}.")
+    show("Type help for how to write a sentence, moves for this turn's legal ones.")
+    for s, why in broken.items():
+        show(failure_text(game, s, f"could not be reset ({why})", "every turn"))
     try:
         code, why = play(game, args.seat, policies)
     except KeyboardInterrupt:
         print(flush=True)
         code, why = 130, "interrupted"
-    print(results_text(game, why), flush=True)
+    show(results_text(game, why))
     if args.replay:
         save_replay(game, names, Path(args.replay))
     return code
@@ -241,10 +254,11 @@ def run(args: argparse.Namespace) -> int:
 def play(game: Game, seat: int, policies: list) -> tuple[int, str]:
     """The turn loop; returns the exit code and why the game stopped."""
     before: Mapping | None = None  # the seat's view when it last chose
+    told: set[int] = set()  # seats whose failing policy the person has been told of
     while not game.done:
         view = game.observe(seat)
-        print(RULE, flush=True)
-        print(turn_text(view, before, game.world), flush=True)
+        show(RULE)
+        show(turn_text(view, before, game.world))
         try:
             line = choose(game, seat)
         except EOFError:
@@ -253,22 +267,85 @@ def play(game: Game, seat: int, policies: list) -> tuple[int, str]:
         if line is None:
             return 0, "you quit"
         before = view
-        play_turn(game, seat, line, policies)
-    print(RULE, flush=True)
-    print("\n".join(last_sentence(game.observe(seat))), flush=True)
+        for s, why in play_turn(game, seat, line, policies).items():
+            if s not in told:
+                told.add(s)
+                show(failure_text(game, s, f"failed ({why})"))
+    show(RULE)
+    show("\n".join(last_sentence(game.observe(seat))))
     return 0, f"the episode ended ({game.results()['reason']})"
 
 
-def play_turn(game: Game, seat: int, line: Line, policies: list) -> None:
+def play_turn(game: Game, seat: int, line: Line, policies: list) -> dict[int, str]:
     """One turn: the person's move and each opponent's answer (a sentence, an intent or a
-    decision with its spoken line and notes, as ``agents.play_episode`` takes it)."""
-    answers = [None if s == seat else as_decision(p.act(game, s)) for s, p in enumerate(policies)]
+    decision with its spoken line and notes, as ``agents.play_episode`` takes it).  An
+    opponent whose policy raises or answers what the rules refuse waits instead (marked
+    scripted, as a league's fallback is), so the person's game goes on; the seats that did,
+    with why."""
+    failed: dict[int, str] = {}
+    answers: list[Decision | None] = []
+    for s, p in enumerate(policies):
+        if s == seat:
+            answers.append(None)
+            continue
+        try:
+            answer = as_decision(p.act(game, s))
+            game.intent_for(answer.action, s)  # the rules' own check of an action
+            if not (isinstance(answer.say, str) and isinstance(answer.notes, str)):
+                raise TypeError("its say and notes must be text")
+        except Exception as e:
+            failed[s] = _why(e)
+            answer = Decision(WAIT, scripted=True)
+        answers.append(answer)
     actions = [line.sentence if a is None else a.action for a in answers]
     says = [line.say if a is None else a.say for a in answers]
     notes = [line.notes if a is None else a.notes for a in answers]
     scripted = [a is not None and (is_scripted(p) or a.scripted)
                 for a, p in zip(answers, policies)]
     game.play_turn(actions, says=says, notes=notes, scripted=scripted)
+    return failed
+
+
+def reset_all(policies: list, seed: int) -> dict[int, str]:
+    """Reset each opponent's policy; one whose reset raises waits all game (a league's seat
+    whose reset fails falls back too): the seats that did, with why."""
+    broken: dict[int, str] = {}
+    for s, p in enumerate(policies):
+        if p is not None and callable(getattr(p, "reset", None)):
+            try:
+                p.reset(seed)
+            except Exception as e:
+                broken[s] = _why(e)
+                policies[s] = Waiting()
+    return broken
+
+
+class Waiting:
+    """Stands in for an opponent whose policy could not start: it waits every turn."""
+
+    scripted = True
+
+    def act(self, game: Game, seat: int) -> str:
+        return WAIT
+
+
+def _why(e: BaseException) -> str:
+    """An opponent's error in one short line (its text shown inert by :func:`show`)."""
+    text = " ".join(f"{type(e).__name__}: {e}".split())
+    return text if len(text) <= MAX_WHY else text[:MAX_WHY - 3] + "..."
+
+
+def failure_text(game: Game, seat: int, what: str, when: str = "whenever it fails") -> str:
+    """What the person is told, once, of an opponent whose policy fails."""
+    cog = game.aliases[seat]
+    return (f"Note: {cog}'s policy ({game.config.players[seat]}) {what}; {cog} waits {when}, "
+            "and the game goes on.")
+
+
+def show(text: str) -> None:
+    """Print ``text`` inert (:func:`play_text.inert`): what seats say and people type may hold
+    terminal escape sequences."""
+    print(inert(text), flush=True)
 
 
 def choose(game: Game, seat: int) -> Line | None:
@@ -277,7 +354,7 @@ def choose(game: Game, seat: int) -> Line | None:
     while True:
         reply = respond(game, seat, read_line())
         if reply.show:
-            print(reply.show, flush=True)
+            show(reply.show)
         if reply.quit:
             return None
         if reply.move is not None:
@@ -288,7 +365,7 @@ def read_line() -> str:
     """One line from the person; piped input is echoed, as a terminal would show it."""
     text = input(PROMPT)
     if not sys.stdin.isatty():
-        print(text, flush=True)
+        show(text)
     return text
 
 
@@ -319,10 +396,24 @@ def results_text(game: Game, why: str) -> str:
     return "\n".join(out)
 
 
+def check_replay_path(path: Path) -> None:
+    """``LeagueError`` when ``--replay`` cannot be written, said before the person plays."""
+    if "\0" in str(path):
+        raise LeagueError("--replay: a path cannot hold a NUL character")
+    if path.is_dir():
+        raise LeagueError(f"--replay {path} is a directory; give the replay's file name")
+    parent = path.parent
+    if not parent.is_dir():
+        raise LeagueError(f"--replay {path}: there is no folder {parent}")
+    if not os.access(parent, os.W_OK):
+        raise LeagueError(f"--replay {path}: the folder {parent} is not writable")
+
+
 def save_replay(game: Game, names: list[str], path: Path) -> None:
-    """Write the episode's replay payload (RULES §15.5) for ``guild view``."""
+    """Write the episode's replay payload (RULES §15.5) for ``guild view``, atomically: an
+    interruption leaves the old file or the whole replay."""
     try:
-        path.write_text(json.dumps(game.replay_payload(names)), encoding="utf-8")
+        write_atomic(path, json.dumps(game.replay_payload(names)))
     except OSError as e:
         raise LeagueError(f"cannot write {path} ({e.strerror or e})") from None
-    print(f"play: replay saved to {path} (watch it with: guild view {path})", flush=True)
+    show(f"play: replay saved to {path} (watch it with: guild view {path})")
