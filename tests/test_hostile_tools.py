@@ -190,6 +190,13 @@ def test_a_replay_holding_a_lone_surrogate_is_one_line(league12, tmp_path: Path,
     path.write_text(json.dumps(payload), encoding="utf-8")
     report_fails([str(out)], capsys, "e000003.json holds a lone surrogate")
     assert not (out / "report.html").exists()
+    # guild view says the same of the same replay, in one line, and leaves no part file
+    page = tmp_path / "one.html"
+    assert main(["view", str(path), "-o", str(page)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "e000003.json holds a lone surrogate" in err
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == []
 
 
 def test_a_folder_name_that_is_not_utf8(league12, tmp_path: Path) -> None:

@@ -571,3 +571,15 @@ def test_standard_town_is_what_the_guide_names() -> None:
     text = play_text.guide_text()
     dark = [r.name for r in STANDARD_TOWN.rooms if r.dark]
     assert f"only in the dark: {', '.join(dark)}" in text
+
+
+def test_ctrl_c_before_the_game_says_interrupted_and_nothing_of_leagues(monkeypatch,
+                                                                        capsys) -> None:
+    """Ctrl-C while the opponents load (before any turn) is exit 130 and one line; resuming is
+    a league's matter, not a game's."""
+    def interrupted(text: str) -> list[str]:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(terminal, "opponent_specs", interrupted)
+    assert main(["play", "--seed", "1"]) == 130
+    assert capsys.readouterr().err.strip() == "guild play: interrupted"

@@ -237,8 +237,9 @@ class _Stop:
     def report(self, command: str) -> int:
         """One line on stderr; the exit code (143 for SIGTERM, 130 for Ctrl-C)."""
         how = "terminated (SIGTERM)" if self.terminated else "interrupted"
-        print(f"guild {command}: {how}; finished episodes are kept, run the same command "
-              "again to resume", file=sys.stderr)
+        resume = ("; finished episodes are kept, run the same command again to resume"
+                  if command == "league" else "")
+        print(f"guild {command}: {how}{resume}", file=sys.stderr)
         return 128 + signal.SIGTERM if self.terminated else 130
 
 

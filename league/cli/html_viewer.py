@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else src.with_suffix(".html")
     world = _load_world(args.world) if args.world else None
     page = _page_of(src, load_replay(src), world)
-    _write(out, page)
+    _write(out, page, src)
     print(f"view: wrote {out}")
     return 0
 
@@ -82,7 +82,7 @@ def write_view(src: Path, out: Path) -> bool:
     if _stamp_of(out) == mark:
         return False
     page = _page_of(src, parse_replay(src, raw), None)
-    _write(out, page.replace("<!DOCTYPE html>\n", f"<!DOCTYPE html>\n{mark}\n", 1))
+    _write(out, page.replace("<!DOCTYPE html>\n", f"<!DOCTYPE html>\n{mark}\n", 1), src)
     return True
 
 
@@ -96,10 +96,13 @@ def _page_of(src: Path, payload: dict, world: World | None) -> str:
         raise LeagueError(f"{src}: {e}") from None
 
 
-def _write(out: Path, page: str) -> None:
+def _write(out: Path, page: str, src: Path) -> None:
     """Write atomically: an interrupted run leaves the old page or the new one, never half."""
     try:
         write_atomic(out, page, sync=False)
+    except UnicodeEncodeError:  # "\ud800" is JSON, but no text a page can hold
+        raise LeagueError(f"{src} holds a lone surrogate (\\ud800-\\udfff), not Unicode "
+                          "text; not a replay") from None
     except OSError as e:
         raise LeagueError(f"cannot write {out} ({e.strerror or e})") from None
 

@@ -68,7 +68,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Handler of ``guild report``; a bad folder raises ``LeagueError`` (one line, exit 2)."""
     done = build_report(args.dir, args.out)
-    print(f"report: {_shown(done.page)} ({done.episodes} episodes; viewer pages in "
+    episodes = f"{done.episodes} episode{'' if done.episodes == 1 else 's'}"
+    print(f"report: {_shown(done.page)} ({episodes}; viewer pages in "
           f"{_shown(done.views)}: {done.written} written, {done.episodes - done.written} "
           "already up to date)")
     return 0
@@ -411,11 +412,7 @@ def _write_page(league: League, target: Path, views: Path) -> int:
                                       frozenset(league.manifest["policies"])),
                              league.tally.episodes):
                 replay = league.root / REPLAYS / f"{ep.id}.json"
-                try:
-                    written += write_view(replay, views / f"{ep.id}.html")
-                except UnicodeEncodeError:  # "\ud800" is JSON, but no text a page can hold
-                    raise LeagueError(f"{replay} holds a lone surrogate (\\ud800-\\udfff), "
-                                      "not Unicode text; not a replay") from None
+                written += write_view(replay, views / f"{ep.id}.html")
                 f.write(report_html.episode_row(ep, (base / f"{ep.id}.html").as_posix()))
             f.write(report_html.episodes_tail())
             f.write(tail)
