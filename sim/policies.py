@@ -35,7 +35,9 @@ positional argument, named without parameters.  Everything else is built as befo
 with the spec's parameters: a class, or a factory (a function requiring no positional
 argument, or one given parameters).  Called with nothing, a function requiring an argument
 could never have built a policy, so no spec that built one before changes meaning.  A function
-requiring two or more (``def f(game, seat)``) is refused, naming the fix.  Names registered or
+requiring two or more (``def f(game, seat)``) is refused, naming the fix, as is one that the
+view alone cannot call (a required keyword-only argument) or whose call returns no sentence
+(``async def``, a generator): every turn of it would be a fault.  Names registered or
 declared by entry points are factories by declaration (``from_spec(spec, **params)``), never
 policy functions.  The class that plays a function (``sim.seat_view.FunctionPolicy``) builds
 the view from the action table, so this registry sits above ``sim.codec`` (pyproject's
@@ -193,16 +195,21 @@ class PolicyRegistry:
         if not callable(factory):
             raise ValueError(f"policy {spec!r} is neither a policy nor a class or factory")
         if not declared and not params:
-            if is_policy_function(factory):
-                return self._function_policy(factory, spec)
             misfit = _misfit(factory, spec)
             if misfit is not None:
                 raise ValueError(misfit)
+            if is_policy_function(factory):
+                return self._function_policy(factory, spec)
         try:
             policy = factory(**params)
         except TypeError as e:
-            hint = ("; a policy function (one argument: the seat's view) takes no parameters"
-                    if not declared and is_policy_function(factory) else "")
+            hint = ""
+            if not declared and is_policy_function(factory):
+                hint = "; a policy function (one argument: the seat's view) takes no parameters"
+            elif not declared and not isinstance(factory, type) and not inspect.isfunction(
+                    factory):  # a partial, a bound method, an object with __call__
+                hint = ("; a policy function is a plain function (def or lambda), not "
+                        f"{type(factory).__name__}")
             raise ValueError(f"policy {spec!r}: bad parameters {sorted(params)} ({e}){hint}"
                              ) from e
         if not self.is_policy(policy):
@@ -254,15 +261,31 @@ def is_policy_function(obj: object) -> bool:
 
 
 def _misfit(fn: Any, spec: object) -> str | None:
-    """Why a function requiring two or more positional arguments plays nowhere (None for
-    any other object): called with nothing it builds nothing, and it is no policy function."""
+    """Why a function requiring positional arguments plays nowhere (None for any other object,
+    and for a policy function that can play): called with nothing it builds nothing, and
+    called with the view alone it returns no sentence (two or more arguments, a required
+    keyword-only one, ``async def`` or ``yield``), so each of its turns would be a fault."""
     n = required_positional(fn)
-    if n is None or n < 2:
+    if n is None or n < 1:
         return None
-    names = ", ".join(p.name for p in inspect.signature(fn).parameters.values()
-                      if p.kind in _POSITIONAL and p.default is p.empty)
-    return (f"policy {spec!r} is a function of {n} arguments ({names}); a policy function "
-            f"takes one: the seat's view")
+    parameters = inspect.signature(fn).parameters.values()
+    if n >= 2:
+        names = ", ".join(p.name for p in parameters
+                          if p.kind in _POSITIONAL and p.default is p.empty)
+        return (f"policy {spec!r} is a function of {n} arguments ({names}); a policy "
+                "function takes one: the seat's view")
+    keywords = [p.name for p in parameters
+                if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is p.empty]
+    if keywords:
+        return (f"policy {spec!r} requires keyword-only arguments ({', '.join(keywords)}); a "
+                "policy function is called with the seat's view alone")
+    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        return (f"policy {spec!r} is an async function (async def): its call returns no "
+                "sentence; a policy function is a plain def")
+    if inspect.isgeneratorfunction(fn):
+        return (f"policy {spec!r} is a generator function: it returns a generator, not a "
+                "sentence; a policy function returns its sentence")
+    return None
 
 
 def import_object(spec: str) -> Any:

@@ -14,12 +14,15 @@ from specs, and a policy function among them needs its view without ``league`` o
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from .codec.action_table import canonical, legal_mask
 from .game import Game
 from .language.textview import render_observation
+from .rules.text import cut, one_line
+from .rules.world import MAX_SENTENCE_LEN
 
 TURN_FIELDS = ("turn", "seat", "turns", "aliases", "commissions")  # carried by every act
 VIEW_FIELDS = ("observation", "text", "legal", "admissible")       # carried when asked for
@@ -59,11 +62,13 @@ class FunctionPolicy:
     """A policy function (``sim.policies.is_policy_function``) as a policy.
 
     ``act(game, seat)`` calls the function with the seat's whole :func:`turn_view` and returns
-    what it returned, unchanged, so that whatever plays the seat judges a function's answer
-    exactly as it judges a class's: a sentence (or an ``Intent``) is played, anything else is
-    the caller's usual fault.  A seat that runs apart (``league.seat.host``) holds no game, only
-    the view it was sent: it calls :meth:`decide` with that.  Nothing of the function's is
-    reset between episodes (it has no ``reset``): a policy that remembers is a class.
+    what it returned, so that whatever plays the seat judges a function's answer exactly as it
+    judges a class's: a sentence (or an ``Intent``) is played, anything else is the caller's
+    usual fault.  A sentence is first made what a seat apart can send (:func:`plain_sentence`),
+    so that a function plays the same in-process and apart.  A seat that runs apart
+    (``league.seat.host``) holds no game, only the view it was sent: it calls :meth:`decide`
+    with that.  Nothing of the function's is reset between episodes (it has no ``reset``): a
+    policy that remembers is a class.
     """
 
     __slots__ = ("fn", "name")
@@ -81,4 +86,29 @@ class FunctionPolicy:
 
     def decide(self, seat_view: dict[str, Any]) -> Any:
         """The function's answer to a view built elsewhere (the seat protocol's request)."""
-        return self.fn(seat_view)
+        return plain_sentence(self.fn(seat_view))
+
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def plain_sentence(answer: Any) -> Any:
+    """A ``str`` answer as the plain text a seat apart sends, anything else unchanged.
+
+    A ``str`` subclass loses its methods (the game calls ``strip`` and friends on a sentence,
+    and a ``ParsedSentence`` would hand over an intent the parser never gave); a text longer
+    than a sentence is what the game keeps of it (a 10 MB answer fits no protocol line); a
+    lone surrogate, which no UTF-8 line carries, becomes U+FFFD.  An object that only claims
+    to be a ``str`` (through ``__class__``) raises ``TypeError``: a fault, not a crash.
+    """
+    if type(answer) is not str:
+        if not isinstance(answer, str):
+            return answer
+        if not issubclass(type(answer), str):
+            raise TypeError(f"returned {type(answer).__name__}, which poses as a str")
+        answer = str.__str__(answer)
+    if len(answer) > MAX_SENTENCE_LEN:
+        answer = cut(one_line(answer), MAX_SENTENCE_LEN)
+    if not answer.isascii():
+        answer = _SURROGATES.sub("\ufffd", answer)
+    return answer

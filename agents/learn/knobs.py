@@ -31,19 +31,26 @@ class Knob:
         return f"a number in {'(' if self.open_low else '['}{self.low:g}, {self.high:g}]"
 
     def check(self, value: Any) -> int | float:
-        """``value`` as the knob's kind, or ValueError ("must be <span>; got <value>")."""
+        """``value`` as the knob's kind, or ValueError ("must be <span>; got <value>"); -0.0 is
+        0.0 (a summary or a resume message would show it as ``-0``)."""
         if self.accepts(value):
-            return self.kind(value)
+            return self.kind(value) + 0
         raise ValueError(f"must be {self.span()}; got {value!r:.40}")
 
     def accepts(self, value: Any) -> bool:
         """Of the kind (a bool is not a number), finite and in range (compared exactly: a seed
-        near 2**63 must not round into range)."""
+        near 2**63 must not round into range; a number must be a float, which a whole number
+        of 400 digits, as TOML writes it, is not)."""
         if isinstance(value, bool) or not isinstance(value, int if self.kind is int
                                                      else (int, float)):
             return False
-        if isinstance(value, float) and not math.isfinite(value):
-            return False
+        if self.kind is float:
+            try:
+                value = float(value)
+            except OverflowError:
+                return False
+            if not math.isfinite(value):
+                return False
         above = value > self.low if self.open_low else value >= self.low
         return above and (self.high is None or value <= self.high)
 
@@ -55,4 +62,4 @@ class Knob:
             value = None
         if not self.accepts(value):
             raise ValueError(f"must be {self.span()}; got {text!r:.40}")
-        return self.kind(value)
+        return self.kind(value) + 0

@@ -88,7 +88,7 @@ def _device(value: Any) -> str:
 
 
 def _folder(value: Any) -> str:
-    if not isinstance(value, str) or not value:
+    if not isinstance(value, str) or not value or "\0" in value:  # no path holds a NUL
         raise ValueError(f"must be a folder's path; got {value!r:.40}")
     return value
 
@@ -152,7 +152,7 @@ PPO_NAMES = frozenset(PPOConfig.names())
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options, shared by the example script and ``guild train``."""
     _add(p, RUN_OPTIONS, TrainOptions())
-    p.add_argument("--config", metavar="FILE.toml",
+    p.add_argument("--config", metavar="FILE.toml", action=_Once,
                    help="options from a TOML file, keys named as the flags without dashes "
                    "(lr = 1e-3, ent-coef = 0.01, hidden = [256, 256]); flags override it")
     p.add_argument("--resume", action="store_true",
@@ -175,6 +175,18 @@ def _add(group: Any, options: tuple[Option, ...], defaults: object) -> None:
         else:
             group.add_argument(*flags, dest=o.name, type=_flag(o.parse), default=None,
                                metavar=o.metavar, help=help)
+
+
+class _Once(argparse.Action):
+    """An option given at most once: a second ``--config`` would silently drop the first
+    file's keys, which no reader of the command line expects."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        if getattr(namespace, self.dest, None) is not None:
+            parser.error(f"argument {option_string}: given twice; give one file (flags "
+                         "override its keys)")
+        setattr(namespace, self.dest, values)
 
 
 def _flag(parse: Read) -> Read:
@@ -268,6 +280,8 @@ def _read_bounded(path: str) -> bytes:
             raise TrainingError(f"--config {path!r} is not a regular file")
         with os.fdopen(fd, "rb", closefd=False) as f:
             data = f.read(MAX_CONFIG_BYTES + 1)
+    except OSError as e:  # a regular file that fails to read (/proc/self/mem, a bad disk)
+        raise TrainingError(f"--config {path!r}: cannot read it ({e.strerror})") from None
     finally:
         os.close(fd)
     if len(data) > MAX_CONFIG_BYTES:

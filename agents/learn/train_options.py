@@ -77,6 +77,8 @@ class TrainOptions:
                 knob.check(getattr(self, name))
             except ValueError as e:
                 raise TrainingError(f"{name} {e}") from None
+        if "\0" in str(self.out):  # a path that no system call takes (a config file's string)
+            raise TrainingError(f"out must be a folder's path; got {self.out!r:.40}")
         if self.device not in DEVICES:
             raise TrainingError(f"device must be one of {', '.join(DEVICES)}; got "
                                 f"{self.device!r}")

@@ -156,7 +156,14 @@ def plays(fallback: str) -> str:
 
 
 def describe(e: BaseException) -> str:
-    msg = str(e)
+    """``Type: message``; a message that cannot be shown (its ``__str__`` raises) is left out,
+    so that describing a policy's exception never raises in the league's process."""
+    try:
+        msg = str.__str__(str(e))  # a str subclass's own methods are the policy's code
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        msg = "(its message cannot be shown)"
     return f"{type(e).__name__}: {msg}" if msg else type(e).__name__
 
 
@@ -198,7 +205,7 @@ def where(e: BaseException, policy: object = None) -> str | None:
 
 
 def _package(module: object) -> str:
-    return module.split(".")[0] if isinstance(module, str) else ""
+    return module.split(".")[0] if type(module) is str else ""
 
 
 def _shown_path(filename: str, module: object) -> str:
@@ -206,15 +213,16 @@ def _shown_path(filename: str, module: object) -> str:
     parts = PurePath(filename).parts
     if not parts:
         return filename
-    if not isinstance(module, str) or module == "__main__" or not module:
+    if type(module) is not str or module == "__main__" or not module:
         return parts[-1]
     n = module.count(".") + 1 + (parts[-1] == "__init__.py")
     return "/".join(parts[-n:])
 
 
 def check(e: BaseException, policy: object = None) -> str:
-    """Describe a policy's exception (:func:`explain`); re-raise what is no policy's fault
-    (e.g. Ctrl-C)."""
-    if not isinstance(e, (Exception, SystemExit)):
+    """Describe a policy's exception (:func:`explain`); re-raise Ctrl-C (``KeyboardInterrupt``),
+    the one that may be no policy's doing.  Any other ``BaseException`` (``SystemExit``,
+    ``GeneratorExit``, a class of the policy's own) is its fault: it must not stop the league."""
+    if isinstance(e, KeyboardInterrupt):
         raise e
     return explain(e, policy)

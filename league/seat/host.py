@@ -28,7 +28,7 @@ from sim import Intent
 from sim.language.phrasing import canonical_sentence
 from sim.language.textview import render_observation
 from sim.rules.world import STANDARD_TOWN
-from sim.seat_view import TURN_FIELDS, FunctionPolicy
+from sim.seat_view import TURN_FIELDS, FunctionPolicy, plain_sentence
 
 
 class SeatGame:
@@ -119,7 +119,10 @@ def answer(policy: Any, request: dict, view: SeatGame) -> dict:
 
 
 def as_answer(got: Any, view: SeatGame) -> dict:
-    """What a policy returned as a protocol answer: ``garbage`` when it is no decision."""
+    """What a policy returned as a protocol answer: ``garbage`` when it is no decision.  Types
+    are read with ``type``, not ``isinstance`` (which an object's ``__class__`` can fool into an
+    answer no line can carry); a sentence is sent as :func:`sim.seat_view.plain_sentence` makes
+    it (10 MB or a lone surrogate would be no line either)."""
     decision = got if isinstance(got, Decision) else Decision(got)
     action = decision.action
     if isinstance(action, Intent):
@@ -127,11 +130,23 @@ def as_answer(got: Any, view: SeatGame) -> dict:
             action = canonical_sentence(action, view.world, view.aliases)
         except Exception as e:  # an Intent naming what does not exist
             return {"garbage": f"returned an Intent the rules refuse ({type(e).__name__}: {e})"}
-    if not isinstance(action, str):
+    if not issubclass(type(action), str):
         return {"garbage": f"returned {type(action).__name__}, not a sentence or an Intent"}
-    if not (isinstance(decision.say, str) and isinstance(decision.notes, str)):
+    if not (issubclass(type(decision.say), str) and issubclass(type(decision.notes), str)):
         return {"garbage": "returned a Decision whose say or notes is not a str"}
-    return {"action": action, "say": decision.say, "notes": decision.notes}
+    return {"action": plain_sentence(action), "say": decision.say, "notes": decision.notes}
+
+
+def _said(e: BaseException) -> str:
+    """``Type: message`` (``Type`` alone without one), as the league describes an exception
+    raised in its own process; a message whose ``__str__`` raises is not shown."""
+    try:
+        msg = str.__str__(str(e))
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        msg = "(its message cannot be shown)"
+    return f"{type(e).__name__}: {msg}" if msg else type(e).__name__
 
 
 def _where(e: BaseException, spec: str) -> str:
@@ -185,8 +200,10 @@ def serve(spec: str, requests: Any, replies: Any) -> None:
                 reply = {"error": "act before reset"}
             else:
                 reply = answer(policy, request, SeatGame(request, speech, fetch, used))
-        except Exception as e:  # the policy's own failure: a fault of this seat
-            reply = {"error": f"{f'{type(e).__name__}: {e}'[:160]}{_where(e, spec)}"[:300]}
+        except KeyboardInterrupt:  # Ctrl-C reaches the seats too: this process stops
+            raise
+        except BaseException as e:  # the policy's own failure, sys.exit too: this seat's fault
+            reply = {"error": f"{_said(e)[:160]}{_where(e, spec)}"[:300]}
         write(reply)
 
 
