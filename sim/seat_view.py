@@ -14,14 +14,13 @@ from specs, and a policy function among them needs its view without ``league`` o
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from .codec.action_table import canonical, legal_mask
 from .game import Game
 from .language.textview import render_observation
-from .rules.text import cut, one_line
+from .rules.text import cut, no_surrogates, one_line
 from .rules.world import MAX_SENTENCE_LEN
 
 TURN_FIELDS = ("turn", "seat", "turns", "aliases", "commissions")  # carried by every act
@@ -89,9 +88,6 @@ class FunctionPolicy:
         return plain_sentence(self.fn(seat_view))
 
 
-_SURROGATES = re.compile("[\ud800-\udfff]")
-
-
 def plain_sentence(answer: Any) -> Any:
     """A ``str`` answer as the plain text a seat apart sends, anything else unchanged.
 
@@ -110,5 +106,5 @@ def plain_sentence(answer: Any) -> Any:
     if len(answer) > MAX_SENTENCE_LEN:
         answer = cut(one_line(answer), MAX_SENTENCE_LEN)
     if not answer.isascii():
-        answer = _SURROGATES.sub("\ufffd", answer)
+        answer = no_surrogates(answer)
     return answer

@@ -626,9 +626,8 @@ def test_a_name_that_stops_naming_a_policy_is_never_credited(hv: Any,
     assert "could not be built" in second["faultNotes"][0]
 
 
-@pytest.mark.xfail(strict=True, reason="league/cli/evaluate.py catches Exception only: a "
-                   "policy's sys.exit(0) ends guild evaluate with status 0 and no figures")
 def test_guild_evaluate_says_a_policy_exited(hv: Any, capsys) -> None:
+    """A policy's sys.exit(0) once ended guild evaluate with status 0 and no figures."""
     try:
         code: Any = main(["evaluate", f"{H}exits", "--seeds", "0..1", "--turns", str(TURNS)])
     except SystemExit as e:  # what the command's process would end with
@@ -636,10 +635,10 @@ def test_guild_evaluate_says_a_policy_exited(hv: Any, capsys) -> None:
     assert code == 2 and "SystemExit" in one_error_line(capsys.readouterr().err)
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason="league/seat/protocol.encode_line "
-                   "(orjson) cannot encode a lone surrogate that an exec: program said: the "
-                   "next act request to a seat apart raises in the league's process")
 def test_an_exec_program_saying_a_lone_surrogate_cannot_stop_the_league(tmp_path: Path) -> None:
+    """A lone surrogate said by a program (a JSON escape) once reached the next act request,
+    which orjson could not encode, in the league's process: the game's door (``one_line``)
+    now turns it into U+FFFD."""
     program = tmp_path / "sayer.py"
     program.write_text(textwrap.dedent('''\
         import json, sys
@@ -658,6 +657,9 @@ def test_an_exec_program_saying_a_lone_surrogate_cannot_stop_the_league(tmp_path
     finally:
         close_all()
     assert code == 0
+    said = [e.get("say") for path in (tmp_path / "out" / "replays").glob("*.json")
+            for e in json.loads(path.read_text(encoding="utf-8"))["events"]]
+    assert "hi \ufffd" in said
 
 
 # --- guild train --config --------------------------------------------------------------------

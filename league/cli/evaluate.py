@@ -70,8 +70,10 @@ def run(args: argparse.Namespace) -> int:
                           turns=args.turns)
     except EvaluationError as e:
         return _error(str(e))
-    except Exception as e:  # noqa: BLE001 - a policy's own code failed: say where, in one line
-        return _error(policy_failure(e))
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # noqa: BLE001 - a policy's own code failed (even sys.exit):
+        return _error(policy_failure(e))  # say where, in one line
     print(report(result))
     if args.json is not None:
         try:
