@@ -192,10 +192,15 @@ def test_jump_images_equal_the_stepwise_jump() -> None:
 
 
 def test_one_line_shortcut_equals_the_full_flattening() -> None:
+    """The shortcut equals flattening then stripping, for every seventh code point; a lone
+    surrogate (no UTF-8 text holds one) becomes U+FFFD first (sim/rules/text.py)."""
     for code in range(0, sys.maxunicode + 1, 7):
         ch = chr(code)
-        for text in (ch, f" a{ch}b ", f"{ch}\n"):
-            assert one_line(text) == text.translate(_FLATTEN).strip(UNICODE_WS)
+        shown = "\ufffd" if 0xD800 <= code <= 0xDFFF else ch
+        for text, want in ((ch, shown), (f" a{ch}b ", f" a{shown}b "), (f"{ch}\n", f"{shown}\n")):
+            got = one_line(text)
+            # compared as escapes: a report holding a lone surrogate cannot cross to xdist
+            assert ascii(got) == ascii(want.translate(_FLATTEN).strip(UNICODE_WS))
 
 
 def test_ascii_normalise_equals_the_per_rune_map() -> None:
