@@ -50,3 +50,28 @@ def copy_league(src: Path, tmp_path: Path) -> Path:
     dst = tmp_path / "copy"
     shutil.copytree(src, dst)
     return dst
+
+
+def rename(out: Path, old: str, new: str, replays: bool = True) -> None:
+    """Rename a policy in a league's league.json, ladder.json, results.jsonl and (``replays``)
+    every replay, as a hand or a hostile publisher could."""
+    def swap(names: list[str]) -> list[str]:
+        return [new if n == old else n for n in names]
+
+    manifest = json.loads((out / "league.json").read_text(encoding="utf-8"))
+    manifest["policies"] = swap(manifest["policies"])
+    (out / "league.json").write_text(json.dumps(manifest), encoding="utf-8")
+    ladder = json.loads((out / "ladder.json").read_text(encoding="utf-8"))
+    for e in ladder["policies"]:
+        e["policy"] = swap([e["policy"]])[0]
+    (out / "ladder.json").write_text(json.dumps(ladder), encoding="utf-8")
+    lines = []
+    for r in rows(out):
+        r["lineup"], r["names"] = swap(r["lineup"]), swap(r["names"])
+        lines.append(json.dumps(r) + "\n")
+    (out / "results.jsonl").write_text("".join(lines), encoding="utf-8")
+    for path in (out / "replays").glob("*.json") if replays else ():
+        payload = json.loads(path.read_text(encoding="utf-8"))
+        payload["policyNames"] = swap(payload["policyNames"])
+        payload["results"]["names"] = swap(payload["results"]["names"])
+        path.write_text(json.dumps(payload), encoding="utf-8")

@@ -42,3 +42,11 @@ def turn(game: Game, **acts) -> list[dict]:
     for key, action in acts.items():
         actions[int(key[1:])] = action
     return game.play_turn(actions)
+
+
+def fork(game: Game) -> Game:
+    """A copy of ``game`` to change freely (the town is shared; it never changes)."""
+    copied = copy.copy(game)
+    copied.state = copy.deepcopy(game.state, {id(game.world): game.world})
+    copied.events = []
+    return copied

@@ -14,7 +14,6 @@ compact turn shows nothing of another seat's purse, pack or commissions.
 
 from __future__ import annotations
 
-import copy
 import html
 import io
 import json
@@ -32,7 +31,8 @@ import pytest
 from conftest import needs, needs_module
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from leagues import F, one_error_line, rows
+from leagues import F, one_error_line, rename, rows
+from scenario import fork
 
 from agents import make_policy
 from agents.baselines.rules import WAIT
@@ -68,29 +68,6 @@ def report_fails(args: list[str], capsys: pytest.CaptureFixture, words: str) -> 
     return line
 
 
-def rename_everywhere(out: Path, old: str, new: str, replays: bool = True) -> None:
-    """Rename a policy in league.json, ladder.json, results.jsonl and (``replays``) every
-    replay."""
-    def swap(names: list[str]) -> list[str]:
-        return [new if n == old else n for n in names]
-
-    manifest = json.loads((out / "league.json").read_text(encoding="utf-8"))
-    manifest["policies"] = swap(manifest["policies"])
-    (out / "league.json").write_text(json.dumps(manifest), encoding="utf-8")
-    ladder = json.loads((out / "ladder.json").read_text(encoding="utf-8"))
-    for e in ladder["policies"]:
-        e["policy"] = swap([e["policy"]])[0]
-    (out / "ladder.json").write_text(json.dumps(ladder), encoding="utf-8")
-    lines = []
-    for r in rows(out):
-        r["lineup"], r["names"] = swap(r["lineup"]), swap(r["names"])
-        lines.append(json.dumps(r) + "\n")
-    (out / "results.jsonl").write_text("".join(lines), encoding="utf-8")
-    for path in (out / "replays").glob("*.json") if replays else ():
-        payload = json.loads(path.read_text(encoding="utf-8"))
-        payload["policyNames"] = swap(payload["policyNames"])
-        payload["results"]["names"] = swap(payload["results"]["names"])
-        path.write_text(json.dumps(payload), encoding="utf-8")
 
 
 # --- report: --out ---------------------------------------------------------------------------
@@ -172,7 +149,7 @@ def test_a_name_with_controls_and_overrides_is_shown_as_escapes(league12, tmp_pa
     """A right-to-left override in a name reversed the scores after it in the episodes
     table; a lone surrogate ended the run in a traceback."""
     out = league_copy(league12, tmp_path)
-    rename_everywhere(out, "random", NASTY, replays=False)  # the viewer's pages: below
+    rename(out, "random", NASTY, replays=False)  # the viewer's pages: below
     assert main(["report", str(out)]) == 0
     page = (out / "report.html").read_bytes().decode("utf-8")  # strict: valid UTF-8
     assert not any(c in page for c in RAW)
@@ -236,7 +213,7 @@ def test_a_line_seating_a_policy_the_league_does_not_list_is_refused(league12, t
 def test_a_policy_name_longer_than_any_spec_is_refused(league12, tmp_path: Path,
                                                       capsys) -> None:
     out = league_copy(league12, tmp_path)
-    rename_everywhere(out, "random", "r" * (report.MAX_NAME_CHARS + 1))
+    rename(out, "random", "r" * (report.MAX_NAME_CHARS + 1))
     report_fails([str(out)], capsys, f"names a policy of {report.MAX_NAME_CHARS + 1:,} "
                  "characters")
 
@@ -622,11 +599,6 @@ def reached(seed: int, played: int) -> Game:
     return game
 
 
-def fork(game: Game) -> Game:
-    copied = copy.copy(game)
-    copied.state = copy.deepcopy(game.state, {id(game.world): game.world})
-    copied.events = []
-    return copied
 
 
 def hide(game: Game, other: int, what: str) -> None:

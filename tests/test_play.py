@@ -7,7 +7,6 @@ verdict on a typed sentence is the environments' mask, and no typed line makes i
 
 from __future__ import annotations
 
-import copy
 import io
 import json
 import re
@@ -21,6 +20,7 @@ import pytest
 from conftest import needs_module
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scenario import fork
 
 from agents import is_scripted, make_policy
 from league.cli import play_text, terminal
@@ -133,12 +133,6 @@ def replay_by_hand(seed: int, turns: int, seat: int, opponents: list[str],
     return game, shown
 
 
-def fork(game: Game) -> Game:
-    """A copy of ``game`` to change freely (the town is shared; it never changes)."""
-    copied = copy.copy(game)
-    copied.state = copy.deepcopy(game.state, {id(game.world): game.world})
-    copied.events = []
-    return copied
 
 
 def alone(game: Game, seat: int, sentence: str) -> str:

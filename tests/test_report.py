@@ -19,7 +19,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 from conftest import needs, needs_module
-from leagues import F, league_args, one_error_line, rows
+from leagues import F, league_args, one_error_line, rename, rows
 
 from league.cli import report
 from league.cli.guild import MEASURES, main
@@ -51,27 +51,6 @@ def evil_league(league12, tmp_path_factory) -> Path:
     return out
 
 
-def rename(out: Path, old: str, new: str) -> None:
-    def swap(names: list[str]) -> list[str]:
-        return [new if n == old else n for n in names]
-
-    manifest = json.loads((out / "league.json").read_text(encoding="utf-8"))
-    manifest["policies"] = swap(manifest["policies"])
-    (out / "league.json").write_text(json.dumps(manifest), encoding="utf-8")
-    ladder = json.loads((out / "ladder.json").read_text(encoding="utf-8"))
-    for e in ladder["policies"]:
-        e["policy"] = swap([e["policy"]])[0]
-    (out / "ladder.json").write_text(json.dumps(ladder), encoding="utf-8")
-    lines = []
-    for r in rows(out):
-        r["lineup"], r["names"] = swap(r["lineup"]), swap(r["names"])
-        lines.append(json.dumps(r) + "\n")
-    (out / "results.jsonl").write_text("".join(lines), encoding="utf-8")
-    for path in (out / "replays").glob("*.json"):
-        payload = json.loads(path.read_text(encoding="utf-8"))
-        payload["policyNames"] = swap(payload["policyNames"])
-        payload["results"]["names"] = swap(payload["results"]["names"])
-        path.write_text(json.dumps(payload), encoding="utf-8")
 
 
 class Tables(HTMLParser):
