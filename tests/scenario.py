@@ -50,3 +50,22 @@ def fork(game: Game) -> Game:
     copied.state = copy.deepcopy(game.state, {id(game.world): game.world})
     copied.events = []
     return copied
+
+
+def played_game(seed: int, played: int, turns: int, thievery: bool) -> Game:
+    """A game after ``played`` turns of factor and magpie seats (drawn per seat) playing their
+    own sentence or, six times in ten, a random legal one (seeded): packs, meetings, offers
+    and bonds happen, so every group of legal moves shows up somewhere."""
+    import random
+
+    from agents import make_policy
+    from league.cli import play_text
+
+    game = Game(GameConfig(seed=seed, turns=turns, thievery=thievery))
+    rng = random.Random(seed)
+    policies = [make_policy(rng.choice(("factor", "magpie"))) for _ in range(len(game.aliases))]
+    for _ in range(played):
+        game.play_turn([rng.choice(play_text.legal_moves(game, s)).sentence
+                        if rng.random() < 0.6 else p.act(game, s)
+                        for s, p in enumerate(policies)])
+    return game

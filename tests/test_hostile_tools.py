@@ -32,7 +32,7 @@ from conftest import needs, needs_module
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from leagues import F, one_error_line, rename, rows
-from scenario import fork
+from scenario import fork, played_game
 
 from agents import make_policy
 from agents.baselines.rules import WAIT
@@ -589,14 +589,7 @@ def test_ctrl_c_at_the_prompt_prints_the_results_and_exits_130(tmp_path: Path) -
 
 # --- play: nothing hidden shows ---------------------------------------------------------------
 def reached(seed: int, played: int) -> Game:
-    game = Game(GameConfig(seed=seed, turns=16, thievery=seed % 3 != 0))
-    rng = random.Random(seed)
-    policies = [make_policy(rng.choice(("factor", "magpie"))) for _ in range(SEATS)]
-    for _ in range(played):
-        game.play_turn([rng.choice(play_text.legal_moves(game, s)).sentence
-                        if rng.random() < 0.6 else p.act(game, s)
-                        for s, p in enumerate(policies)])
-    return game
+    return played_game(seed, played, 16, seed % 3 != 0)
 
 
 

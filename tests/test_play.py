@@ -20,7 +20,7 @@ import pytest
 from conftest import needs_module
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scenario import fork
+from scenario import fork, played_game
 
 from agents import is_scripted, make_policy
 from league.cli import play_text, terminal
@@ -144,18 +144,9 @@ def alone(game: Game, seat: int, sentence: str) -> str:
 
 @cache
 def reached(seed: int, played: int) -> Game:
-    """A game after ``played`` turns of baselines and random legal sentences (seeded): packs,
-    meetings, offers and bonds happen, so every group of moves shows up somewhere."""
-    import random
-
-    game = Game(GameConfig(seed=seed, turns=MAX_TURNS_PLAYED + 1, thievery=seed % 4 != 0))
-    rng = random.Random(seed)
-    policies = [make_policy(rng.choice(("factor", "magpie"))) for _ in range(SEATS)]
-    for _ in range(played):
-        game.play_turn([rng.choice(play_text.legal_moves(game, s)).sentence
-                        if rng.random() < 0.6 else p.act(game, s)
-                        for s, p in enumerate(policies)])
-    return game
+    """A game after ``played`` turns of baselines and random legal sentences (seeded), shared
+    by the tests that read it (each changes a fork)."""
+    return played_game(seed, played, MAX_TURNS_PLAYED + 1, seed % 4 != 0)
 
 
 MAX_TURNS_PLAYED = 13

@@ -5,6 +5,7 @@ headless Chromium shows the ladder, the drawn chart and links that open."""
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import os
@@ -12,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from collections import defaultdict
+from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -413,72 +415,71 @@ def _watch(page: Any, errors: list[str]) -> None:
     page.on("requestfailed", lambda r: errors.append(f"request {r.url}"))
 
 
-def test_the_report_in_headless_chromium(league: Path, tmp_path: Path) -> None:
+@contextlib.contextmanager
+def _opened(page_file: Path) -> Iterator[tuple[Any, list[str]]]:
+    """``page_file`` in headless Chromium at 1400 x 1000: the page and the errors it reports
+    (console errors, page errors, failed requests)."""
     sync_api = needs_module("playwright.sync_api", "playwright")
-    ladder = json.loads((league / "ladder.json").read_text(encoding="utf-8"))
-    results = rows(league)
     with sync_api.sync_playwright() as pw:
         browser = _browser(pw)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             errors: list[str] = []
             _watch(page, errors)
-            page.goto((league / "report.html").as_uri())
-            # a ladder row per policy, with its interval
-            assert page.locator("#ladder-table tbody tr").count() == len(ladder["policies"])
-            for e in ladder["policies"]:
-                row = page.locator(f'#ladder-table tr[data-policy="{e["policy"]}"]')
-                lo, hi = e["ci95"]
-                assert row.locator("td.ci").inner_text() == f"[{signed(lo)}, {signed(hi)}]"
-                assert row.locator("td.mean").inner_text() == signed(e["meanScore"])
-            # head to head: a cell per ordered pair, a figure off the diagonal
-            k = len(ladder["policies"])
-            assert page.locator("#h2h-table tbody td").count() == k * k
-            assert page.locator("#h2h-table tbody td[data-mean]").count() == k * (k - 1)
-            # the chart: drawn shapes of non-zero size, a row per policy
-            assert page.locator("#chart g.dist").count() == k
-            boxes = page.eval_on_selector_all(
-                "#chart rect", "els => els.map(e => { const b = e.getBoundingClientRect(); "
-                "return [e.getAttribute('class'), b.width, b.height]; })")
-            assert {c for c, _, _ in boxes} == {"bar", "mean", "ci"}
-            assert all(w > 0 and h > 0 for _, w, h in boxes), boxes
-            assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
-            shot = tmp_path / "report.png"
-            page.screenshot(path=str(shot), full_page=True)
-            assert shot.stat().st_size > 20_000
-            # every replay link resolves to a file and opens a viewer page
-            links = page.eval_on_selector_all("#episodes-table a", "els => els.map(e => e.href)")
-            assert len(links) == len(results)
-            for url in links:
-                assert Path(unquote(urlparse(url).path)).is_file(), url
-            page.click("#episodes-table a >> nth=0")
-            page.wait_for_selector("body[data-loaded=true]", timeout=10_000)
-            assert page.url == links[0]
-            for url in links[1:]:
-                page.goto(url)
-                page.wait_for_selector("body[data-loaded=true]", timeout=10_000)
-            assert errors == []
+            page.goto(page_file.as_uri())
+            yield page, errors
         finally:
             browser.close()
+
+
+def test_the_report_in_headless_chromium(league: Path, tmp_path: Path) -> None:
+    ladder = json.loads((league / "ladder.json").read_text(encoding="utf-8"))
+    results = rows(league)
+    with _opened(league / "report.html") as (page, errors):
+        # a ladder row per policy, with its interval
+        assert page.locator("#ladder-table tbody tr").count() == len(ladder["policies"])
+        for e in ladder["policies"]:
+            row = page.locator(f'#ladder-table tr[data-policy="{e["policy"]}"]')
+            lo, hi = e["ci95"]
+            assert row.locator("td.ci").inner_text() == f"[{signed(lo)}, {signed(hi)}]"
+            assert row.locator("td.mean").inner_text() == signed(e["meanScore"])
+        # head to head: a cell per ordered pair, a figure off the diagonal
+        k = len(ladder["policies"])
+        assert page.locator("#h2h-table tbody td").count() == k * k
+        assert page.locator("#h2h-table tbody td[data-mean]").count() == k * (k - 1)
+        # the chart: drawn shapes of non-zero size, a row per policy
+        assert page.locator("#chart g.dist").count() == k
+        boxes = page.eval_on_selector_all(
+            "#chart rect", "els => els.map(e => { const b = e.getBoundingClientRect(); "
+            "return [e.getAttribute('class'), b.width, b.height]; })")
+        assert {c for c, _, _ in boxes} == {"bar", "mean", "ci"}
+        assert all(w > 0 and h > 0 for _, w, h in boxes), boxes
+        assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+        shot = tmp_path / "report.png"
+        page.screenshot(path=str(shot), full_page=True)
+        assert shot.stat().st_size > 20_000
+        # every replay link resolves to a file and opens a viewer page
+        links = page.eval_on_selector_all("#episodes-table a", "els => els.map(e => e.href)")
+        assert len(links) == len(results)
+        for url in links:
+            assert Path(unquote(urlparse(url).path)).is_file(), url
+        page.click("#episodes-table a >> nth=0")
+        page.wait_for_selector("body[data-loaded=true]", timeout=10_000)
+        assert page.url == links[0]
+        for url in links[1:]:
+            page.goto(url)
+            page.wait_for_selector("body[data-loaded=true]", timeout=10_000)
+        assert errors == []
 
 
 def test_a_name_full_of_html_does_not_run_in_chromium(evil_league: Path) -> None:
-    sync_api = needs_module("playwright.sync_api", "playwright")
-    with sync_api.sync_playwright() as pw:
-        browser = _browser(pw)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            errors: list[str] = []
-            _watch(page, errors)
-            page.goto((evil_league / "report.html").as_uri())
-            names = page.eval_on_selector_all("#ladder-table td.policy",
-                                              "els => els.map(e => e.textContent)")
-            assert EVIL in names
-            assert page.evaluate("window.pwned") is None
-            assert page.locator("img, script").count() == 0
-            page.click("#episodes-table a >> nth=0")
-            page.wait_for_selector("body[data-loaded=true]", timeout=10_000)
-            assert page.evaluate("window.pwned") is None
-            assert errors == []
-        finally:
-            browser.close()
+    with _opened(evil_league / "report.html") as (page, errors):
+        names = page.eval_on_selector_all("#ladder-table td.policy",
+                                          "els => els.map(e => e.textContent)")
+        assert EVIL in names
+        assert page.evaluate("window.pwned") is None
+        assert page.locator("img, script").count() == 0
+        page.click("#episodes-table a >> nth=0")
+        page.wait_for_selector("body[data-loaded=true]", timeout=10_000)
+        assert page.evaluate("window.pwned") is None
+        assert errors == []
