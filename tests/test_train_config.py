@@ -43,11 +43,11 @@ TINY = ["--envs", str(ENVS), "--eval-episodes", "2", "--quiet", "--no-plot"]
 # Every hyperparameter away from its default, as flags and as the summary records them.
 CHANGED = {"lr": 1e-3, "ent_coef": 0.05, "clip": 0.1, "gamma": 0.99, "gae_lambda": 0.9,
            "epochs": 2, "minibatch": 64, "episodes": 2, "vf_coef": 0.25, "max_grad_norm": 1.0,
-           "hidden": [32, 16], "shared": False, "snapshot_every": 3}
+           "hidden": [32, 16], "shared": False, "snapshot_every": 3, "anneal_steps": 5000}
 CHANGED_FLAGS = ["--lr", "0.001", "--ent-coef", "0.05", "--clip", "0.1", "--gamma", "0.99",
                  "--gae-lambda", "0.9", "--epochs", "2", "--minibatch", "64", "--episodes", "2",
                  "--vf-coef", "0.25", "--max-grad-norm", "1", "--hidden", "32,16",
-                 "--no-shared", "--snapshot-every", "3"]
+                 "--no-shared", "--snapshot-every", "3", "--anneal-steps", "5000"]
 
 
 def guild_train(argv: list[str]) -> tuple[int, str]:
@@ -90,7 +90,10 @@ def test_every_hyperparameter_is_a_flag_with_its_default_in_help() -> None:
                           ("--minibatch N", "4096"), ("--episodes N", "1"),
                           ("--vf-coef C", "0.5"), ("--max-grad-norm N", "0.5"),
                           ("--hidden W,W", "128,128"), ("--shared, --no-shared", "true"),
-                          ("--snapshot-every N", "25"), ("--config FILE.toml", "")):
+                          ("--snapshot-every N", "25"), ("--anneal-steps N", "0"),
+                          ("--against P1,P2,...", "factor,magpie"), ("--league, --no-league",
+                                                                     "false"),
+                          ("--config FILE.toml", "")):
         assert flag in text, flag
         assert not default or f"(default {default})" in text.rsplit(flag, 1)[1][:200], flag
 

@@ -33,7 +33,11 @@ from sim.rules.scoring import score
 from sim.rules.setup import seed_in_range
 from sim.rules.world import MAX_TURNS, MIN_TURNS, SEATS, STANDARD_TOWN, World
 
-DEFAULT_SEEDS = range(100_000, 100_500)  # held out: training draws its seeds below 2**31 at random
+# Game seeds are split in two: evaluations use the reserved range, training draws its towns from
+# the rest (agents.learn.ppo_arena), so an evaluation never meets a town the policy trained in.
+RESERVED_SEEDS = range(0, 2 ** 32)
+TRAINING_SEEDS = range(2 ** 32, 2 ** 48)  # large seeds give exact towns (docs/rules.md §4)
+DEFAULT_SEEDS = range(100_000, 100_500)   # inside RESERVED_SEEDS
 MAX_SEEDS = 1_000_000                    # 12 million games; more is a typo, not an evaluation
 CHUNK_SEEDS = 2048  # seeds per batched engine: 12,288 rows of about 2.5 kB each
 

@@ -3,33 +3,54 @@ learner or by an opponent drawn at the episode's start.
 
 Every episode of the guild game lasts exactly ``turns`` turns, so the ``envs`` rows of one
 :class:`~sim.batched.engine.BatchedGuild` start and end together: a rollout is whole episodes,
-and the learner never needs a value to bootstrap across a rollout's edge. At each start the
-arena draws who plays every seat of every row:
+and the learner never needs a value to bootstrap across a rollout's edge. Each episode's town
+is drawn from ``agents.learn.evaluation.TRAINING_SEEDS``, outside the seeds evaluations use. At
+each start the arena draws who plays every seat of every row:
 
-* **lineups** (default): one learning seat per row, anywhere at the table, the other five
-  factor or magpie at random, the company the paired evaluation plays against;
+* **lineups** (default): one learning seat per row, anywhere at the table, the other five drawn
+  from the fixed opponents (``guild train --against``, default factor and magpie) at random;
 * **self-play**: every seat is the learner with probability one half (at least one per row),
-  the others factor, magpie or a past snapshot of the learner, in equal shares.
+  the others a fixed opponent or a past snapshot of the learner, in equal shares;
+* **league**: one learning seat per row, every other seat drawn from the pool of fixed
+  opponents, past snapshots and the learner itself with prioritized fictitious self-play
+  weights (``agents.learn.ppo_pool``), which follow who the learner still loses to.
 
 Experience is kept only from the learner's ``(row, seat)`` pairs (``learners``); the opponents
-act through the batched baselines of ``agents.baselines.batched`` and the snapshots' masked samples.
+act through their batched forms (``sim.policies.BATCHED_POLICIES``: factor, magpie, random,
+``champion``, ``ppo:MODEL``) and the snapshots' masked samples.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from agents.baselines.batched import BatchedFactor, BatchedMagpie
+from agents.learn.evaluation import TRAINING_SEEDS
 from agents.learn.ppo import PolicyNet, choose
+from agents.learn.ppo_pool import Pool
+from agents.learn.train_options import AGAINST
 from sim.batched.engine import BatchedGuild
 from sim.batched.observe import encode
+from sim.policies import BATCHED_POLICIES
 from sim.rules.world import SEATS
 
-LEARNER, FACTOR, MAGPIE = 0, 1, 2  # who plays a seat; snapshot k is 3 + k
+LEARNER = 0  # who plays a seat: fixed opponent i is 1 + i, snapshot k is 1 + len(fixed) + k
 SELF_SHARE = 0.5
 MAX_SNAPSHOTS = 5
+
+
+def fixed_players(against: Sequence[str], seed: int) -> list[Any]:
+    """The batched policies of ``against`` (ValueError naming a spec without a batched form),
+    each with a random stream of its own drawn from ``seed``."""
+    players = []
+    for i, spec in enumerate(against):
+        player = BATCHED_POLICIES.make(spec)
+        if hasattr(player, "reset"):
+            player.reset(int(np.random.SeedSequence([seed, 2, i]).generate_state(1)[0]))
+        players.append(player)
+    return players
 
 
 class Arena:
@@ -37,21 +58,28 @@ class Arena:
 
     Args:
         envs: rows of the engine (episodes per rollout).
-        self_play: draw lineups for self-play (module docstring) rather than one learner per
-            row against factor and magpie.
+        self_play: draw lineups for self-play (module docstring).
         seed: seeds the towns and the lineups (with ``generator``, the snapshots' samples).
         generator: the torch generator the snapshots sample with.
         turns: the episodes' length.
+        against: the fixed opponents' specs.
+        league: draw lineups from the PFSP pool (module docstring); excludes ``self_play``.
     """
 
     def __init__(self, envs: int, self_play: bool, seed: int, generator: Any,
-                 turns: int = 14) -> None:
+                 turns: int = 14, against: Sequence[str] = AGAINST,
+                 league: bool = False) -> None:
+        if self_play and league:
+            raise ValueError("self-play and league training exclude each other")
         self.engine = BatchedGuild(envs, turns=turns, seed=seed)
         self.turns = turns
         self.self_play = self_play
+        self.league = league
         self.rng = np.random.default_rng([seed, 1])
         self.generator = generator
-        self.baselines = {FACTOR: BatchedFactor(), MAGPIE: BatchedMagpie()}
+        self.against = tuple(against)
+        self.players = fixed_players(self.against, seed)
+        self.pool = Pool(list(self.against))
         self.snapshots: list[PolicyNet] = []
         self.width = self.engine.tables.obs_width
         self.lineup = np.zeros((envs, SEATS), np.int64)
@@ -61,14 +89,20 @@ class Arena:
     def start(self) -> int:
         """New episodes in every row and who plays each seat; returns the learners' count."""
         n = self.engine.n
-        self.engine.reset()
+        self.engine.reset(self.rng.integers(TRAINING_SEEDS.start, TRAINING_SEEDS.stop, n))
         first = self.rng.integers(0, SEATS, n)  # a learning seat in every row
-        if self.self_play:
-            kinds = 2 + len(self.snapshots)
+        fixed = len(self.players)
+        if self.league:
+            members = self.rng.choice(len(self.pool.members), size=(n, SEATS),
+                                      p=self.pool.weights())
+            lineup = 1 + members
+            lineup[members == len(self.pool.members) - 1] = LEARNER  # "self"
+        elif self.self_play:
+            kinds = fixed + len(self.snapshots)
             lineup = 1 + self.rng.integers(0, kinds, (n, SEATS))
             lineup[self.rng.random((n, SEATS)) < SELF_SHARE] = LEARNER
         else:
-            lineup = 1 + self.rng.integers(0, 2, (n, SEATS))
+            lineup = 1 + self.rng.integers(0, fixed, (n, SEATS))
         lineup[np.arange(n), first] = LEARNER
         self.lineup = lineup
         self.learners = np.nonzero(lineup == LEARNER)
@@ -90,13 +124,14 @@ class Arena:
         e = self.engine
         joint = np.zeros((e.n, SEATS), np.int64)
         joint[self.learners] = actions
+        fixed = len(self.players)
         for who, rows, seats in self._groups:
-            if who in self.baselines:
-                joint[rows, seats] = self.baselines[who].act(e, rows, seats)
+            if who <= fixed:
+                joint[rows, seats] = self.players[who - 1].act(e, rows, seats)
             else:
                 obs = encode(e, rows, seats)
-                joint[rows, seats] = choose(self.snapshots[who - 3], obs, self.generator,
-                                            deterministic=False)
+                joint[rows, seats] = choose(self.snapshots[who - 1 - fixed], obs,
+                                            self.generator, deterministic=False)
         rewards, done = e.step(joint, autoreset=False)
         return rewards[self.learners], done
 
@@ -104,16 +139,36 @@ class Arena:
         """The learners' current scores (their final ones once the episodes have ended)."""
         return self.engine.scores()[self.learners]
 
-    def add_snapshot(self, net: PolicyNet) -> None:
-        """Keep a frozen copy of the learner as a self-play opponent (the latest few)."""
+    def end(self) -> None:
+        """After an episode: league training updates the pool's win shares from it."""
+        if self.league:
+            self.pool.observe(self.lineup, self.engine.scores(),
+                              [1 + i for i in range(len(self.pool.members) - 1)] + [LEARNER])
+
+    def add_snapshot(self, net: PolicyNet, name: str) -> None:
+        """Keep a frozen copy of the learner as an opponent (the latest few)."""
         self.snapshots = [*self.snapshots, net][-MAX_SNAPSHOTS:]
+        self.pool.add_snapshot(name, MAX_SNAPSHOTS)
 
     # --- checkpoints -----------------------------------------------------------------------
     def state(self) -> dict:
         """The random streams (the episodes themselves always restart at a checkpoint)."""
         return {"lineups": self.rng.bit_generator.state,
-                "towns": self.engine.seed_rng.bit_generator.state}
+                "towns": self.engine.seed_rng.bit_generator.state,
+                "players": [_stream(p).bit_generator.state if _stream(p) else None
+                            for p in self.players],
+                "pool": self.pool.state()}
 
     def load_state(self, state: dict) -> None:
         self.rng.bit_generator.state = state["lineups"]
         self.engine.seed_rng.bit_generator.state = state["towns"]
+        for p, s in zip(self.players, state["players"]):
+            if s is not None and _stream(p) is not None:
+                _stream(p).bit_generator.state = s
+        self.pool.load_state(state["pool"])
+
+
+def _stream(player: Any) -> np.random.Generator | None:
+    """A fixed opponent's own random stream (random's), which a checkpoint keeps."""
+    rng = getattr(player, "rng", None)
+    return rng if isinstance(rng, np.random.Generator) else None

@@ -26,6 +26,7 @@ KNOBS: dict[str, Knob] = {
     "vf_coef": Knob(float, 0, 10),
     "max_grad_norm": Knob(float, 0, 1000, open_low=True),
     "snapshot_every": Knob(int, 1, 1_000_000),
+    "anneal_steps": Knob(int, 0),
 }
 
 
@@ -45,7 +46,8 @@ class PPOConfig:
     ent_coef: float = 0.02         # keeps the policy exploring through a short run
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
-    snapshot_every: int = 25       # self-play: updates between snapshots of the learner
+    snapshot_every: int = 25       # self-play, league: updates between snapshots of the learner
+    anneal_steps: int = 0          # lr falls linearly to 0 at this step (0: constant lr)
 
     def __post_init__(self) -> None:
         for name, knob in KNOBS.items():

@@ -15,13 +15,15 @@ taken between updates resumes the run exactly.
 from __future__ import annotations
 
 import copy
+import hashlib
 import time
+from collections.abc import Sequence
 
 import numpy as np
 import torch
 
 from agents.learn.ppo import MASKED, PolicyNet, model_dict, net_from_dict
-from agents.learn.ppo_arena import Arena
+from agents.learn.ppo_arena import AGAINST, Arena
 from agents.learn.ppo_config import PPOConfig
 from sim.codec.action_table import TABLE_VERSION
 
@@ -36,14 +38,17 @@ class Learner:
         seed: seeds everything (module docstring).
         device: where the network learns (``"cpu"`` or ``"cuda"``); the engine is CPU.
         turns: episode length.
+        against: the fixed opponents (batched policy specs).
+        league: the arena's league lineups (prioritized fictitious self-play).
     """
 
     def __init__(self, config: PPOConfig, envs: int, self_play: bool, seed: int,
-                 device: str = "cpu", turns: int = 14) -> None:
+                 device: str = "cpu", turns: int = 14, against: Sequence[str] = AGAINST,
+                 league: bool = False) -> None:
         self.config = config
         self.device = torch.device(device)
         self.generator = torch.Generator().manual_seed(seed)
-        self.arena = Arena(envs, self_play, seed, self.generator, turns)
+        self.arena = Arena(envs, self_play, seed, self.generator, turns, against, league)
         self.turns = turns
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
@@ -55,10 +60,12 @@ class Learner:
         self.updates = 0
         self.engine_seconds = 0.0
         self.learner_seconds = 0.0
+        self.snapshot: PolicyNet | None = None  # the one the last update took, if it took one
 
     # --- one update -------------------------------------------------------------------------
     def update(self) -> dict:
         """Gather ``episodes`` rollouts, learn from them; returns the update's figures."""
+        self._set_lr()
         blocks = [self._episode() for _ in range(self.config.episodes)]
         t0 = time.perf_counter()
         obs, actions, logp, adv, ret = (torch.cat([b[k] for b in blocks]) for k in range(5))
@@ -67,8 +74,11 @@ class Learner:
         scores = np.concatenate([b[5] for b in blocks])
         self.steps += int(actions.shape[0])
         self.updates += 1
-        if self.arena.self_play and self.updates % self.config.snapshot_every == 0:
-            self.arena.add_snapshot(copy.deepcopy(self.net).cpu().eval())
+        self.snapshot = None
+        if ((self.arena.self_play or self.arena.league)
+                and self.updates % self.config.snapshot_every == 0):
+            self.snapshot = copy.deepcopy(self.net).cpu().eval()
+            self.arena.add_snapshot(self.snapshot, f"snapshot@{self.steps}")
         figures.update(score=float(scores.mean()), episodes=int(scores.size))
         return figures
 
@@ -101,6 +111,7 @@ class Learner:
             raise RuntimeError("an episode outlived its turns; the arena's rollouts assume "
                                "every row ends together")
         scores = arena.learner_scores()
+        arena.end()
         t1 = time.perf_counter()
         adv = _advantages(torch.from_numpy(rewards), values, self.config.gamma,
                           self.config.gae_lambda)
@@ -111,6 +122,29 @@ class Learner:
         width = arena.width
         return (torch.from_numpy(obs).reshape(-1, width), actions.reshape(-1),
                 logp.reshape(-1), adv.reshape(-1), ret.reshape(-1), scores)
+
+    def _set_lr(self) -> None:
+        """The learning rate of the next update: ``lr``, or with ``anneal_steps`` falling
+        linearly from ``lr`` at step 0 to 0 at that step (counted in steps, not time, so the
+        run is the same on a slower machine)."""
+        c = self.config
+        lr = c.lr
+        if c.anneal_steps:
+            lr = c.lr * max(0.0, 1.0 - self.steps / c.anneal_steps)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+
+    def lr(self) -> float:
+        return float(self.optimizer.param_groups[0]["lr"])
+
+    def digest(self) -> str:
+        """sha256 of the weights (every tensor's bytes in the network's order): two runs with
+        the same seed, options, device and thread count give the same digest."""
+        h = hashlib.sha256()
+        for name, t in self.net.state_dict().items():
+            h.update(name.encode())
+            h.update(t.detach().cpu().contiguous().numpy().tobytes())
+        return h.hexdigest()
 
     def _learn(self, obs, actions, old_logp, adv, ret) -> dict:
         c, dev = self.config, self.device

@@ -36,6 +36,7 @@ from agents.learn.train_options import (
     KNOBS,
     TrainingError,
     TrainOptions,
+    check_against,
     flag,
     shown,
 )
@@ -103,6 +104,18 @@ def _hidden(value: Any) -> tuple[int, ...]:
     return check_hidden(value)
 
 
+def _against(value: Any) -> tuple[str, ...]:
+    """Policy specs as a list (a file) or ``factor,magpie`` (a flag or a file)."""
+    if isinstance(value, str):
+        value = [part.strip() for part in value.split(",")]
+    if not isinstance(value, list):
+        raise ValueError(f"must list policy specs; got {value!r:.40}")
+    try:
+        return check_against(tuple(value))
+    except TrainingError as e:
+        raise ValueError(str(e).removeprefix("against ")) from None
+
+
 def _run(name: str, metavar: str, help: str, aliases: tuple[str, ...] = ()) -> Option:
     return _number(name, metavar, help, KNOBS[name], aliases)
 
@@ -121,8 +134,12 @@ RUN_OPTIONS = (
     Option("device", "where the network learns; auto takes a GPU if torch sees one", _device,
            _device, "|".join(DEVICES)),
     _run("threads", "T", "torch threads (1: fastest measured on 2 cores)"),
-    _switch("self_play", "learn in all six seats against itself, past snapshots, factor, "
-            "magpie"),
+    _switch("self_play", "learn in all six seats against itself, past snapshots and the "
+            "--against opponents"),
+    _switch("league", "league training: opponents drawn from the --against ones, past "
+            "snapshots and the learner itself, weighted toward those it loses to (PFSP)"),
+    Option("against", "the fixed opponents, comma-separated (a list in a config file): "
+           "factor, magpie, random, champion, ppo:MODEL", _against, _against, "P1,P2,..."),
     _run("checkpoint_minutes", "M", "minutes between checkpoints"),
     _run("eval_episodes", "E", f"held-out seeds {EVAL_SEED0}.. for the paired evaluation "
          "before and after, each played in all six seats"),
@@ -143,7 +160,10 @@ PPO_OPTIONS = (
     Option("hidden", "the network's hidden layer widths, comma-separated or, in a config "
            "file, a list", _hidden, _hidden, "W,W"),
     _switch("shared", "one trunk for the policy and value heads (--no-shared: two)"),
-    _ppo("snapshot_every", "N", "self-play: updates between snapshots of the learner"),
+    _ppo("snapshot_every", "N", "self-play and league: updates between snapshots of the "
+         "learner"),
+    _ppo("anneal_steps", "N", "the learning rate falls linearly from --lr to 0 at this step "
+         "(0: constant)"),
 )
 OPTIONS = RUN_OPTIONS + PPO_OPTIONS
 PPO_NAMES = frozenset(PPOConfig.names())

@@ -17,6 +17,9 @@ Say = Callable[[str], None]
 DEVICES = ("auto", "cpu", "cuda")
 EVAL_SEED0 = 100_000
 EVAL_OPPONENTS = ("factor", "magpie")
+AGAINST = EVAL_OPPONENTS  # the fixed opponents of training, by default those evaluated against
+MAX_AGAINST = 16
+MAX_SPEC = 4096  # a spec's length: a path and a name, not a file's worth of text
 # One torch thread: the network is small, so on a CPU more threads add synchronisation to
 # every pass rather than speed, and the engine shares the same cores (README, 'Train a policy').
 DEFAULT_THREADS = 1
@@ -63,6 +66,8 @@ class TrainOptions:
     device: str = "auto"
     threads: int = DEFAULT_THREADS
     self_play: bool = False
+    league: bool = False
+    against: tuple[str, ...] = AGAINST
     checkpoint_minutes: float = 2.0
     resume: bool = False
     eval_episodes: int = 500
@@ -82,8 +87,23 @@ class TrainOptions:
         if self.device not in DEVICES:
             raise TrainingError(f"device must be one of {', '.join(DEVICES)}; got "
                                 f"{self.device!r}")
+        check_against(self.against)
+        if self.league and self.self_play:
+            raise TrainingError("league and self_play exclude each other: the league already "
+                                "plays the learner against itself and its snapshots")
         if not isinstance(self.ppo, PPOConfig):
             raise TrainingError(f"ppo must be a PPOConfig; got {type(self.ppo).__name__}")
+
+
+def check_against(against: object) -> tuple[str, ...]:
+    """The fixed opponents: 1 to :data:`MAX_AGAINST` policy specs (TrainingError otherwise;
+    whether each has a batched form is checked when the arena builds them)."""
+    if (not isinstance(against, tuple) or not 0 < len(against) <= MAX_AGAINST or
+            not all(isinstance(a, str) and a.strip() and len(a) <= MAX_SPEC and "\0" not in a
+                    for a in against)):
+        raise TrainingError(f"against must list 1 to {MAX_AGAINST} policy specs (factor, "
+                            f"magpie, random, champion, ppo:MODEL); got {against!r:.80}")
+    return against
 
 
 def run_options(options: TrainOptions, checkpoint: dict | None, warn: Say) -> TrainOptions:
@@ -106,8 +126,10 @@ def run_options(options: TrainOptions, checkpoint: dict | None, warn: Say) -> Tr
                             "resumed run keeps its hyperparameters: drop the change, or train "
                             "a new --out")
     kept = {"seed": run["seed"], "envs": run["envs"], "self_play": run["self_play"],
+            "league": bool(run.get("league", False)),
+            "against": tuple(run.get("against", AGAINST)),
             "ppo": ppo, "eval_episodes": checkpoint["before"]["n_seeds"]}
-    for name in ("seed", "envs", "self_play", "eval_episodes"):
+    for name in ("seed", "envs", "self_play", "league", "against", "eval_episodes"):
         if getattr(options, name) != kept[name] and _asked(options, TrainOptions(), name,
                                                            options.asked):
             warn(f"train: --resume keeps the run's {name} {kept[name]!r} (not "
@@ -142,4 +164,5 @@ def shown(value: object) -> str:
 def run_record(options: TrainOptions) -> dict:
     """What a checkpoint keeps of the options (plain values)."""
     return {"seed": options.seed, "envs": options.envs, "self_play": options.self_play,
+            "league": options.league, "against": list(options.against),
             "threads": options.threads, "ppo": options.ppo.to_dict()}

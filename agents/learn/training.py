@@ -10,8 +10,10 @@ Every PPO hyperparameter is a flag and a key of ``--config FILE.toml``
 (``agents.learn.train_args``); ``summary.json`` records them all, and the file's path and
 sha256.
 
-The learner plays one seat per row against factor and magpie lineups (``--self-play``: every
-place, against itself, its past snapshots, factor and magpie; ``agents.learn.ppo_arena``),
+The learner plays one seat per row against lineups of the ``--against`` opponents (factor and
+magpie by default; ``--self-play``: every place, against itself, its past snapshots and those
+opponents; ``--league``: prioritized fictitious self-play over those opponents, its past
+snapshots and itself; ``agents.learn.ppo_arena``), in towns whose seeds evaluations never use,
 rewarded by its score change each turn. Training stops at ``--steps`` or after ``--minutes``,
 whichever comes first; both count the whole run, so ``--resume`` after a kill finishes the run
 that was asked for. Before and after, the paired, seat-rotated evaluation
@@ -98,6 +100,7 @@ def train(options: TrainOptions, *, say: Say = _quiet, log: Say = _quiet, warn: 
         raise TrainingError(f"needs torch (pip install torch==2.13.0, then pip install -e "
                             f"'.[train]'): {e}") from None
     device = resolve_device(options.device)
+    _check_opponents(options.against)
     out = Path(options.out)
     if out.exists() and not out.is_dir():
         raise TrainingError(f"--out {options.out!r} is not a directory")
@@ -128,6 +131,20 @@ def train(options: TrainOptions, *, say: Say = _quiet, log: Say = _quiet, warn: 
             return run_training(options, out, device, checkpoint, say, log, warn, progress)
         finally:
             torch.set_num_threads(threads)
+
+
+def _check_opponents(against: Sequence[str]) -> None:
+    """Every ``--against`` spec builds a batched policy, or one line naming it."""
+    from agents.learn.ppo_arena import fixed_players
+
+    for spec in against:
+        try:
+            fixed_players([spec], 0)
+        except ValueError as e:
+            raise TrainingError(f"--against {spec!r:.80}: {str(e)[:300]} (training plays its "
+                                "opponents on the batched engine: factor, magpie, random, "
+                                "champion, ppo:MODEL, sb3:MODEL or a batched module:Name)"
+                                ) from None
 
 
 # What a run leaves in --out; a new run (no --resume) refuses a directory holding any of them.

@@ -36,6 +36,8 @@ from agents.learn.train_options import (
 from sim.codec.action_table import TABLE_VERSION
 
 Say = Callable[[str], None]
+DIGESTS = 3        # updates whose weights' digest summary.json records (a re-run's check)
+SNAPSHOTS = "snapshots"
 
 
 def evaluate(policy: Any, seeds: range) -> dict:
@@ -56,13 +58,15 @@ def run_training(options: TrainOptions, out: Path, device: str, checkpoint: dict
                  say: Say, log: Say, warn: Say, progress: Callable[[float, dict], None]) -> dict:
     """Train as ``options`` say into ``out`` (module docstring); returns the summary."""
     if checkpoint is not None:
-        o, learner, curve, seconds, before = _restore(options, out, device, checkpoint, warn)
+        o, learner, curve, seconds, before, digests = _restore(options, out, device,
+                                                               checkpoint, warn)
         resumed: int | None = learner.steps
         log(f"resumed from the checkpoint at step {learner.steps:,} ({seconds:.0f} s trained)")
     else:
         o, resumed = options, None
-        learner = Learner(o.ppo, o.envs, o.self_play, o.seed, device)
-        curve, seconds, before = [], 0.0, None
+        learner = Learner(o.ppo, o.envs, o.self_play, o.seed, device, against=o.against,
+                          league=o.league)
+        curve, seconds, before, digests = [], 0.0, None, []
     seeds = range(EVAL_SEED0, EVAL_SEED0 + o.eval_episodes)
     say(f"paired evaluation: seeds {seeds[0]}..{seeds[-1]}, the model in each of the six "
         f"seats against {' and '.join(EVAL_OPPONENTS)}, compared with factor in its place")
@@ -73,14 +77,16 @@ def run_training(options: TrainOptions, out: Path, device: str, checkpoint: dict
             board.add_evaluation(learner.steps, before)
         say(_line("before training", before))
         first_step, session = learner.steps, time.perf_counter()
-        seconds = _loop(o, out, learner, curve, seconds, before, board, log, progress)
+        seconds = _loop(o, out, learner, curve, seconds, before, digests, board, log, progress)
         session = time.perf_counter() - session
         steps = learner.steps
         model = out / MODEL_NAME
         save_model(learner.net, model, {
             "trainer": "guild train", "seed": o.seed, "steps": steps,
             "updates": learner.updates, "train_seconds": round(seconds, 1), "envs": o.envs,
-            "self_play": o.self_play, "device": device, "hyperparameters": o.ppo.to_dict()})
+            "self_play": o.self_play, "league": o.league, "against": list(o.against),
+            "device": device, "threads": o.threads, "digests": digests,
+            "digest": learner.digest(), "hyperparameters": o.ppo.to_dict()})
         after = evaluate(BatchedPPOPolicy(model), seeds)  # the saved file, as leagues play it
         board.add_evaluation(steps, after)
     finally:
@@ -100,8 +106,12 @@ def run_training(options: TrainOptions, out: Path, device: str, checkpoint: dict
                "train_seconds": round(seconds, 1),
                "steps_per_second": None if math.isnan(rate) else round(rate, 1),
                "engine_share": round(engine_share(learner), 3), "seed": o.seed,
-               "envs": o.envs, "self_play": o.self_play, "device": device,
+               "envs": o.envs, "self_play": o.self_play, "league": o.league,
+               "against": list(o.against), "device": device,
                "threads": o.threads, "resumed_from": resumed,
+               "digests": digests, "digest": learner.digest(),
+               "pool": learner.arena.pool.to_list() if o.league else None,
+               "snapshots": sorted(p.name for p in (out / SNAPSHOTS).glob("*.pt")),
                "evaluation": {"seeds": [seeds[0], seeds[-1]], "against": list(EVAL_OPPONENTS),
                               "turns": 14},
                "before": before, "after": after, "hyperparameters": o.ppo.to_dict(),
@@ -112,12 +122,14 @@ def run_training(options: TrainOptions, out: Path, device: str, checkpoint: dict
 
 
 def _restore(options: TrainOptions, out: Path, device: str, checkpoint: dict,
-             warn: Say) -> tuple[TrainOptions, Learner, list, float, dict]:
-    """The run a checkpoint holds: its options, learner, curve, seconds trained and "before"
-    figures; :class:`TrainingError` for one damaged inside or other hyperparameters asked."""
+             warn: Say) -> tuple[TrainOptions, Learner, list, float, dict, list]:
+    """The run a checkpoint holds: its options, learner, curve, seconds trained, "before"
+    figures and first digests; :class:`TrainingError` for one damaged inside or other
+    hyperparameters asked."""
     try:
         o = run_options(options, checkpoint, warn)
-        learner = Learner(o.ppo, o.envs, o.self_play, o.seed, device)
+        learner = Learner(o.ppo, o.envs, o.self_play, o.seed, device, against=o.against,
+                          league=o.league)
         learner.load_state(checkpoint["learner"], str(out / CHECKPOINT_NAME))
         curve = [list(row) for row in checkpoint["curve"]]
         if not all(len(row) == len(CURVE_COLUMNS) and all(
@@ -128,21 +140,25 @@ def _restore(options: TrainOptions, out: Path, device: str, checkpoint: dict,
             raise ValueError(f"it has trained for {seconds} seconds")
         before = json.loads(json.dumps(dict(checkpoint["before"]), allow_nan=True))
         _line("before training", before)  # the figures it must print
+        digests = [dict(d) for d in checkpoint.get("digests", [])]
     except TrainingError:
         raise
     except (KeyError, TypeError, ValueError, RuntimeError) as e:  # damaged inside
         raise TrainingError(f"--resume: checkpoint {str(out / CHECKPOINT_NAME)!r} cannot "
                             f"be restored ({type(e).__name__}: {str(e)[:100]})") from None
-    return o, learner, curve, seconds, before
+    return o, learner, curve, seconds, before, digests
 
 
 def _loop(o: TrainOptions, out: Path, learner: Learner, curve: list, seconds: float,
-          before: dict, board: Board, log: Say, progress: Callable[[float, dict], None]) -> float:
-    """Update until the steps or minutes are spent, adding to ``curve`` and ``board`` and
-    keeping checkpoints; returns the seconds trained, whole run. Ctrl-C keeps a checkpoint."""
+          before: dict, digests: list, board: Board, log: Say,
+          progress: Callable[[float, dict], None]) -> float:
+    """Update until the steps or minutes are spent, adding to ``curve``, ``digests`` (the first
+    :data:`DIGESTS` updates') and ``board``, keeping checkpoints and writing each snapshot of
+    self-play or the league to ``OUT/snapshots/``; returns the seconds trained, whole run.
+    Ctrl-C keeps a checkpoint."""
     def record() -> dict:
         return {"run": run_record(o), "learner": learner.state(), "curve": list(curve),
-                "seconds": seconds, "before": before}
+                "seconds": seconds, "before": before, "digests": list(digests)}
 
     started, first_step = time.perf_counter(), learner.steps
     base, budget = seconds, o.minutes * 60.0
@@ -158,7 +174,14 @@ def _loop(o: TrainOptions, out: Path, learner: Learner, curve: list, seconds: fl
             curve.append([learner.steps, round(seconds, 2), round(f["score"], 5), f["episodes"],
                           round(f["entropy"], 5), round(f["approx_kl"], 6)])
             boundary = None
-            board.add(learner.steps, {"train/mean_score": f["score"],
+            if learner.updates <= DIGESTS:
+                digests.append({"updates": learner.updates, "steps": learner.steps,
+                                "sha256": learner.digest()})
+            if learner.snapshot is not None:
+                _save_snapshot(out, learner, o)
+            board.add(learner.steps, {**_pool_scalars(learner),
+                                      "train/lr": learner.lr(),
+                                      "train/mean_score": f["score"],
                                       "train/entropy": f["entropy"],
                                       "loss/policy": f["policy_loss"],
                                       "loss/value": f["value_loss"],
@@ -178,6 +201,34 @@ def _loop(o: TrainOptions, out: Path, learner: Learner, curve: list, seconds: fl
         raise
     save_checkpoint(out, record())
     return seconds
+
+
+def _save_snapshot(out: Path, learner: Learner, o: TrainOptions) -> None:
+    """The update's snapshot as a model file (``ppo:OUT/snapshots/step-N.pt`` plays it)."""
+    folder = out / SNAPSHOTS
+    folder.mkdir(exist_ok=True)
+    save_model(learner.snapshot, folder / f"step-{learner.steps:010d}.pt", {
+        "trainer": "guild train", "snapshot_of": str(out), "seed": o.seed,
+        "steps": learner.steps, "updates": learner.updates, "hyperparameters": o.ppo.to_dict()})
+
+
+def _pool_scalars(learner: Learner) -> dict:
+    """TensorBoard's view of the league's pool: each member's draw weight and the learner's
+    win share over it (snapshots by their place, newest ``snapshot-1``)."""
+    arena = learner.arena
+    if not arena.league:
+        return {}
+    members = arena.pool.to_list()
+    snaps = [m for m in members if m["name"].startswith("snapshot@")]
+    out = {}
+    for m in members:
+        name = m["name"]
+        if name in {s["name"] for s in snaps}:
+            name = f"snapshot-{len(snaps) - snaps.index(m)}"
+        out[f"pool/weight/{name}"] = m["weight"]
+        if name != "self":
+            out[f"pool/win/{name}"] = m["win"]
+    return out
 
 
 def _config_record(config_file: tuple[str, str] | None) -> dict | None:

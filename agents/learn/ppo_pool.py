@@ -1,0 +1,112 @@
+"""League training's opponent pool: prioritized fictitious self-play (PFSP) over the fixed
+opponents (``guild train --against``), the learner's past snapshots and the learner itself.
+
+AlphaStar's league picks a main agent's opponents with probability growing with how often that
+opponent beats it (Vinyals et al., 2019, "hard" weighting ``(1 - p)^2``, where ``p`` is the
+agent's chance to beat the opponent). The guild game has six seats and no winner, so ``p`` is
+counted seat against seat: over every row where the learner and opponent ``k`` both sit, each
+pair (learning seat, seat of ``k``) is a win when the learner ends with the higher score, half
+a win for a tie. Each update moves ``p`` toward that share (an exponential average, rate
+:data:`RATE`), so the weights follow the learner as it improves.
+
+An opponent seat is drawn from the pool with probability
+
+    ``FIXED_SHARE / F`` for each fixed opponent, plus ``(1 - FIXED_SHARE) * w_k / sum(w)``,
+    ``w_k = (1 - p_k)^2 + FLOOR``, for every member ``k`` (fixed, snapshot, self),
+
+so the opponents the evaluation plays against (factor and magpie by default) keep at least
+half of the seats however well the learner beats them, and the rest go mostly to whatever it
+still loses to. The learner itself counts ``p = 1/2``; a seat drawn as the learner is a
+learning seat (its experience is kept, as in self-play).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+FIXED_SHARE = 0.5  # the fixed opponents' guaranteed share of the opponent seats
+RATE = 0.2         # how far each update moves a member's win share toward the update's
+FLOOR = 0.02       # keeps every member drawn now and then: its share is measured, not assumed
+SELF = "self"
+
+
+@dataclass
+class Member:
+    """One entry of the pool: its name (``factor``, ``snapshot@STEPS``, ``self``), whether it is
+    fixed, and the learner's estimated share of seat-against-seat wins over it."""
+
+    name: str
+    fixed: bool
+    win: float = 0.5
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "fixed": self.fixed, "win": round(self.win, 4)}
+
+
+class Pool:
+    """The members in draw order: fixed opponents, snapshots (oldest first), then ``self``."""
+
+    def __init__(self, fixed: list[str]) -> None:
+        if not fixed:
+            raise ValueError("the pool needs at least one fixed opponent")
+        self.members = [Member(name, True) for name in fixed] + [Member(SELF, False)]
+
+    @property
+    def fixed(self) -> int:
+        return sum(m.fixed for m in self.members)
+
+    def add_snapshot(self, name: str, keep: int) -> int | None:
+        """Add a snapshot before ``self``; drops the oldest beyond ``keep``, returning its
+        index among the snapshots (0) when one was dropped, else None."""
+        self.members.insert(len(self.members) - 1, Member(name, False))
+        snaps = len(self.members) - 1 - self.fixed
+        if snaps > keep:
+            del self.members[self.fixed]
+            return 0
+        return None
+
+    def weights(self) -> np.ndarray:
+        """Each member's probability of filling an opponent seat (module docstring)."""
+        f = self.fixed
+        share = np.zeros(len(self.members))
+        share[:f] = FIXED_SHARE / f
+        hard = np.array([(1.0 - (0.5 if m.name == SELF else m.win)) ** 2 + FLOOR
+                         for m in self.members])
+        return share + (1.0 - FIXED_SHARE) * hard / hard.sum()
+
+    def observe(self, lineup: np.ndarray, scores: np.ndarray, code: list[int]) -> None:
+        """Move each member's win share toward this episode's (module docstring).
+
+        ``lineup`` is ``[rows, seats]`` of who played each seat (0 the learner), ``scores`` the
+        final scores, ``code[i]`` member ``i``'s code in ``lineup``.
+        """
+        learner = lineup == 0
+        for member, c in zip(self.members, code):
+            if member.name == SELF:
+                continue
+            theirs = lineup == c
+            rows = learner.any(1) & theirs.any(1)
+            if not rows.any():
+                continue
+            ls, ts = learner[rows], theirs[rows]
+            s = scores[rows]
+            # every (learning seat, their seat) pair of a row: [rows, seats, seats]
+            pairs = ls[:, :, None] & ts[:, None, :]
+            diff = s[:, :, None] - s[:, None, :]
+            wins = ((diff > 0) + 0.5 * (diff == 0))[pairs].mean()
+            member.win += RATE * (float(wins) - member.win)
+
+    def to_list(self) -> list[dict]:
+        """The members with their win shares and draw weights (summary.json)."""
+        return [{**m.to_dict(), "weight": round(float(w), 4)}
+                for m, w in zip(self.members, self.weights())]
+
+    def state(self) -> list[dict]:
+        """The members, exactly (a resumed run draws the same lineups)."""
+        return [{"name": m.name, "fixed": m.fixed, "win": m.win} for m in self.members]
+
+    def load_state(self, state: list[dict]) -> None:
+        self.members = [Member(str(d["name"]), bool(d["fixed"]), float(d["win"]))
+                        for d in state]
