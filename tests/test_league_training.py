@@ -196,3 +196,12 @@ def test_lr_anneals_linearly_to_zero_at_anneal_steps() -> None:
     assert learner.lr() == pytest.approx(1e-3 * 0.5)
     learner.update()
     assert learner.lr() == 0.0
+
+
+def test_evaluate_says_when_its_seeds_are_training_towns(capsys) -> None:
+    big = TRAINING_SEEDS.start
+    assert guild(["evaluate", "magpie", "--seeds", f"{big}..{big + 3}"]) == 0
+    err = capsys.readouterr().err
+    assert "where guild train draws its towns" in err
+    assert guild(["evaluate", "magpie", "--seeds", "0..3"]) == 0
+    assert "guild train" not in capsys.readouterr().err

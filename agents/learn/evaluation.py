@@ -7,7 +7,7 @@ with the other five seats filled from ``against`` (cycling in seat order), and t
 difference of the two scores in seat ``k`` removes the town's luck; rotating through the six
 seats removes the seat's.  Training uses the same function for its before/after figures.
 
-Policies with a batched form (``sim.policies.BATCHED_POLICIES``: factor, magpie, random,
+Policies with a batched form (``sim.policies.BATCHED_POLICIES``: factor, magpie, random, champion,
 ``module:Name`` of a batched class...) run on :class:`sim.batched.engine.BatchedGuild`, thousands
 of games a second; if any seat's policy has only a scalar form (``llm:...``, a ``module:Name``
 with ``act(game, seat)``) every game runs on the scalar engine (``agents.policy.play_episode``),

@@ -15,7 +15,12 @@ import sysconfig
 import traceback
 from pathlib import Path
 
-from agents.learn.evaluation import DEFAULT_SEEDS, EvaluationError, PairedResult
+from agents.learn.evaluation import (
+    DEFAULT_SEEDS,
+    RESERVED_SEEDS,
+    EvaluationError,
+    PairedResult,
+)
 from agents.learn.evaluation import paired_evaluation as evaluate
 from feasibility.cli import (  # the one A..B parser of the command line
     accept_negative_seeds,
@@ -36,13 +41,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "else the scalar one.")
     accept_negative_seeds(p)  # --seeds -5..-1 as well as --seeds=-5..-1
     p.add_argument("spec", metavar="SPEC",
-                   help="the policy: factor, magpie, random, module.path:Name, llm:..., ...")
+                   help="the policy: factor, magpie, random, champion, module.path:Name, "
+                   "llm:..., ...")
     p.add_argument("--against", default="factor,magpie", metavar="P1,P2,...",
                    help="the other seats, cycling in seat order (factor,magpie)")
     p.add_argument("--seeds", type=parse_seeds, metavar="A..B",
                    default=DEFAULT_SEEDS,
                    help=f"game seeds A to B inclusive ({DEFAULT_SEEDS[0]}.."
-                   f"{DEFAULT_SEEDS[-1]})")
+                   f"{DEFAULT_SEEDS[-1]}; guild train never plays seeds below 2**32)")
     p.add_argument("--baseline", default="factor", metavar="SPEC",
                    help="what SPEC is compared with (factor)")
     p.add_argument("--turns", type=int, default=14, metavar="N", help="turns per game (14)")
@@ -75,6 +81,9 @@ def run(args: argparse.Namespace) -> int:
     except BaseException as e:  # noqa: BLE001 - a policy's own code failed (even sys.exit):
         return _error(policy_failure(e))  # say where, in one line
     print(report(result))
+    if args.seeds[-1] >= RESERVED_SEEDS.stop:
+        print(f"evaluate: note: seeds from {RESERVED_SEEDS.stop:,} up are where guild train "
+              "draws its towns; a trained policy may have met these ones", file=sys.stderr)
     if args.json is not None:
         try:
             write_atomic(args.json, json.dumps(result.to_dict(), indent=2) + "\n")

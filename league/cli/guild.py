@@ -89,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "ladder", epilog=EPILOG_LEAGUE,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     lg.add_argument("--policies", required=True, metavar="P1,P2,...",
-                    help="policies: factor, magpie, random, ppo:MODEL.pt, sb3:MODEL.zip, "
+                    help="policies: factor, magpie, random, champion, ppo:MODEL.pt, sb3:MODEL.zip, "
                     "llm:MODEL@URL, module.path:Name or exec:PROGRAM (any program that "
                     "answers the seat protocol on stdin and stdout)")
     lg.add_argument("--episodes", type=int, required=True, metavar="N",

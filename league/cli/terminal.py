@@ -175,8 +175,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the episode's seed (default: a random one, printed at the start)")
     p.add_argument("--opponents", default=DEFAULT_OPPONENTS, metavar="P1,P2,...",
                    help="policies of the other five seats in seat order: factor, magpie, "
-                        "random, ppo:MODEL.pt, sb3:MODEL.zip, llm:MODEL@URL or module.path:Name; "
-                        "fewer than five are repeated "
+                        "random, champion, ppo:MODEL.pt, sb3:MODEL.zip, llm:MODEL@URL or "
+                        "module.path:Name; fewer than five are repeated "
                         f"({DEFAULT_OPPONENTS})")
     p.add_argument("--turns", type=int, default=14, metavar="T",
                    help="turns in the episode (14, at least 6)")

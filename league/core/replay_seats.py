@@ -13,6 +13,8 @@ every start-of-turn state, and requires the recorded act to be that:
   seed, so its stream (``Random(game seed * 7 + seat)``) is derivable from the replay. It is
   asked every turn, as in the league; acts marked scripted are fallbacks, not compared
   (``league.core.verify_claims`` counts them); every other act must be its intent.
+- ``champion``: the shipped network's masked argmax (``agents.champion``); each unscripted act
+  must be a legal action whose logit is within :data:`PPO_TIE` of the best, as for ``ppo:``.
 - ``ppo:MODEL``: the league plays the masked argmax of the model's logits, and ``league.json``
   records each model file's sha256 (``"models"``). When the file here has that digest, each
   unscripted act must be a legal action whose logit is within :data:`PPO_TIE` of the best
@@ -38,9 +40,10 @@ from sim import Game, GameConfig
 from sim.replay import _action  # how a recorded act is played again: the replay's own reading
 from sim.rules.world import SEATS
 
-BUILT_IN = IN_PROCESS  # our baselines
+BUILT_IN = IN_PROCESS  # our built-in policies
 SCRIPTED = ("factor", "magpie")
 PPO = "ppo"
+CHAMPION = "champion"
 PPO_TIE = 1e-4  # a recorded ppo act is the model's if its logit is this close to the best
 MODELS = "models"  # league.json: {"ppo:PATH": sha256 of the model file}
 
@@ -52,7 +55,8 @@ def spec_of(name: str) -> str:
 
 
 def kind_of(name: str) -> str | None:
-    """``factor``, ``magpie``, ``random`` or ``ppo`` for a seat verify can re-play, else None."""
+    """``factor``, ``magpie``, ``random``, ``champion`` or ``ppo`` for a seat verify can re-play,
+    else None."""
     spec = spec_of(name).lower()
     if spec in BUILT_IN:
         return spec
@@ -123,6 +127,7 @@ class Seats:
                 self.kinds[name] = kind
         self._factor = make_policy("factor")
         self._magpie = make_policy("magpie")
+        self._champion = make_policy(CHAMPION) if CHAMPION in self.kinds.values() else None
 
     def _load_ppo(self, name: str, digest: object) -> str | None:
         """Why the seats of ``name`` cannot be re-played here, or None (its policy is loaded)."""
@@ -191,6 +196,8 @@ class Seats:
                 policy.reset(seed)  # as the league does: reset(the episode's game seed)
             elif kind == PPO:
                 policy = self._ppo[name]
+            elif kind == CHAMPION:
+                policy = self._champion
             else:
                 policy = self._factor if kind == "factor" else self._magpie
             fallback = plays[seat] if isinstance(plays, list) and len(plays) == SEATS else None
@@ -274,10 +281,11 @@ class Episode:
         return f"{c.kind} plays {_cut(want)!r} there"
 
     def _unscripted(self, game: Game, c: _Seat, e: dict) -> str | None:
-        if c.kind == PPO:
+        if c.kind in (PPO, CHAMPION):
             if e.get("scripted"):
                 return None  # a fallback, counted and checked by verify_claims
-            wants = _ppo_choices(c.policy, game, c.seat)
+            wants = (_ppo_choices(c.policy, game, c.seat) if c.kind == PPO
+                     else _near_best(c.policy.logits(game, c.seat), game, c.seat))
         else:
             want = c.policy.act(game, c.seat)  # always: random's stream advances every turn
             if e.get("scripted"):
@@ -307,7 +315,7 @@ def _ppo_choices(policy: Any, game: Game, seat: int) -> list:
     import numpy as np
     import torch
 
-    from sim.codec.action_table import legal_mask, to_intent
+    from sim.codec.action_table import legal_mask
     from sim.codec.encode import encode_flat
 
     st = game.state
@@ -316,8 +324,21 @@ def _ppo_choices(policy: Any, game: Game, seat: int) -> list:
     policy._check_sizes(obs.shape[1], len(mask))
     with torch.no_grad():
         logits = policy.net().masked_logits(torch.from_numpy(obs))[0]
+    return _near_best(logits.numpy(), game, seat)
+
+
+def _near_best(logits: Any, game: Game, seat: int) -> list:
+    """The intents of the legal actions whose logit is within :data:`PPO_TIE` of the best,
+    best first."""
+    import numpy as np
+
+    from sim.codec.action_table import legal_mask, to_intent
+
+    st = game.state
+    mask = legal_mask(st, seat)
+    logits = np.asarray(logits, np.float64)
     best = float(logits.max())
-    near = torch.nonzero(logits >= best - PPO_TIE).flatten().tolist()
+    near = np.flatnonzero(logits >= best - PPO_TIE).tolist()
     near.sort(key=lambda i: -float(logits[i]))
     return [to_intent(i, st.world, seat, st.room[seat]) for i in near if mask[i]]
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agents import Factor, Magpie, RandomPolicy, is_scripted
+from agents.champion import Champion
 from league.core import ladder
 from league.core.episode import FAULT_KINDS, fallback_play
 from league.core.lineups import EpisodeSpec
@@ -25,7 +26,7 @@ from sim.rules.world import SEATS
 # Whether the built-in policies mark every act scripted (RULES §6.6, §21). Other policies are
 # judged by their acts: one unscripted act anywhere in the league shows a policy is not.
 _BUILT_IN = {cls.__name__.lower().removesuffix("policy"): is_scripted(cls)
-             for cls in (Factor, Magpie, RandomPolicy)}
+             for cls in (Factor, Magpie, RandomPolicy, Champion)}
 LADDER_TOLERANCE = 1.5e-6  # ladder.json rounds to 6 decimals; allow one flip of the last digit
 
 Marks = list[tuple[int, int]]  # per seat: (acts in the replay, acts marked scripted)

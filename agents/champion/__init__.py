@@ -1,0 +1,98 @@
+"""``champion``: the strongest built-in opponent, a ``guild train`` league-trained network
+shipped as numpy arrays (``champion.npz``) and played with numpy alone (``agents.champion.net``),
+so it works in a plain install, without torch.
+
+It plays wherever a policy name is accepted: ``make_policy("champion")`` (scalar, leagues,
+``guild play --opponents``, ``guild evaluate``), the batched registry (``guild evaluate`` at
+batched speed, ``gymnasium.make_vec`` opponents, ``guild train --against champion``), and
+``guild verify`` re-plays its seats. The recipe that made it is ``recipe.toml`` beside it
+(``guild train --config agents/champion/recipe.toml``); the file's ``meta`` records that run's
+summary digests (docs/training.md, "The champion").
+
+Both forms choose the masked argmax of the same logits from the same observation
+(``sim.codec.encode`` and its batched twin), so a seat plays alike in either engine.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents.champion.net import NetError, NumpyNet, load_net
+from sim import Game, Intent
+from sim.batched.observe import encode as encode_rows
+from sim.codec.action_table import TABLE_VERSION, legal_mask, n_actions, to_intent
+from sim.codec.encode import encode_flat, layout
+from sim.rules.world import STANDARD_TOWN
+
+CHAMPION_FILE = Path(__file__).with_name("champion.npz")
+RECIPE_FILE = Path(__file__).with_name("recipe.toml")
+_NET: NumpyNet | None = None
+_LOCK = threading.Lock()
+
+__all__ = ["CHAMPION_FILE", "RECIPE_FILE", "BatchedChampion", "Champion", "NetError",
+           "champion_net"]
+
+
+def champion_net() -> NumpyNet:
+    """The shipped network, loaded once per process and checked against this game's table."""
+    global _NET
+    with _LOCK:
+        if _NET is None:
+            actions = n_actions(STANDARD_TOWN)
+            width = sum(int(np.prod(shape)) for shape, _ in layout(STANDARD_TOWN).values())
+            _NET = load_net(CHAMPION_FILE, TABLE_VERSION, width, actions)
+        return _NET
+
+
+class Champion:
+    """The champion playing one seat of the scalar game from that seat's own encoding."""
+
+    name = "champion"
+    scripted = False
+
+    def __init__(self) -> None:
+        self.net = champion_net()
+
+    def act(self, game: Game, seat: int) -> Intent:
+        st = game.state
+        return to_intent(self.index(game, seat), st.world, seat, st.room[seat])
+
+    def index(self, game: Game, seat: int) -> int:
+        """The action-table index it chooses for ``seat`` (always a legal one)."""
+        return int(self.net.best(self.observation(game, seat))[0])
+
+    def logits(self, game: Game, seat: int) -> np.ndarray:
+        """Its masked logits for ``seat`` (``guild verify`` compares near-ties with them)."""
+        return self.net.logits(self.observation(game, seat))[0]
+
+    def observation(self, game: Game, seat: int) -> np.ndarray:
+        st = game.state
+        _check_town(st.world)
+        return np.asarray(encode_flat(st, seat, legal_mask(st, seat)), np.float32)[None]
+
+
+class BatchedChampion:
+    """The champion choosing for many ``(row, seat)`` pairs of a batched engine at once."""
+
+    name = "champion"
+    batched = True
+    # In every state ``act`` picks the scalar Champion's index and keeps no state:
+    # ``guild/Guild-v0`` may play it in the scalar one's place.
+    scalar_twin = True
+
+    def __init__(self) -> None:
+        self.net = champion_net()
+
+    def act(self, engine: Any, rows: np.ndarray, seats: np.ndarray) -> np.ndarray:
+        _check_town(engine.world)
+        return self.net.best(encode_rows(engine, rows, seats))
+
+
+def _check_town(world: Any) -> None:
+    if world is not STANDARD_TOWN and world != STANDARD_TOWN:
+        raise ValueError("the champion was trained in the standard town; this game uses "
+                         "another world")

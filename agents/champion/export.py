@@ -1,0 +1,64 @@
+"""Turn a ``guild train`` run into the shipped champion (needs torch, the ``train`` extra)::
+
+    python -m agents.champion.export runs/champion [--out agents/champion/champion.npz]
+
+Keeps the actor's layers only (the value head plays no part in choosing), as float32, and
+records in ``meta`` what the run's ``summary.json`` says of it: seed, steps, hyperparameters,
+the recipe file's sha256, the first updates' digests and the final one, so a re-run of the
+recipe can be checked against the shipped weights.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from agents.champion import CHAMPION_FILE
+from agents.champion.net import save_net
+
+KEPT = ("seed", "steps", "train_seconds", "steps_per_second", "envs", "league", "against",
+        "threads", "device", "digests", "digest", "hyperparameters", "config", "after")
+
+
+def export(run: Path, out: Path) -> dict:
+    """Write ``out`` from the run in ``run``; returns the file's meta."""
+    from agents.learn.ppo import read_model
+
+    net, data = read_model(run / "model.pt")
+    summary = json.loads((run / "summary.json").read_text())
+    if summary.get("digest") is None or data["provenance"].get("digest") != summary["digest"]:
+        raise ValueError(f"{run}: model.pt and summary.json are not of the same run")
+    if not net.network["shared"]:
+        raise ValueError("export keeps the actor's trunk: train with a shared trunk")
+    state = {k: v.detach().numpy() for k, v in net.state_dict().items()}
+    layers = []
+    for i in range(0, len(net.network["hidden"]) * 2, 2):
+        layers.append((state[f"actor_trunk.{i}.weight"], state[f"actor_trunk.{i}.bias"]))
+    actor = (state["actor.weight"], state["actor.bias"])
+    meta = {"table_version": data["table_version"], "obs_width": net.obs_width,
+            "n_actions": net.n_actions, "hidden": net.network["hidden"],
+            "run": {k: summary.get(k) for k in KEPT}}
+    save_net(out, layers, actor, meta)
+    return meta
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m agents.champion.export",
+                                description="a guild train run -> the shipped champion")
+    p.add_argument("run", type=Path, help="the run's --out folder")
+    p.add_argument("--out", type=Path, default=CHAMPION_FILE)
+    args = p.parse_args(argv)
+    try:
+        meta = export(args.run, args.out)
+    except (OSError, ValueError, KeyError) as e:
+        print(f"export: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {args.out} ({args.out.stat().st_size:,} bytes): {meta['run']['steps']:,} "
+          f"steps, digest {meta['run']['digest'][:16]}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
