@@ -28,7 +28,11 @@ def export(run: Path, out: Path) -> dict:
 
     net, data = read_model(run / "model.pt")
     summary = json.loads((run / "summary.json").read_text())
-    if summary.get("digest") is None or data["provenance"].get("digest") != summary["digest"]:
+    if not isinstance(summary, dict) or type(summary.get("steps")) is not int or not isinstance(
+            summary.get("digest"), str) or not isinstance(summary.get("digests"), list):
+        raise ValueError(f"{run}/summary.json is not the summary of a guild train run (it "
+                         "needs steps, digest and digests)")
+    if data["provenance"].get("digest") != summary["digest"]:
         raise ValueError(f"{run}: model.pt and summary.json are not of the same run")
     if not net.network["shared"]:
         raise ValueError("export keeps the actor's trunk: train with a shared trunk")

@@ -16,6 +16,8 @@ action table version, the observation width, the number of actions and the run t
 from __future__ import annotations
 
 import json
+import os
+import stat
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,8 @@ import numpy as np
 FORMAT = "guild-numpy-policy"
 FORMAT_VERSION = 1
 MAX_FILE_BYTES = 16 << 20  # a shipped network is at most 2 MB; anything far larger is not one
+MAX_UNPACKED_BYTES = 64 << 20  # what its records may unpack to, all together (read from the zip
+MAX_RECORDS = 64               # directory and each record's header before any data is read)
 MAX_LAYERS = 16
 
 
@@ -72,24 +76,21 @@ def save_net(path: Path, layers: list[tuple[np.ndarray, np.ndarray]],
         np.savez_compressed(f, **arrays)
 
 
-def load_net(path: Path, table_version: int, obs_width: int, n_actions: int) -> NumpyNet:
+def load_net(path: str | os.PathLike, table_version: int, obs_width: int,
+             n_actions: int) -> NumpyNet:
     """The network in ``path``, checked against this game's table and observation."""
+    path = Path(path)
+
     def bad(what: str) -> NetError:
         return NetError(f"network {str(path)!r}: {what}")
 
-    try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise bad(f"larger than {MAX_FILE_BYTES >> 20} MB")
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {k: data[k] for k in data.files}
-    except NetError:
-        raise
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
-        raise bad(f"not a readable .npz ({type(e).__name__}: {str(e)[:80]})") from None
+    arrays = _read(path, bad)
+    if "meta" not in arrays:
+        raise bad("no 'meta' record")
     try:
         meta = json.loads(str(arrays.pop("meta")))
-    except (KeyError, ValueError):
-        raise bad("no 'meta' record") from None
+    except (ValueError, RecursionError):
+        raise bad("its 'meta' record is not JSON") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise bad(f"not a {FORMAT} file")
     if meta.get("format_version") != FORMAT_VERSION:
@@ -119,6 +120,44 @@ def load_net(path: Path, table_version: int, obs_width: int, n_actions: int) -> 
     if arrays:
         raise bad(f"unexpected records {sorted(arrays)[:5]}")
     return NumpyNet(layers, actor, meta)
+
+
+def _read(path: Path, bad: Any) -> dict[str, np.ndarray]:
+    """The file's records, read only after its size, the zip directory and every record's
+    ``.npy`` header show it unpacks to at most :data:`MAX_UNPACKED_BYTES` of plain arrays (a
+    FIFO or a device is refused unopened; nothing is unpickled)."""
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise bad("not a regular file")
+        if st.st_size > MAX_FILE_BYTES:
+            raise bad(f"larger than {MAX_FILE_BYTES >> 20} MB")
+        arrays = {}
+        with open(path, "rb") as f, zipfile.ZipFile(f) as z:
+            infos = z.infolist()
+            if len(infos) > MAX_RECORDS or sum(i.file_size for i in infos) > MAX_UNPACKED_BYTES:
+                raise bad(f"unpacks to more than a network holds (at most {MAX_RECORDS} records "
+                          f"and {MAX_UNPACKED_BYTES >> 20} MB)")
+            for info in infos:
+                if not info.filename.endswith(".npy"):
+                    raise bad(f"not a readable .npz (record {info.filename[:40]!r} is not an "
+                              "array)")
+                with z.open(info) as member:
+                    version = np.lib.format.read_magic(member)
+                    read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                                   else np.lib.format.read_array_header_2_0)
+                    shape, _, dtype = read_header(member)
+                    if dtype.hasobject or int(np.prod(shape)) * dtype.itemsize > info.file_size:
+                        raise bad(f"not a readable .npz (record {info.filename[:40]!r} is not "
+                                  "a plain array)")
+                with z.open(info) as member:
+                    arrays[info.filename[:-4]] = np.lib.format.read_array(member,
+                                                                          allow_pickle=False)
+    except NetError:
+        raise
+    except Exception as e:  # OSError, zipfile's, zlib's, numpy's: all mean "not a network"
+        raise bad(f"not a readable .npz ({type(e).__name__}: {str(e)[:80]})") from None
+    return arrays
 
 
 def _layer(bad: Any, name: str, w: Any, b: Any, n_in: int) -> tuple[np.ndarray, np.ndarray]:

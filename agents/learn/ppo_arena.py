@@ -30,11 +30,17 @@ import numpy as np
 from agents.learn.evaluation import TRAINING_SEEDS
 from agents.learn.ppo import PolicyNet, choose
 from agents.learn.ppo_pool import Pool
-from agents.learn.train_options import AGAINST
+from agents.learn.train_options import AGAINST, TrainingError, check_against
 from sim.batched.engine import BatchedGuild
 from sim.batched.observe import encode
 from sim.policies import BATCHED_POLICIES
 from sim.rules.world import SEATS
+
+
+class OpponentError(TrainingError):
+    """A fixed opponent failed during training: it raised, or answered other than one legal
+    index per seat."""
+
 
 LEARNER = 0  # who plays a seat: fixed opponent i is 1 + i, snapshot k is 1 + len(fixed) + k
 SELF_SHARE = 0.5
@@ -77,7 +83,7 @@ class Arena:
         self.league = league
         self.rng = np.random.default_rng([seed, 1])
         self.generator = generator
-        self.against = tuple(against)
+        self.against = check_against(tuple(against))
         self.players = fixed_players(self.against, seed)
         self.pool = Pool(list(self.against))
         self.snapshots: list[PolicyNet] = []
@@ -127,7 +133,7 @@ class Arena:
         fixed = len(self.players)
         for who, rows, seats in self._groups:
             if who <= fixed:
-                joint[rows, seats] = self.players[who - 1].act(e, rows, seats)
+                joint[rows, seats] = self._answer(who - 1, rows, seats)
             else:
                 obs = encode(e, rows, seats)
                 joint[rows, seats] = choose(self.snapshots[who - 1 - fixed], obs,
@@ -138,6 +144,25 @@ class Arena:
     def learner_scores(self) -> np.ndarray:
         """The learners' current scores (their final ones once the episodes have ended)."""
         return self.engine.scores()[self.learners]
+
+    def _answer(self, i: int, rows: np.ndarray, seats: np.ndarray) -> np.ndarray:
+        """Fixed opponent ``i``'s action indices, one per seat asked, or :class:`OpponentError`
+        naming it: a failing opponent ends the run in one line, never a silently wrong one."""
+        spec = self.against[i]
+        try:
+            answer = np.asarray(self.players[i].act(self.engine, rows, seats))
+        except (KeyboardInterrupt, MemoryError):
+            raise
+        except Exception as e:  # noqa: BLE001 - an opponent's own code
+            raise OpponentError(f"opponent {spec!r:.80} raised {type(e).__name__}: "
+                                f"{str(e)[:200]}") from None
+        n = self.engine.tables.n_actions
+        if (answer.shape != rows.shape or answer.dtype.kind not in "iu"
+                or (answer.size and (answer.min() < 0 or answer.max() >= n))):
+            raise OpponentError(f"opponent {spec!r:.80} answered {answer.dtype} indices of "
+                                f"shape {answer.shape} for {rows.size} seats; it must answer "
+                                f"one action index from 0 to {n - 1} per seat")
+        return answer
 
     def end(self) -> None:
         """After an episode: league training updates the pool's win shares from it."""

@@ -107,7 +107,7 @@ def _hidden(value: Any) -> tuple[int, ...]:
 def _against(value: Any) -> tuple[str, ...]:
     """Policy specs as a list (a file) or ``factor,magpie`` (a flag or a file)."""
     if isinstance(value, str):
-        value = [part.strip() for part in value.split(",")]
+        value = value.split(",")
     if not isinstance(value, list):
         raise ValueError(f"must list policy specs; got {value!r:.40}")
     try:

@@ -5,8 +5,10 @@ checkpoint keeps of it, below both the command (``agents.learn.training``) and t
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from agents.learn.evaluation import MAX_SEEDS
 from agents.learn.knobs import Knob
@@ -87,7 +89,7 @@ class TrainOptions:
         if self.device not in DEVICES:
             raise TrainingError(f"device must be one of {', '.join(DEVICES)}; got "
                                 f"{self.device!r}")
-        check_against(self.against)
+        object.__setattr__(self, "against", check_against(self.against))
         if self.league and self.self_play:
             raise TrainingError("league and self_play exclude each other: the league already "
                                 "plays the learner against itself and its snapshots")
@@ -96,14 +98,47 @@ class TrainOptions:
 
 
 def check_against(against: object) -> tuple[str, ...]:
-    """The fixed opponents: 1 to :data:`MAX_AGAINST` policy specs (TrainingError otherwise;
-    whether each has a batched form is checked when the arena builds them)."""
-    if (not isinstance(against, tuple) or not 0 < len(against) <= MAX_AGAINST or
+    """The fixed opponents: 1 to :data:`MAX_AGAINST` different policy specs, a list or a tuple
+    (TrainingError otherwise; whether each has a batched form is checked when the arena builds
+    them). A pool holding one spec twice would name two members alike."""
+    if (not isinstance(against, (tuple, list)) or not 0 < len(against) <= MAX_AGAINST or
             not all(isinstance(a, str) and a.strip() and len(a) <= MAX_SPEC and "\0" not in a
                     for a in against)):
         raise TrainingError(f"against must list 1 to {MAX_AGAINST} policy specs (factor, "
                             f"magpie, random, champion, ppo:MODEL); got {against!r:.80}")
-    return against
+    specs = tuple(a.strip() for a in against)
+    seen = [a.lower() for a in specs]
+    twice = sorted({a for a in seen if seen.count(a) > 1})
+    if twice:
+        raise TrainingError(f"against names {twice[0]!r:.80} twice; name each opponent once")
+    return specs
+
+
+def opponent_digests(against: tuple[str, ...]) -> dict[str, str]:
+    """sha256 of each model file among the fixed opponents (``ppo:``, ``sb3:``), so that a
+    resumed run can tell that one changed under it."""
+    digests = {}
+    for spec in against:
+        kind, _, rest = spec.partition(":")
+        if kind.lower() not in ("ppo", "sb3") or not rest.strip():
+            continue
+        path = Path(rest.strip()).expanduser()
+        if path.is_dir():
+            path = path / ("model.pt" if kind.lower() == "ppo" else "model.zip")
+        try:
+            if path.is_file():
+                digests[spec] = file_sha256(path)
+        except OSError:
+            continue
+    return digests
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def run_options(options: TrainOptions, checkpoint: dict | None, warn: Say) -> TrainOptions:
@@ -134,6 +169,12 @@ def run_options(options: TrainOptions, checkpoint: dict | None, warn: Say) -> Tr
                                                            options.asked):
             warn(f"train: --resume keeps the run's {name} {kept[name]!r} (not "
                  f"{getattr(options, name)!r})")
+    for spec, digest in run.get("opponents", {}).items():
+        now = opponent_digests((spec,)).get(spec)
+        if now != digest:
+            warn(f"train: --resume: opponent {spec!r:.120} is not the file the run began with "
+                 f"({'missing' if now is None else 'its sha256 changed'}); the run goes on "
+                 "against the file as it is now and will not equal an uninterrupted one")
     threads = run.get("threads", options.threads)
     if threads != options.threads:  # float sums differ with the thread count
         warn(f"train: the run used {threads} torch threads, this resume {options.threads}: "
@@ -165,4 +206,5 @@ def run_record(options: TrainOptions) -> dict:
     """What a checkpoint keeps of the options (plain values)."""
     return {"seed": options.seed, "envs": options.envs, "self_play": options.self_play,
             "league": options.league, "against": list(options.against),
+            "opponents": opponent_digests(options.against),
             "threads": options.threads, "ppo": options.ppo.to_dict()}

@@ -133,18 +133,34 @@ def train(options: TrainOptions, *, say: Say = _quiet, log: Say = _quiet, warn: 
             torch.set_num_threads(threads)
 
 
+BATCHED_KINDS = ("factor, magpie, random, champion, ppo:MODEL, sb3:MODEL or a batched "
+                 "module:Name")
+
+
 def _check_opponents(against: Sequence[str]) -> None:
-    """Every ``--against`` spec builds a batched policy, or one line naming it."""
+    """Every ``--against`` spec builds a batched policy, or one line naming it (a policy of a
+    kind that plays the scalar engine only, or whose own code fails, included)."""
     from agents.learn.ppo_arena import fixed_players
+    from sim.policies import BATCHED_POLICIES, POLICIES
 
     for spec in against:
+        kind, colon, _ = spec.partition(":")
+        kind = kind.strip().lower()
+        if (colon and "." not in kind and kind in POLICIES.names()
+                and kind not in BATCHED_POLICIES.names()):
+            raise TrainingError(f"--against {spec!r:.80}: {kind}: policies have no batched "
+                                "form, and training plays its opponents on the batched engine "
+                                f"({BATCHED_KINDS})")
         try:
             fixed_players([spec], 0)
+        except KeyboardInterrupt:
+            raise
         except ValueError as e:
             raise TrainingError(f"--against {spec!r:.80}: {str(e)[:300]} (training plays its "
-                                "opponents on the batched engine: factor, magpie, random, "
-                                "champion, ppo:MODEL, sb3:MODEL or a batched module:Name)"
-                                ) from None
+                                f"opponents on the batched engine: {BATCHED_KINDS})") from None
+        except BaseException as e:  # noqa: BLE001 - the opponent's own code failed (or exited)
+            raise TrainingError(f"--against {spec!r:.80}: building it raised "
+                                f"{type(e).__name__}: {str(e)[:200]}") from None
 
 
 # What a run leaves in --out; a new run (no --resume) refuses a directory holding any of them.

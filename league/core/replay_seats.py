@@ -15,6 +15,8 @@ every start-of-turn state, and requires the recorded act to be that:
   (``league.core.verify_claims`` counts them); every other act must be its intent.
 - ``champion``: the shipped network's masked argmax (``agents.champion``); each unscripted act
   must be a legal action whose logit is within :data:`PPO_TIE` of the best, as for ``ppo:``.
+  ``league.json`` records the sha256 of the network file the league played (``"models"``);
+  when this install ships another one, or cannot load it, its seats are not re-played (a note).
 - ``ppo:MODEL``: the league plays the masked argmax of the model's logits, and ``league.json``
   records each model file's sha256 (``"models"``). When the file here has that digest, each
   unscripted act must be a legal action whose logit is within :data:`PPO_TIE` of the best
@@ -84,13 +86,31 @@ def model_digest(name: str) -> str:
     return _DIGESTS[key]
 
 
+def _champion_file() -> Path:
+    import agents.champion as champion  # read when asked: tests and tools may point it elsewhere
+
+    return Path(champion.CHAMPION_FILE)
+
+
+def champion_digest() -> str:
+    """sha256 of the champion's network file as this install ships it (``OSError``)."""
+    path = _champion_file()
+    st = path.stat()
+    key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+    if key not in _DIGESTS:
+        _DIGESTS[key] = file_sha256(path)
+    return _DIGESTS[key]
+
+
 def model_digests(policies: Sequence[str]) -> dict:
-    """``league.json``'s ``{"models": {"ppo:PATH": sha256}}`` (nothing without ppo: seats)."""
+    """``league.json``'s ``{"models": {"ppo:PATH" or "champion": sha256}}`` (nothing without
+    such seats)."""
     models = {}
     for name in policies:
-        if kind_of(name) == PPO:
+        kind = kind_of(name)
+        if kind in (PPO, CHAMPION):
             try:
-                models[name] = model_digest(name)
+                models[name] = model_digest(name) if kind == PPO else champion_digest()
             except (OSError, ValueError):  # check_options has refused such a league already
                 continue
     return {MODELS: models} if models else {}
@@ -109,6 +129,7 @@ class Seats:
     decisions: int = 0   # acts compared with the policy's choice
     fallbacks: int = 0   # acts accepted as counted fallbacks
     _ppo: dict[str, Any] = field(default_factory=dict)
+    _champion: Any = None
 
     def __post_init__(self) -> None:
         models = self.manifest.get(MODELS)
@@ -117,8 +138,9 @@ class Seats:
             kind = kind_of(name)
             if kind is None:
                 self.skipped[name] = "its choices are not derivable from the replay"
-            elif kind == PPO:
-                why = self._load_ppo(name, models.get(name))
+            elif kind in (PPO, CHAMPION):
+                why = (self._load_ppo(name, models.get(name)) if kind == PPO
+                       else self._load_champion(name, models.get(name)))
                 if why is None:
                     self.kinds[name] = kind
                 else:
@@ -127,7 +149,21 @@ class Seats:
                 self.kinds[name] = kind
         self._factor = make_policy("factor")
         self._magpie = make_policy("magpie")
-        self._champion = make_policy(CHAMPION) if CHAMPION in self.kinds.values() else None
+
+    def _load_champion(self, name: str, digest: object) -> str | None:
+        """Why the champion's seats cannot be re-played here, or None (it is loaded)."""
+        if not isinstance(digest, str):
+            return "league.json records no digest of its network"
+        try:
+            if champion_digest() != digest:
+                return ("this install's champion is another network than the league played "
+                        "(its sha256 is not league.json's)")
+            self._champion = make_policy(CHAMPION)
+        except OSError as e:
+            return f"its network cannot be read here ({e.strerror or e})"
+        except ValueError as e:  # NetError
+            return f"its network cannot be loaded here ({_cut(e, 160)})"
+        return None
 
     def _load_ppo(self, name: str, digest: object) -> str | None:
         """Why the seats of ``name`` cannot be re-played here, or None (its policy is loaded)."""
