@@ -240,7 +240,7 @@ def test_make_policy_builds_the_builtins_and_module_specs() -> None:
 
 @pytest.mark.parametrize("spec, params, match", [
     ("grifter", {},
-     r"unknown policy 'grifter'; known: exec, factor, llm, magpie, ppo, random, sb3"),
+     r"unknown policy 'grifter'; known: champion, exec, factor, llm, magpie, ppo, random, sb3"),
     ("", {}, "unknown policy"),
     ("no.such.module:Thing", {}, "cannot import module 'no.such.module'"),
     ("agents:Nobody", {}, "has no 'Nobody'"),

@@ -79,7 +79,8 @@ class Settings:
 
 
 APART_DECISION_TIMEOUT = 10.0  # seconds a seat that runs apart has per decision by default
-IN_PROCESS = ("factor", "magpie", "random", "champion")   # ours: the engine's side
+BASELINES = ("factor", "magpie", "random")   # ours, pure Python (no numpy to load)
+IN_PROCESS = (*BASELINES, "champion")        # ours: the engine's side
 IN_PROCESS_PREFIXES = ("ppo:", "llm:")
 TRUSTED = "trusted:"
 

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import logging
 
-from league.core.episode import IN_PROCESS, Settings, play
+from league.core.episode import BASELINES, Settings, play
 from league.core.lineups import episode_spec
 from sim.rules.world import MIN_TURNS
 
 
 def warm() -> None:
     try:
-        play(episode_spec(IN_PROCESS, 0, 0), Settings(policies=IN_PROCESS, turns=MIN_TURNS))
+        play(episode_spec(BASELINES, 0, 0), Settings(policies=BASELINES, turns=MIN_TURNS))
     except Exception:  # a broken engine shows in the league's own episodes, not here
         logging.getLogger(__name__).debug("warm-up episode failed", exc_info=True)
 
