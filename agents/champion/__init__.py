@@ -24,8 +24,9 @@ import numpy as np
 from agents.champion.net import NetError, NumpyNet, load_net
 from sim import Game, Intent
 from sim.batched.observe import encode as encode_rows
-from sim.codec.action_table import TABLE_VERSION, legal_mask, n_actions, to_intent
-from sim.codec.encode import encode_flat, layout
+from sim.batched.tables import tables_for
+from sim.codec.action_table import TABLE_VERSION, legal_mask, to_intent
+from sim.codec.encode import encode_flat
 from sim.rules.world import STANDARD_TOWN
 
 CHAMPION_FILE = Path(__file__).with_name("champion.npz")
@@ -42,9 +43,8 @@ def champion_net() -> NumpyNet:
     global _NET
     with _LOCK:
         if _NET is None:
-            actions = n_actions(STANDARD_TOWN)
-            width = sum(int(np.prod(shape)) for shape, _ in layout(STANDARD_TOWN).values())
-            _NET = load_net(CHAMPION_FILE, TABLE_VERSION, width, actions)
+            tables = tables_for(STANDARD_TOWN)
+            _NET = load_net(CHAMPION_FILE, TABLE_VERSION, tables.obs_width, tables.n_actions)
         return _NET
 
 

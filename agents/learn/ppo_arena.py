@@ -167,8 +167,7 @@ class Arena:
     def end(self) -> None:
         """After an episode: league training updates the pool's win shares from it."""
         if self.league:
-            self.pool.observe(self.lineup, self.engine.scores(),
-                              [1 + i for i in range(len(self.pool.members) - 1)] + [LEARNER])
+            self.pool.observe(self.lineup, self.engine.scores())
 
     def add_snapshot(self, net: PolicyNet, name: str) -> None:
         """Keep a frozen copy of the learner as an opponent (the latest few)."""
@@ -177,19 +176,18 @@ class Arena:
 
     # --- checkpoints -----------------------------------------------------------------------
     def state(self) -> dict:
-        """The random streams (the episodes themselves always restart at a checkpoint)."""
+        """The random streams: lineups and towns (one stream), the fixed opponents' own; the
+        pool. The episodes themselves always restart at a checkpoint."""
         return {"lineups": self.rng.bit_generator.state,
-                "towns": self.engine.seed_rng.bit_generator.state,
-                "players": [_stream(p).bit_generator.state if _stream(p) else None
+                "players": [None if (rng := _stream(p)) is None else rng.bit_generator.state
                             for p in self.players],
                 "pool": self.pool.state()}
 
     def load_state(self, state: dict) -> None:
         self.rng.bit_generator.state = state["lineups"]
-        self.engine.seed_rng.bit_generator.state = state["towns"]
         for p, s in zip(self.players, state["players"]):
-            if s is not None and _stream(p) is not None:
-                _stream(p).bit_generator.state = s
+            if s is not None and (rng := _stream(p)) is not None:
+                rng.bit_generator.state = s
         self.pool.load_state(state["pool"])
 
 

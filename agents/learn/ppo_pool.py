@@ -46,7 +46,8 @@ class Member:
 
 
 class Pool:
-    """The members in draw order: fixed opponents, snapshots (oldest first), then ``self``."""
+    """The members in draw order: fixed opponents, snapshots (oldest first), then ``self``.
+    In a lineup member ``i`` plays as ``1 + i`` and ``self`` as the learner, 0."""
 
     def __init__(self, fixed: list[str]) -> None:
         if not fixed:
@@ -57,15 +58,11 @@ class Pool:
     def fixed(self) -> int:
         return sum(m.fixed for m in self.members)
 
-    def add_snapshot(self, name: str, keep: int) -> int | None:
-        """Add a snapshot before ``self``; drops the oldest beyond ``keep``, returning its
-        index among the snapshots (0) when one was dropped, else None."""
+    def add_snapshot(self, name: str, keep: int) -> None:
+        """Add a snapshot before ``self``, dropping the oldest beyond ``keep``."""
         self.members.insert(len(self.members) - 1, Member(name, False))
-        snaps = len(self.members) - 1 - self.fixed
-        if snaps > keep:
+        if len(self.members) - 1 - self.fixed > keep:
             del self.members[self.fixed]
-            return 0
-        return None
 
     def weights(self) -> np.ndarray:
         """Each member's probability of filling an opponent seat (module docstring)."""
@@ -76,17 +73,17 @@ class Pool:
                          for m in self.members])
         return share + (1.0 - FIXED_SHARE) * hard / hard.sum()
 
-    def observe(self, lineup: np.ndarray, scores: np.ndarray, code: list[int]) -> None:
+    def observe(self, lineup: np.ndarray, scores: np.ndarray) -> None:
         """Move each member's win share toward this episode's (module docstring).
 
-        ``lineup`` is ``[rows, seats]`` of who played each seat (0 the learner), ``scores`` the
-        final scores, ``code[i]`` member ``i``'s code in ``lineup``.
+        ``lineup`` is ``[rows, seats]`` of who played each seat: 0 the learner (``self``
+        included), ``1 + i`` member ``i``; ``scores`` the final scores.
         """
         learner = lineup == 0
-        for member, c in zip(self.members, code):
+        for i, member in enumerate(self.members):
             if member.name == SELF:
                 continue
-            theirs = lineup == c
+            theirs = lineup == 1 + i
             rows = learner.any(1) & theirs.any(1)
             if not rows.any():
                 continue

@@ -16,6 +16,7 @@ from typing import Any
 
 from agents.learn.ppo import MODEL_NAME, BatchedPPOPolicy, save_model
 from agents.learn.ppo_learn import Learner, engine_share
+from agents.learn.ppo_pool import SELF
 from agents.learn.ppo_records import (
     CHECKPOINT_NAME,
     CURVE_COLUMNS,
@@ -219,14 +220,12 @@ def _pool_scalars(learner: Learner) -> dict:
     if not arena.league:
         return {}
     members = arena.pool.to_list()
-    snaps = [m for m in members if m["name"].startswith("snapshot@")]
+    newest = len(members) - 1  # self is last, the newest snapshot just before it
     out = {}
-    for m in members:
-        name = m["name"]
-        if name in {s["name"] for s in snaps}:
-            name = f"snapshot-{len(snaps) - snaps.index(m)}"
+    for i, m in enumerate(members):
+        name = m["name"] if m["fixed"] or m["name"] == SELF else f"snapshot-{newest - i}"
         out[f"pool/weight/{name}"] = m["weight"]
-        if name != "self":
+        if name != SELF:
             out[f"pool/win/{name}"] = m["win"]
     return out
 

@@ -78,7 +78,11 @@ def _model_file(name: str) -> Path:
 
 def model_digest(name: str) -> str:
     """sha256 of the model file of ``ppo:PATH`` (``OSError``/``ValueError`` when unreadable)."""
-    path = _model_file(name)
+    return _digest(_model_file(name))
+
+
+def _digest(path: Path) -> str:
+    """sha256 of a file, computed once per version of it (inode, size, mtime)."""
     st = path.stat()
     key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
     if key not in _DIGESTS:
@@ -94,12 +98,7 @@ def _champion_file() -> Path:
 
 def champion_digest() -> str:
     """sha256 of the champion's network file as this install ships it (``OSError``)."""
-    path = _champion_file()
-    st = path.stat()
-    key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
-    if key not in _DIGESTS:
-        _DIGESTS[key] = file_sha256(path)
-    return _DIGESTS[key]
+    return _digest(_champion_file())
 
 
 def model_digests(policies: Sequence[str]) -> dict:
