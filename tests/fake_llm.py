@@ -63,6 +63,38 @@ BEHAVIOURS: dict[str, tuple[Answer, Answer]] = {
 }
 
 
+def choice_reply(model: str, user: str) -> str | None:
+    """The reply of a ``choose-*`` model to a choosing-mode prompt (``agents.llm.choose``),
+    None for other models. The choices are the numbered lines after ``YOUR CHOICES:``."""
+    if not model.startswith("choose-"):
+        return None
+    listed = re.findall(r"^(\d+)\. (.*)$", user.split("YOUR CHOICES:", 1)[-1], re.M)
+    n = len(listed)
+    turn = re.search(r"^Turn (\d+) of", user, re.M)
+    t = int(turn.group(1)) if turn else 0
+    kind = model[len("choose-"):]
+    if kind == "first":
+        return '{"action": 1}'
+    if kind == "last":  # with a say and notes
+        return json.dumps({"action": n, "say": f"turn {t}", "notes": f"took {n}"})
+    if kind == "spread":  # a different choice each turn, in range
+        return f'{{"action": {1 + (7 * t) % max(n, 1)}}}'
+    if kind == "verbatim":
+        return json.dumps({"action": listed[-1][1] if listed else ""})
+    if kind == "cut":  # cut off after the action, in the middle of the say
+        return f'{{"action": {n}, "say": "I was about to'
+    if kind == "bare":
+        return f"{n}. because it is the last"
+    if kind == "out-of-range":
+        return json.dumps({"action": n + 1})
+    if kind == "out-once":
+        return json.dumps({"action": n + 1 if RETRY_MARK_CHOOSE not in user else 1})
+    return '{"action": 0}'
+
+
+RETRY_MARK_CHOOSE = "previous reply was not one of the choices"
+
+
 class FakeLLM:
     """The server; use as a context manager. ``url`` is the base URL (``.../v1``)."""
 
@@ -122,6 +154,8 @@ class FakeLLM:
                 return status, content, None
             good = _json(good_reply(user))
             text = good if content == "" else content.replace("{JSON}", good)
+            chosen = choice_reply(model, user)
+            text = text if chosen is None else chosen
             out: dict[str, Any] = {"id": "x", "object": "chat.completion", "model": model,
                                    "choices": [{"index": 0, "finish_reason": "stop",
                                                 "message": {"role": "assistant",

@@ -99,16 +99,21 @@ class ChatClient:
                         continue
                     try:
                         chunk = json.loads(line[5:])
-                        delta = chunk["choices"][0].get("delta") or {}
-                    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-                        continue  # a ping, a usage-only chunk or an error we cannot read
-                    if isinstance(delta.get("content"), str):
-                        parts.append(delta["content"])
+                    except ValueError:
+                        continue  # a ping or an error we cannot read
+                    if usage := usage_of(chunk):
+                        attempt["usage"] = usage  # a server that streams its counts
+                    piece = delta_text(chunk)
+                    if piece:
+                        if not parts:
+                            attempt["first_token"] = round(time.perf_counter() - t0, 3)
+                        parts.append(piece)
         except httpx.TimeoutException:
             return None, done(attempt, t0, error=f"no reply within {limit:g} s")
         except httpx.HTTPError as e:
             return None, done(attempt, t0, error=f"request failed: {type(e).__name__}: {e}")
         attempt["reply"] = "".join(parts)
+        attempt["pieces"] = len(parts)  # streamed pieces: about one a sampled token
         return attempt["reply"], done(attempt, t0)
 
     def close(self) -> None:
@@ -147,14 +152,35 @@ def content_of(data: Any) -> str | None:
     return content if isinstance(content, str) else None
 
 
+def delta_text(chunk: Any) -> str:
+    """A streamed chunk's ``choices[0].delta.content`` ("" when it has none)."""
+    try:
+        text = chunk["choices"][0]["delta"]["content"]
+    except (KeyError, IndexError, TypeError):
+        return ""
+    return text if isinstance(text, str) else ""
+
+
 def usage_of(data: Any) -> dict[str, int]:
-    """The token counts the server reports (OpenAI ``usage`` names), when it reports them."""
-    usage = data.get("usage") if isinstance(data, dict) else None
-    if not isinstance(usage, dict):
+    """The token counts the server reports, when it reports them: OpenAI's ``usage`` names,
+    and ``cached_tokens`` (prompt tokens the server did not read again) from OpenAI's
+    ``usage.prompt_tokens_details`` or llama.cpp's ``timings.cache_n``."""
+    if not isinstance(data, dict):
         return {}
-    return {k: v for k, v in usage.items()
-            if k in ("prompt_tokens", "completion_tokens", "total_tokens")
-            and isinstance(v, int) and not isinstance(v, bool)}
+    usage = data.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    out = {k: v for k, v in usage.items()
+           if k in ("prompt_tokens", "completion_tokens", "total_tokens") and _count(v)}
+    details = usage.get("prompt_tokens_details")
+    timings = data.get("timings")
+    for source, key in ((details, "cached_tokens"), (timings, "cache_n")):
+        if isinstance(source, dict) and _count(source.get(key)):
+            out["cached_tokens"] = source[key]
+    return out
+
+
+def _count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
 
 def is_loopback(host: str) -> bool:

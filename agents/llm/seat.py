@@ -31,11 +31,23 @@ from __future__ import annotations
 import os
 import threading
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agents.baselines.rules import WAIT
 from agents.baselines.scripted import Factor
+from agents.llm.choose import (
+    MODES,
+    Choice,
+    choice_grammar,
+    choice_schema,
+    choose_system_prompt,
+    choose_user_prompt,
+    parse_choice,
+)
+from agents.llm.choose import admissible as admissible_sentences
 from agents.llm.client import ChatClient, RejectedError
 from agents.llm.prompt import (
     ASCII_SPACE,
@@ -62,9 +74,27 @@ DEFAULT_MAX_TOKENS = 900    # RULES §6.7 maxOutputTokens
 DEFAULT_RETRY_FLOOR = 8.0   # SENTENCES §20.1: the retry gets half the timeout, at least 8 s
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 
+FALLBACKS = ("factor", "wait")
+CHOOSE_CORRECTIVE = ("Your previous reply was not one of the choices. Reply with only "
+                     '{"action": N}, N the number of one choice above.')
+
 _FACTOR = Factor()
 # (base_url, model) -> the response_format kind that endpoint accepted (``"auto"`` policies).
 _ACCEPTED_FORMAT: dict[tuple[str, str], str] = {}
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One decision's request in a mode: the messages, the line a retry adds, how a reply is
+    read, and (choosing mode) the choices with the schema and grammar that constrain it."""
+
+    system: str
+    user: str
+    corrective: str
+    read: Callable[[str], tuple[Reply | Choice | None, str]]
+    choices: list[str] | None = None
+    schema: dict | None = None
+    grammar: str | None = None
 
 
 # --- the policy -----------------------------------------------------------------------------------
@@ -85,6 +115,10 @@ class LLMPolicy:
         prompt: the operator's guidance, cut to 4000 characters (SENTENCES §20.2).
         response_format: ``"auto"`` (ask for the schema in the forms the endpoint accepts),
             one of ``"json_schema"``, ``"json_object"`` (always that form), or ``"none"``.
+        choose: ``"free"`` (the model writes its sentence) or ``"admissible"`` (it picks one
+            of the seat's legal acts by number: ``agents.llm.choose``).
+        fallback: what plays a decision the model did not make: ``"factor"`` (RULES §21) or
+            ``"wait"`` (a league's ``--fallback wait`` sets it).
     """
 
     scripted = False
@@ -93,7 +127,8 @@ class LLMPolicy:
     def __init__(self, model: str, base_url: str, *, api_key_env: str = DEFAULT_KEY_ENV,
                  timeout: float = DEFAULT_TIMEOUT, retry_floor: float = DEFAULT_RETRY_FLOOR,
                  max_tokens: int = DEFAULT_MAX_TOKENS, temperature: float | None = None,
-                 prompt: str = "", response_format: str = "auto") -> None:
+                 prompt: str = "", response_format: str = "auto", choose: str = "free",
+                 fallback: str = "factor") -> None:
         try:
             import httpx  # noqa: F401 - fail at construction, not at the first turn
         except ImportError:
@@ -120,6 +155,12 @@ class LLMPolicy:
         if response_format != "auto" and response_format not in RESPONSE_FORMATS:
             raise ValueError(f"llm policy: response_format must be auto, "
                              f"{', '.join(RESPONSE_FORMATS)}; got {response_format!r}")
+        if choose not in MODES:
+            raise ValueError(f"llm policy: choose must be one of {', '.join(MODES)}; got "
+                             f"{choose!r}")
+        if fallback not in FALLBACKS:
+            raise ValueError(f"llm policy: fallback must be one of {', '.join(FALLBACKS)}; "
+                             f"got {fallback!r}")
         if not isinstance(api_key_env, str):
             raise ValueError(f"llm policy: api_key_env must be a string; got {api_key_env!r}")
         self.model = model.strip()
@@ -131,6 +172,8 @@ class LLMPolicy:
         self.temperature = None if temperature is None else float(temperature)
         self.prompt = prompt[:MAX_PROMPT_LEN]
         self.response_format = response_format
+        self.choose = choose
+        self.fallback = fallback
         self._chat = ChatClient(self.base_url)
         self._lock = threading.Lock()
         self.records: list[dict] = []
@@ -156,45 +199,66 @@ class LLMPolicy:
         self._chat.close()
 
     def act(self, game: Game, seat: int) -> Decision:
-        """Ask the model for ``seat``'s move; fall back to ``factor`` as §20.1 and §21 say."""
-        system = system_prompt(game, seat)
-        user = game.observation_text(seat, prompt=self.prompt)
+        """Ask the model for ``seat``'s move; fall back as §20.1 and §21 say."""
+        ask = self._ask(game, seat)
         record: dict[str, Any] = {"turn": game.turn, "seat": seat, "model": self.model,
-                                  "system": system, "user": user, "attempts": []}
-        reply: Reply | None = None
+                                  "mode": self.choose, "system": ask.system, "user": ask.user,
+                                  "attempts": []}
+        if ask.choices is not None:
+            record["choices"] = len(ask.choices)
+        reply: Reply | Choice | None = None
         if self.disabled:
             record["error"] = "the service refused the credentials earlier this episode"
         else:
             for n, limit in enumerate((self.timeout, self.retry_timeout)):
-                text = user if n == 0 else f"{user}\n\n{CORRECTIVE}"
+                text = ask.user if n == 0 else f"{ask.user}\n\n{ask.corrective}"
                 try:
-                    reply, attempt = self._attempt(system, text, limit)
+                    reply, attempt = self._attempt(ask, text, limit)
                 except RejectedError as e:
                     self.disabled = True
                     record["attempts"].append({"retry": n > 0, "error": str(e)})
-                    record["error"] = "the service refused the credentials; factor plays " \
-                                      "the rest of the episode"
+                    record["error"] = (f"the service refused the credentials; {self.fallback} "
+                                       "plays the rest of the episode")
                     break
                 attempt["retry"] = n > 0
                 record["attempts"].append(attempt)
                 if reply is not None:
                     break
         if reply is None:
-            decision = Decision(_FACTOR.act(game, seat), scripted=True)
+            decision = Decision(self._fallback_act(game, seat), scripted=True)
         else:
             decision = Decision(reply.action, reply.say, reply.notes)
+            if isinstance(reply, Choice):
+                record["choice"] = reply.number
         record.update(action=decision.action, say=decision.say, notes=decision.notes,
                       scripted=decision.scripted)
         with self._lock:
             self.records.append(record)
         return decision
 
+    def _ask(self, game: Game, seat: int) -> Ask:
+        """What to send for ``seat`` this turn in this policy's mode, and how to read it."""
+        if self.choose == "free":
+            return Ask(system_prompt(game, seat), game.observation_text(seat, prompt=self.prompt),
+                       CORRECTIVE, parse_reply)
+        choices = admissible_sentences(game, seat)
+        speech = game.config.speech
+        return Ask(choose_system_prompt(game, self.prompt),
+                   choose_user_prompt(game, seat, choices, speech), CHOOSE_CORRECTIVE,
+                   lambda text: parse_choice(text, choices), choices,
+                   choice_schema(len(choices), speech), choice_grammar(len(choices), speech))
+
+    def _fallback_act(self, game: Game, seat: int) -> str:
+        """The act played when the model gave no usable reply: ``factor``'s, or a wait."""
+        return _FACTOR.act(game, seat) if self.fallback == "factor" else WAIT
+
     # --- one request ---------------------------------------------------------------------
 
-    def _attempt(self, system: str, user: str, limit: float) -> tuple[Reply | None, dict]:
+    def _attempt(self, ask: Ask, user: str,
+                 limit: float) -> tuple[Reply | Choice | None, dict]:
         """One request and the reading of its reply; the attempt's record."""
         body: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens,
-                                "messages": [{"role": "system", "content": system},
+                                "messages": [{"role": "system", "content": ask.system},
                                              {"role": "user", "content": user}]}
         if self.temperature is not None:
             body["temperature"] = self.temperature
@@ -202,10 +266,14 @@ class LLMPolicy:
         key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        content, attempt = self._send(body, headers, limit)
+        content, attempt = self._send(body, headers, limit, ask)
+        # Where the time went, "unknown" where the endpoint does not say.
+        attempt.setdefault("first_token", "unknown")
+        attempt["cached_tokens"] = attempt.get("usage", {}).get("cached_tokens", "unknown")
+        attempt.setdefault("usage", "unknown")
         if content is None:
             return None, attempt
-        reply, why = parse_reply(content)
+        reply, why = ask.read(content)
         if why:
             attempt["error"] = why
         return reply, attempt
@@ -218,13 +286,13 @@ class LLMPolicy:
         return RESPONSE_FORMATS if known is None else RESPONSE_FORMATS[
             RESPONSE_FORMATS.index(known):]
 
-    def _send(self, body: dict, headers: dict[str, str],
-              limit: float) -> tuple[str | None, dict[str, Any]]:
+    def _send(self, body: dict, headers: dict[str, str], limit: float,
+              ask: Ask) -> tuple[str | None, dict[str, Any]]:
         """Send ``body`` with each format in turn while the endpoint refuses the format."""
         kinds = self._formats()
         refused: list[str] = []
         for n, kind in enumerate(kinds):
-            fmt = response_format(kind)
+            fmt = response_format(kind, ask.schema)
             if fmt is None:
                 body.pop("response_format", None)
             else:
@@ -259,6 +327,7 @@ OPTIONS: dict[str, tuple[str, type]] = {
     "key_env": ("api_key_env", str), "api_key_env": ("api_key_env", str),
     "prompt": ("prompt", str), "prompt_file": ("prompt_file", str),
     "format": ("response_format", str), "response_format": ("response_format", str),
+    "choose": ("choose", str), "fallback": ("fallback", str),
 }
 
 

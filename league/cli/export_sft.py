@@ -188,6 +188,18 @@ def _load(root: Path, row: dict) -> dict:
     return payload
 
 
+def chosen_number(game: Game, seat: int, rec: dict | None, event: dict) -> int | None:
+    """For a seat that played in the choosing mode, the 1-based number of the act it played
+    among its choices now; None for another mode or an act that is not among them."""
+    if rec is None or rec.get("mode") != "admissible":
+        return None
+    from agents.llm.choose import admissible
+
+    choices = admissible(game, seat)
+    sentence = event.get("sentence")
+    return choices.index(sentence) + 1 if sentence in choices else None
+
+
 def episode_rows(payload: dict, row: dict, only_llm: bool = False) -> Iterator[dict]:
     """The rows of one episode, in turn then seat order (see the module for what they hold)."""
     from agents.llm.prompt import Reply, system_prompt  # the system message the seats get
@@ -212,18 +224,26 @@ def episode_rows(payload: dict, row: dict, only_llm: bool = False) -> Iterator[d
                    and rec.get("action") == e.get("sentence"))
             if only_llm and not own:
                 continue
+            number = chosen_number(game, seat, rec, e)
             if rec is not None and isinstance(rec.get("system"), str) \
-                    and isinstance(rec.get("user"), str):
+                    and isinstance(rec.get("user"), str) \
+                    and (number is not None or rec.get("mode") != "admissible"):
                 system, user = rec["system"], rec["user"]
-            else:
+            else:  # no record, or a choosing seat's act that is not among its choices
                 system, user = system_prompt(game, seat), game.observation_text(seat)
-            if own:
-                reply = Reply(rec["action"], rec.get("say", ""), rec.get("notes", ""))
+                number = None
+            say = rec.get("say", "") if own else e.get("say", "")
+            notes = rec.get("notes", "") if own else ""
+            if number is not None:  # the choosing mode's answer (agents.llm.choose)
+                answer = {"action": number, **({"say": say} if say else {}),
+                          **({"notes": notes} if notes else {})}
+                content = json.dumps(answer, ensure_ascii=False)
             else:
-                reply = Reply(e.get("sentence", ""), e.get("say", ""), "")
+                content = Reply(rec["action"] if own else e.get("sentence", ""), say,
+                                notes).to_json()
             yield {"prompt": [{"role": "system", "content": system},
                               {"role": "user", "content": user}],
-                   "completion": [{"role": "assistant", "content": reply.to_json()}],
+                   "completion": [{"role": "assistant", "content": content}],
                    "meta": {"episode": row["id"], "seed": row["seed"], "turn": e["turn"],
                             "seat": seat, "alias": game.aliases[seat],
                             "policy": row["lineup"][seat], "source": "llm" if own else "replay",

@@ -207,7 +207,10 @@ def play(spec: EpisodeSpec, settings: Settings) -> tuple[dict, str | None]:
     seats: list[Seat] = []
     for seat, name in enumerate(spec.lineup):
         try:
-            seats.append(Seat(league_policy(name, settings), fallback=fallback_plays[seat]))
+            policy = league_policy(name, settings)
+            if getattr(policy, "fallback", None) in _FALLBACK_ACTS:
+                policy.fallback = fallback_plays[seat]  # a seat that plays its own (llm:)
+            seats.append(Seat(policy, fallback=fallback_plays[seat]))
         except Exception as e:
             seats.append(Seat(_FACTOR, broken=True, fallback=fallback_plays[seat]))
             fault(seat, "raised", f"could not be built ({explain(e)}); "

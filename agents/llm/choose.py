@@ -1,0 +1,189 @@
+"""The choosing mode of a language-model seat: it picks one of its admissible acts.
+
+In the free-sentence mode (``agents.llm.prompt``) a model writes its own sentence, which the
+town may not understand. Here the model is shown the seat's admissible acts, the rows of the
+action table whose legal-mask bit is set, each as its canonical sentence (which parses back to
+that row's act), numbered from 1, and answers with a number. The reply is constrained where the
+server can constrain it (a llama.cpp GBNF grammar from :func:`choice_grammar`, or a JSON schema
+with an ``enum`` from :func:`choice_schema`) and checked here always (:func:`parse_choice`), so
+a choice that is played is always legal.
+
+What it cannot do: the action table's offers and hires are at its fixed prices, and it buys,
+sells, picks up, drops and hands over at most two units a turn; a model that needs another
+price or three units writes sentences (the free mode).
+
+The prompt is built for a small model that reads slowly: the stable part comes first (a short
+rule summary and the town's map, the same for every seat and turn of an episode, so a server
+that reuses the longest evaluated prefix reads it once), then the seat's compact view and its
+choices. Pure text in and out, like ``agents.llm.prompt``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from agents.llm.prompt import clean
+from sim import Game
+from sim.codec.action_table import canonical, legal_mask
+from sim.language.textview import render_compact, render_town
+from sim.rules.world import (
+    COMPLETION_BONUS,
+    FINE_COIN,
+    MAX_NOTES_LEN,
+    MAX_SAY_LEN,
+    POINT_VALUE,
+    POINTS_PER_UNIT,
+    SEATS,
+)
+
+MODES = ("free", "admissible")
+# The longest reply worth reading: ``{"action": 123, "say": "<160>", "notes": "<600>"}`` with
+# every character escaped as \uXXXX. Longer text is not parsed (a hostile endpoint).
+MAX_REPLY_CHARS = 6 * (MAX_SAY_LEN + MAX_NOTES_LEN) + 64
+_ACTION = re.compile(r'\{\s*"action"\s*:\s*(?:(-?\d+)\s*[,}]|("(?:[^"\\]|\\.)*"))')
+_LEADING_NUMBER = re.compile(r"\s*(\d+)(?!\d)")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A usable reply: the chosen act (1-based number and sentence), what to say, notes."""
+
+    number: int
+    action: str
+    say: str = ""
+    notes: str = ""
+
+
+def admissible(game: Game, seat: int) -> list[str]:
+    """The seat's legal acts as canonical sentences, in action-table order (the choices)."""
+    st = game.state
+    room = st.room[seat]
+    return [canonical(i, game.world, st.aliases, seat, room)
+            for i, ok in enumerate(legal_mask(st, seat)) if ok]
+
+
+def choose_system_prompt(game: Game, prompt: str = "") -> str:
+    """The system message: rules in brief, then the town; the same for all six seats.
+
+    No alias and nothing of the turn, so every request of an episode shares this prefix.
+    ``prompt`` (the operator's guidance) follows the town: stable across turns too.
+    """
+    w = game.world
+    guild = w.keepers[w.guild]
+    dark = [r.name for r in w.rooms if r.dark]
+    obs = game.observe(0)
+    lines = [
+        f"You play one of {SEATS} traders in a town for {game.config.turns} turns. Each turn "
+        "you choose ONE act from a numbered list of the acts open to you.",
+        f"Score: your coin, plus the value of goods you carry, plus {POINT_VALUE} x your "
+        f"commission points. Hand commission goods to {guild.name} for {POINTS_PER_UNIT} "
+        f"points a unit, {COMPLETION_BONUS} more for a whole commission.",
+        "Shops ask more for goods they are short of and pay about two thirds of their ask.",
+        f"Robbery works only in the dark ({', '.join(dark) or 'nowhere'}); elsewhere the robber "
+        f"pays the victim {FINE_COIN} coins. A hired cog beside you guards you.",
+        render_town(obs),
+    ]
+    if prompt:
+        lines += ["GUIDANCE FROM YOUR OPERATOR:", prompt]
+    return "\n".join(lines)
+
+
+def choose_user_prompt(game: Game, seat: int, choices: list[str], speech: bool = True) -> str:
+    """The seat's compact view, its numbered choices and the answer's form."""
+    numbered = "\n".join(f"{k}. {c}" for k, c in enumerate(choices, 1))
+    extra = ' You may add "say" (heard here next turn) and "notes" (private).' if speech else \
+        ' You may add "notes" (private).'
+    return (f"{render_compact(game.observe(seat), game.world)}\n"
+            f"YOUR CHOICES:\n{numbered}\n"
+            f'Answer with JSON: {{"action": <number of your choice>}}.{extra}')
+
+
+def choice_schema(n: int, speech: bool = True) -> dict:
+    """A JSON schema whose ``action`` is one of 1..n; ``say`` and ``notes`` optional."""
+    props: dict = {"action": {"type": "integer", "enum": list(range(1, n + 1))}}
+    if speech:
+        props["say"] = {"type": "string"}
+    props["notes"] = {"type": "string"}
+    return {"type": "object", "properties": props, "required": ["action"],
+            "additionalProperties": False}
+
+
+def choice_grammar(n: int, speech: bool = True) -> str:
+    """A GBNF grammar (llama.cpp) for ``{"action": K}`` with K in 1..n, the action first, then
+    optionally ``say`` and ``notes``: the server cannot sample anything else."""
+    numbers = " | ".join(f'"{k}"' for k in range(n, 0, -1))
+    tail = ('( ", \\"say\\": " str )? ( ", \\"notes\\": " str )?' if speech
+            else '( ", \\"notes\\": " str )?')
+    return "\n".join([
+        f'root ::= "{{\\"action\\": " number {tail} "}}"',
+        f"number ::= {numbers}",
+        'str ::= "\\"" ( [^"\\\\\\x00-\\x1f] | "\\\\" ["\\\\/bfnrt] )* "\\""',
+    ])
+
+
+def parse_choice(text: str, choices: list[str]) -> tuple[Choice | None, str]:
+    """``(Choice, "")`` for a usable reply, else ``(None, why)``.
+
+    Usable: a JSON object whose ``action`` is a number in 1..len(choices) or one of the
+    choices verbatim (case and outer spaces aside); a reply cut off after a complete action
+    (``{"action": 3,`` ...); or, from an endpoint without a format, a reply that starts with
+    such a number. ``say`` and ``notes`` count only from a whole object, cleaned and capped.
+    """
+    if not isinstance(text, str):
+        return None, "the reply is not text"
+    if len(text) > MAX_REPLY_CHARS:
+        text = text[:MAX_REPLY_CHARS]
+    obj: dict = {}
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        try:
+            parsed = json.loads(text[start:end + 1])
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            obj = parsed
+    if "action" in obj:
+        raw = obj["action"]
+    elif (m := _ACTION.search(text)) is not None:
+        raw = int(m.group(1)) if m.group(1) is not None else _json_string(m.group(2))
+    elif start < 0 and (m := _LEADING_NUMBER.match(text)) is not None:
+        raw = int(m.group(1))
+    else:
+        return None, "no action in the reply"
+    number = _number_of(raw, choices)
+    if number is None:
+        return None, f"the action {str(raw)[:40]!r} is not one of the {len(choices)} choices"
+
+    def text_field(key: str, cap: int) -> str:
+        v = obj.get(key)
+        return clean(v, cap) if isinstance(v, str) else ""
+
+    return Choice(number, choices[number - 1], text_field("say", MAX_SAY_LEN),
+                  text_field("notes", MAX_NOTES_LEN)), ""
+
+
+def _json_string(quoted: str) -> str | None:
+    try:
+        value = json.loads(quoted)
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _number_of(raw: object, choices: list[str]) -> int | None:
+    """The 1-based choice ``raw`` names: an int (or a digit string) in range, or a sentence."""
+    if isinstance(raw, str):
+        s = raw.strip()
+        if s.isascii() and s.isdigit() and len(s) < 6:
+            raw = int(s)
+        else:
+            folded = " ".join(s.split()).casefold()
+            for k, c in enumerate(choices, 1):
+                if c.casefold() == folded:
+                    return k
+            return None
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        return None
+    return raw if 1 <= raw <= len(choices) else None
