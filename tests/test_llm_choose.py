@@ -23,9 +23,11 @@ from agents.llm.choose import (
     choice_schema,
     choose_system_prompt,
     choose_user_prompt,
+    is_admissible,
     parse_choice,
 )
 from agents.llm.client import usage_of
+from agents.llm.local_stats import league_stats, quantiles
 from agents.llm.seat import CHOOSE_CORRECTIVE
 from league.cli.guild import main
 from sim import Game, GameConfig
@@ -263,6 +265,13 @@ def test_a_choosing_league_plays_only_understood_acts_and_verifies(server, tmp_p
     recs = payload["llm"]
     assert all(1 <= r["choice"] <= r["choices"] for r in recs)
     assert main(["verify", str(tmp_path / "lg")]) == 0
+    stats = league_stats(tmp_path / "lg")
+    assert stats["modes"] == {"admissible": 6 * len(seats)} and stats["fallbacks"] == 0
+    assert stats["admissibleShare"] == 1.0 == stats["understoodShare"]
+    assert 0 <= stats["decisionSeconds"]["median"] <= stats["decisionSeconds"]["p95"]
+    assert stats["firstTokenSeconds"] is None  # not streamed: unknown
+    held = 2 * len(seats)
+    assert stats["commissions"][spec].endswith(f"/{held}")
     # export-sft: the model's rows are the prompts it was sent and the number it answered
     assert main(["export-sft", str(tmp_path / "lg"), "--out", str(tmp_path / "sft"),
                  "--val-fraction", "0", "--only-llm"]) == 0
@@ -291,3 +300,23 @@ def test_fallback_wait_reaches_a_choosing_seat_and_unranks_it(server, tmp_path: 
     assert rows[spec]["ranked"] is False and rows[spec]["rank"] is None
     assert main(["verify", str(out)]) == 0
     capsys.readouterr()
+
+
+def test_free_mode_records_whether_the_models_act_was_a_legal_row(server):
+    game = played_game(1, 0)  # seat 0 stands in The Smithy with 40 coin; nails cost 5
+    p = LLMPolicy("good", server.url, timeout=5.0, retry_floor=0.0)
+    p.act(game, 0)
+    assert p.records[-1]["admissible"] is True and p.records[-1]["mode"] == "free"
+    p = LLMPolicy("unreadable", server.url, timeout=5.0, retry_floor=0.0)
+    p.act(game, 0)
+    assert p.records[-1]["admissible"] is False and not p.records[-1]["scripted"]
+    assert is_admissible(game, 0, "I buy 2 nails from Smith Bram.")
+    assert not is_admissible(game, 0, "I buy 3 nails from Smith Bram.")  # legal, not a row
+    assert not is_admissible(game, 0, "I walk to The Docks.")  # no road from here
+
+
+def test_quantiles_are_the_median_and_the_nearest_rank_95th_percentile():
+    assert quantiles([]) is None
+    assert quantiles([3.0]) == {"median": 3.0, "p95": 3.0}
+    assert quantiles([4.0, 1.0, 2.0, 3.0]) == {"median": 2.5, "p95": 4.0}
+    assert quantiles([float(k) for k in range(1, 101)]) == {"median": 50.5, "p95": 95.0}

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 from agents.llm.prompt import clean
 from sim import Game
-from sim.codec.action_table import canonical, legal_mask
+from sim.codec.action_table import canonical, legal_mask, semantic, to_intent
+from sim.language.parser import parse
 from sim.language.textview import render_compact, render_town
 from sim.rules.world import (
     COMPLETION_BONUS,
@@ -62,6 +63,20 @@ def admissible(game: Game, seat: int) -> list[str]:
     room = st.room[seat]
     return [canonical(i, game.world, st.aliases, seat, room)
             for i, ok in enumerate(legal_mask(st, seat)) if ok]
+
+
+def is_admissible(game: Game, seat: int, action: str) -> bool:
+    """Whether the sentence ``action`` reads as one of the seat's legal rows now (the free
+    mode's counterpart of a choice; a legal act outside the table, such as buying three
+    units, is not among them)."""
+    st = game.state
+    room = st.room[seat]
+    intent = parse(game.world, st.aliases, seat, room, st.offers, game.turn, action)
+    if intent.kind == "none":
+        return False
+    want = semantic(intent)
+    return any(semantic(to_intent(i, game.world, seat, room)) == want
+               for i, ok in enumerate(legal_mask(st, seat)) if ok)
 
 
 def choose_system_prompt(game: Game, prompt: str = "") -> str:

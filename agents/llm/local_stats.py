@@ -1,15 +1,20 @@
 """``python -m agents.llm.local_stats RUN_DIR``: how a league's language-model seats did.
 
-The figures a language-model seat is judged by (README, language-model section): over the model's
-seat-episodes, the share of replies that were valid JSON, the share of the model's sentences
-the town understood (parsed to an intent, whether or not the act then succeeded), fallbacks to
-``factor``, the mean score of each policy, and the model's decisions per second. Reads only
-the league's files (``results.jsonl`` and ``replays/``), so it works on any finished league.
+The figures a language-model seat is judged by (docs/llm.md): over the model's seat-episodes,
+the share of replies that were usable, the share of the model's own decisions that were one of
+the seat's legal rows (``admissible``: all of them in the choosing mode), the share of its
+sentences the town understood (parsed to an intent, whether or not the act then succeeded),
+fallbacks, the mean score and commissions of each policy, and speed: decisions per second of
+league time, each decision's seconds and the time to its first streamed token (median, 95th
+percentile). Reads only the league's files (``results.jsonl``, ``ladder.json`` and
+``replays/``), so it works on any finished league.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,7 +28,11 @@ def league_stats(run: Path) -> dict[str, Any]:
         rows = [row_of(path) for path in sorted((run / "replays").glob("e*.json"))]
     scores: dict[str, list[float]] = {}
     seat_episodes = decisions = fallbacks = replies = valid = played = understood = 0
+    own = admissible = 0
     formats: dict[str, int] = {}
+    modes: dict[str, int] = {}
+    seconds: list[float] = []
+    first: list[float] = []
     wall = 0.0
     for row in rows:
         lineup = row["lineup"]
@@ -38,27 +47,61 @@ def league_stats(run: Path) -> dict[str, Any]:
         payload = json.loads((run / "replays" / f"{row['id']}.json").read_text(encoding="utf-8"))
         for rec in payload.get("llm", []):
             decisions += 1
+            mode = rec.get("mode", "free")
+            modes[mode] = modes.get(mode, 0) + 1
+            if isinstance(rec.get("seconds"), (int, float)):
+                seconds.append(rec["seconds"])
+            if not rec.get("scripted"):
+                own += 1
+                admissible += rec.get("admissible") is True
             for a in rec["attempts"]:
                 if "reply" in a:
                     replies += 1
                     valid += "error" not in a
                     kind = a.get("format", "none")
                     formats[kind] = formats.get(kind, 0) + 1
+                if isinstance(a.get("first_token"), (int, float)):
+                    first.append(a["first_token"])
         for e in payload["events"]:
             if e["kind"] == "act" and e["seat"] in llm_seats and not e["scripted"]:
                 played += 1
                 understood += e["intent"] != "none"
     return {
         "episodes": len(rows), "seatEpisodes": seat_episodes, "decisions": decisions,
-        "replies": replies, "validJsonShare": round(valid / replies, 3) if replies else None,
-        "modelPlayed": played,
-        "understoodShare": round(understood / played, 3) if played else None,
-        "fallbacks": fallbacks,
-        "fallbackShare": round(fallbacks / decisions, 3) if decisions else None,
+        "modes": modes,
+        "replies": replies, "validReplyShare": share(valid, replies),
+        "modelDecisions": own, "admissibleShare": share(admissible, own),
+        "modelPlayed": played, "understoodShare": share(understood, played),
+        "fallbacks": fallbacks, "fallbackShare": share(fallbacks, decisions),
         "meanScore": {name: round(sum(v) / len(v), 2) for name, v in sorted(scores.items())},
+        "commissions": commissions(run),
         "decisionsPerSecond": round(decisions / wall, 3) if wall else None,
+        "decisionSeconds": quantiles(seconds), "firstTokenSeconds": quantiles(first),
         "formats": formats,
     }
+
+
+def share(part: int, whole: int) -> float | None:
+    return round(part / whole, 3) if whole else None
+
+
+def quantiles(values: list[float]) -> dict[str, float] | None:
+    """The median and the 95th percentile (nearest rank) of ``values``."""
+    if not values:
+        return None
+    v = sorted(values)
+    return {"median": round(statistics.median(v), 3),
+            "p95": round(v[math.ceil(0.95 * len(v)) - 1], 3)}
+
+
+def commissions(run: Path) -> dict[str, str]:
+    """Per policy, commissions completed of those held (from ``ladder.json``, when written)."""
+    try:
+        ladder = json.loads((run / "ladder.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {r["policy"]: f"{r['commissionsCompleted']}/{r['commissions']}"
+            for r in ladder.get("policies", []) if "commissionsCompleted" in r}
 
 
 def row_of(path: Path) -> dict[str, Any]:

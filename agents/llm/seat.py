@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ from agents.llm.choose import (
     choice_schema,
     choose_system_prompt,
     choose_user_prompt,
+    is_admissible,
     parse_choice,
 )
 from agents.llm.choose import admissible as admissible_sentences
@@ -200,6 +202,7 @@ class LLMPolicy:
 
     def act(self, game: Game, seat: int) -> Decision:
         """Ask the model for ``seat``'s move; fall back as §20.1 and §21 say."""
+        t0 = time.perf_counter()
         ask = self._ask(game, seat)
         record: dict[str, Any] = {"turn": game.turn, "seat": seat, "model": self.model,
                                   "mode": self.choose, "system": ask.system, "user": ask.user,
@@ -230,8 +233,11 @@ class LLMPolicy:
             decision = Decision(reply.action, reply.say, reply.notes)
             if isinstance(reply, Choice):
                 record["choice"] = reply.number
+            # Was the model's own act one of the seat's legal rows? (always, when choosing)
+            record["admissible"] = isinstance(reply, Choice) or is_admissible(
+                game, seat, reply.action)
         record.update(action=decision.action, say=decision.say, notes=decision.notes,
-                      scripted=decision.scripted)
+                      scripted=decision.scripted, seconds=round(time.perf_counter() - t0, 3))
         with self._lock:
             self.records.append(record)
         return decision
