@@ -63,13 +63,15 @@ BEHAVIOURS: dict[str, tuple[Answer, Answer]] = {
 }
 
 
-def choice_reply(model: str, user: str) -> str | None:
-    """The reply of a ``choose-*`` model to a choosing-mode prompt (``agents.llm.choose``),
-    None for other models. The choices are the numbered lines after ``YOUR CHOICES:``."""
+def choice_reply(model: str, user: str, body: dict) -> str | None:
+    """The reply of a ``choose-*`` model to a choosing-mode request (``agents.llm.choose``),
+    None for other models. The number of choices is the schema's ``enum``."""
     if not model.startswith("choose-"):
         return None
-    listed = re.findall(r"^(\d+)\. (.*)$", user.split("YOUR CHOICES:", 1)[-1], re.M)
-    n = len(listed)
+    try:
+        n = len(body["response_format"]["json_schema"]["schema"]["properties"]["action"]["enum"])
+    except (KeyError, TypeError):
+        n = 1
     turn = re.search(r"^Turn (\d+) of", user, re.M)
     t = int(turn.group(1)) if turn else 0
     kind = model[len("choose-"):]
@@ -78,9 +80,9 @@ def choice_reply(model: str, user: str) -> str | None:
     if kind == "last":  # with a say and notes
         return json.dumps({"action": n, "say": f"turn {t}", "notes": f"took {n}"})
     if kind == "spread":  # a different choice each turn, in range
-        return f'{{"action": {1 + (7 * t) % max(n, 1)}}}'
-    if kind == "verbatim":
-        return json.dumps({"action": listed[-1][1] if listed else ""})
+        return f'{{"action": {1 + (7 * t) % n}}}'
+    if kind == "verbatim":  # the first choice, always the wait, as its sentence
+        return json.dumps({"action": "I wait and watch the road."})
     if kind == "cut":  # cut off after the action, in the middle of the say
         return f'{{"action": {n}, "say": "I was about to'
     if kind == "bare":
@@ -154,7 +156,7 @@ class FakeLLM:
                 return status, content, None
             good = _json(good_reply(user))
             text = good if content == "" else content.replace("{JSON}", good)
-            chosen = choice_reply(model, user)
+            chosen = choice_reply(model, user, body)
             text = text if chosen is None else chosen
             out: dict[str, Any] = {"id": "x", "object": "chat.completion", "model": model,
                                    "choices": [{"index": 0, "finish_reason": "stop",

@@ -24,6 +24,7 @@ from agents.llm.choose import (
     choose_system_prompt,
     choose_user_prompt,
     is_admissible,
+    label,
     parse_choice,
 )
 from agents.llm.client import usage_of
@@ -156,18 +157,45 @@ def test_the_system_message_is_shared_by_every_seat_and_turn_of_an_episode():
     assert choose_system_prompt(game, "Hoard salt.").startswith(first)
 
 
-def test_the_user_message_lists_the_choices_and_keeps_the_seats_facts():
-    game = played_game(4, 4)
-    for seat in range(SEATS):
-        choices = admissible(game, seat)
-        user = choose_user_prompt(game, seat, choices)
-        listed = re.findall(r"^(\d+)\. (.*)$", user.split("YOUR CHOICES:")[1], re.M)
-        assert listed == [(str(k), c) for k, c in enumerate(choices, 1)]
-        full = game.observation_text(seat)
-        for line in user.split("YOUR CHOICES:")[0].splitlines():
-            if not line.startswith("YOU ARE IN:"):  # the compact room line drops the prose
-                assert line in full
-        assert "THE TOWN:" not in user and "SENTENCES THE TOWN" not in user
+def expand(lines: list[str]) -> list[tuple[int, str]]:
+    """The (number, label) pairs the choice lines list, merged entries spelled out."""
+    out = []
+    for line in lines:
+        for entry in line.split(" | "):
+            if m := re.fullmatch(r"(\d+) (.*)", entry):
+                out.append((int(m.group(1)), m.group(2)))
+                continue
+            m = re.fullmatch(r"(.*?)((?:\d+/)+\d+)(.*): ((?:\d+/)+\d+)", entry)
+            assert m, entry
+            values, ks = m.group(2).split("/"), m.group(4).split("/")
+            assert len(values) == len(ks) >= 2
+            out += [(int(k), f"{m.group(1)}{v}{m.group(3)}") for k, v in zip(ks, values)]
+    return out
+
+
+def test_the_user_message_lists_every_choice_once_in_order_and_the_seats_facts():
+    for seed, turns in ((4, 4), (5, 4), (11, 9)):
+        game = played_game(seed, turns)
+        for seat in range(SEATS):
+            choices = admissible(game, seat)
+            user = choose_user_prompt(game, seat, choices)
+            view, listed = user.split("\nYOUR CHOICES:\n")
+            npc = game.observe(seat)["room"].get("npc")
+            keeper = npc["name"] if npc else ""
+            assert expand(listed.splitlines()) == [(k, label(c, keeper))
+                                                   for k, c in enumerate(choices, 1)]
+            obs = game.observe(seat)
+            assert f"You are {obs['name']}: {obs['coin']} coin" in view
+            assert all(h in view for h in obs["heard"])
+            assert "THE TOWN:" not in user and "SENTENCES THE TOWN" not in user
+
+
+def test_a_label_drops_the_pronoun_the_stop_and_the_keeper_here():
+    assert label("I buy 2 salt from Keeper Nesh.", "Keeper Nesh") == "buy 2 salt"
+    assert label("I sell all the salt to Keeper Nesh.", "Keeper Nesh") == "sell all the salt"
+    assert label("I hand Guildmaster Vell 2 hides.", "Guildmaster Vell") == \
+        "hand Guildmaster Vell 2 hides"
+    assert label("I walk to The Docks.") == "walk to The Docks"
 
 
 # --- the policy against a server -----------------------------------------------------------------
@@ -188,6 +216,7 @@ def test_a_choice_is_played_as_its_sentence_with_say_and_notes(server):
     body = server.by_model("choose-last")[-1]["body"]
     assert body["messages"][0]["content"] == choose_system_prompt(game)
     assert body["messages"][1]["content"] == choose_user_prompt(game, 1, choices)
+    assert body["max_tokens"] == p.max_tokens
     fmt = body["response_format"]
     assert fmt["json_schema"]["schema"]["properties"]["action"]["enum"] == list(range(1, n + 1))
     rec = p.records[-1]
@@ -202,7 +231,8 @@ def test_cut_bare_and_verbatim_replies_count_at_once(server, model):
     game = played_game(6, 1)
     p = chooser(server, model)
     d = p.act(game, 0)
-    assert d.action == admissible(game, 0)[-1] and not d.scripted and d.say == ""
+    want = 0 if model == "choose-verbatim" else -1
+    assert d.action == admissible(game, 0)[want] and not d.scripted and d.say == ""
     assert len(p.records[-1]["attempts"]) == 1
 
 

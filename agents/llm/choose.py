@@ -28,7 +28,7 @@ from agents.llm.prompt import clean
 from sim import Game
 from sim.codec.action_table import canonical, legal_mask, semantic, to_intent
 from sim.language.parser import parse
-from sim.language.textview import render_compact, render_town
+from sim.language.textview import render_town
 from sim.rules.world import (
     COMPLETION_BONUS,
     FINE_COIN,
@@ -79,16 +79,28 @@ def is_admissible(game: Game, seat: int, action: str) -> bool:
                for i, ok in enumerate(legal_mask(st, seat)) if ok)
 
 
-def choose_system_prompt(game: Game, prompt: str = "") -> str:
-    """The system message: rules in brief, then the town; the same for all six seats.
+def label(sentence: str, keeper: str = "") -> str:
+    """A choice as the prompt lists it: the canonical sentence without its "I " and its full
+    stop, and without the keeper a buy or sell names (there is one keeper in a room)."""
+    text = sentence.removeprefix("I ").removesuffix(".")
+    if keeper:
+        for verb, link in (("buy ", " from "), ("sell ", " to ")):
+            if text.startswith(verb) and text.endswith(f"{link}{keeper}"):
+                return text[:-len(link) - len(keeper)]
+    return text
 
-    No alias and nothing of the turn, so every request of an episode shares this prefix.
-    ``prompt`` (the operator's guidance) follows the town: stable across turns too.
+
+def choose_system_prompt(game: Game, prompt: str = "", speech: bool = True) -> str:
+    """The system message: rules in brief, the town and the answer's form; the same for all
+    six seats and every turn of an episode, so every request shares it as a prefix.
+
+    ``prompt`` (the operator's guidance) follows: stable across turns too.
     """
     w = game.world
     guild = w.keepers[w.guild]
     dark = [r.name for r in w.rooms if r.dark]
-    obs = game.observe(0)
+    talk = ('; you may add "say" (heard in your room next turn) and "notes" (private, shown '
+            'back to you)' if speech else '; you may add "notes" (private, shown back to you)')
     lines = [
         f"You play one of {SEATS} traders in a town for {game.config.turns} turns. Each turn "
         "you choose ONE act from a numbered list of the acts open to you.",
@@ -98,21 +110,103 @@ def choose_system_prompt(game: Game, prompt: str = "") -> str:
         "Shops ask more for goods they are short of and pay about two thirds of their ask.",
         f"Robbery works only in the dark ({', '.join(dark) or 'nowhere'}); elsewhere the robber "
         f"pays the victim {FINE_COIN} coins. A hired cog beside you guards you.",
-        render_town(obs),
+        render_town(game.observe(0)),
+        f'Answer with JSON: {{"action": N}}, N the number of your choice{talk}.',
     ]
     if prompt:
         lines += ["GUIDANCE FROM YOUR OPERATOR:", prompt]
     return "\n".join(lines)
 
 
-def choose_user_prompt(game: Game, seat: int, choices: list[str], speech: bool = True) -> str:
-    """The seat's compact view, its numbered choices and the answer's form."""
-    numbered = "\n".join(f"{k}. {c}" for k, c in enumerate(choices, 1))
-    extra = ' You may add "say" (heard here next turn) and "notes" (private).' if speech else \
-        ' You may add "notes" (private).'
-    return (f"{render_compact(game.observe(seat), game.world)}\n"
-            f"YOUR CHOICES:\n{numbered}\n"
-            f'Answer with JSON: {{"action": <number of your choice>}}.{extra}')
+def choose_user_prompt(game: Game, seat: int, choices: list[str]) -> str:
+    """The seat's view in brief, then its numbered choices, one kind of act a line."""
+    obs = game.observe(seat)
+    npc = obs["room"].get("npc")
+    keeper = npc["name"] if npc else ""
+    return "\n".join([*terse_view(obs, game.world), "YOUR CHOICES:",
+                      *choice_lines([label(c, keeper) for c in choices])])
+
+
+def choice_lines(labels: list[str]) -> list[str]:
+    """Numbered labels, one line per verb. Neighbours that differ only in one number (a price,
+    a fee, a count) share an entry, their numbers and choice numbers joined by "/":
+    ``offer Gizmo 1 salt for 9/11/13/17 coins: 26/27/28/29``. Fewer tokens for a slow reader."""
+    entries: list[tuple[list[str], int, list[str], list[int]]] = []  # words, slot, values, ks
+    for k, text in enumerate(labels, 1):
+        words = text.split(" ")
+        if entries:
+            prev, slot, values, ks = entries[-1]
+            diff = [i for i, (a, b) in enumerate(zip(prev, words)) if a != b] \
+                if len(prev) == len(words) else []
+            if len(diff) == 1 and words[diff[0]].isdigit() and prev[diff[0]].isdigit() \
+                    and slot in (-1, diff[0]):
+                entries[-1] = (prev, diff[0], [*values, words[diff[0]]], [*ks, k])
+                continue
+        entries.append((words, -1, [], [k]))
+    lines: list[str] = []
+    verb = ""
+    for words, slot, values, ks in entries:
+        if slot < 0:
+            entry = f"{ks[0]} {' '.join(words)}"
+        else:
+            shown = [*words[:slot], "/".join([words[slot], *values]), *words[slot + 1:]]
+            entry = f"{' '.join(shown)}: {'/'.join(map(str, ks))}"
+        if lines and words[0] == verb:
+            lines[-1] += f" | {entry}"
+        else:
+            lines.append(entry)
+        verb = words[0]
+    return lines
+
+
+def terse_view(obs: dict, world) -> list[str]:
+    """The facts of the text view (SENTENCES §17) a chooser needs, in few tokens: turn, purse
+    and pack, commissions, the room (ground, cogs, the keeper's table), what was heard, offers,
+    standing, the last act's outcome and the notes. The exits are in the choices."""
+    plural = {g.name: g.plural for g in world.goods}
+
+    def goods(entries: list[dict]) -> str:
+        return ", ".join(f"{e['count']} {e['item'] if e['count'] == 1 else plural[e['item']]}"
+                         for e in entries)
+
+    room = obs["room"]
+    free = obs["carryLimit"] - obs["carried"]
+    out = [f"Turn {obs['turn'] + 1} of {obs['turns']}. You are {obs['name']}: "
+           f"{obs['coin']} coin, pack {goods(obs['items']) or 'empty'} ({free} free)."]
+    if obs["quests"]:
+        out.append("Commissions: " + "; ".join(
+            f"{q['count']} {plural[q['item']]}, {q['delivered']} handed in"
+            + (f" (cheapest: {q['cheapest']['npc']} asks {q['cheapest']['ask']})"
+               if q.get("cheapest") else "") for q in obs["quests"]) + ".")
+    here = [f"Here: {room['name']}" + (" (dark)" if room["dark"] else "")]
+    if room["ground"]:
+        here.append(f"on the ground {goods(room['ground'])}")
+    if room["cogs"]:
+        here.append(f"cogs {', '.join(room['cogs'])}")
+    out.append("; ".join(here) + ".")
+    npc = room.get("npc")
+    if npc:
+        out.append(f"{npc['name']} ({npc['coin']} coin) sells/buys: " + "; ".join(
+            f"{g['item']} {g['ask']}/{g['bid']} ({g['stock']} left)" for g in npc["goods"])
+            + ".")
+    if obs["heard"]:
+        out.append("Heard: " + " ".join(obs["heard"]))
+    for o in obs["offers"]:
+        if o["kind"] == "trade":
+            out.append(f"Offer: {o['from']} sells you {o['qty']} {o['item']} for {o['coin']}.")
+        else:
+            out.append(f"Offer: {o['from']} would hire you for {o['coin']}.")
+    standing = obs["standing"]
+    if standing["hiredTo"]:
+        out.append(f"You are hired to {standing['hiredTo']} ({standing['hiredToTurns']} "
+                   "turns).")
+    for r in standing["retainers"]:
+        out.append(f"{r['name']} is hired to you ({r['turns']} turns).")
+    if obs["lastReason"]:
+        out.append(f"Last turn: {label(obs['lastSentence'])} - {obs['lastOutcome']}")
+    if obs["notes"]:
+        out.append(f"Your notes: {obs['notes']}")
+    return out
 
 
 def choice_schema(n: int, speech: bool = True) -> dict:
@@ -194,9 +288,9 @@ def _number_of(raw: object, choices: list[str]) -> int | None:
         if s.isascii() and s.isdigit() and len(s) < 6:
             raw = int(s)
         else:
-            folded = " ".join(s.split()).casefold()
+            folded = " ".join(s.split()).casefold().removesuffix(".")
             for k, c in enumerate(choices, 1):
-                if c.casefold() == folded:
+                if folded in (c.casefold().removesuffix("."), label(c).casefold()):
                     return k
             return None
     if isinstance(raw, bool) or not isinstance(raw, int):

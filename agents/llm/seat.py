@@ -249,8 +249,8 @@ class LLMPolicy:
                        CORRECTIVE, parse_reply)
         choices = admissible_sentences(game, seat)
         speech = game.config.speech
-        return Ask(choose_system_prompt(game, self.prompt),
-                   choose_user_prompt(game, seat, choices, speech), CHOOSE_CORRECTIVE,
+        return Ask(choose_system_prompt(game, self.prompt, speech),
+                   choose_user_prompt(game, seat, choices), CHOOSE_CORRECTIVE,
                    lambda text: parse_choice(text, choices), choices,
                    choice_schema(len(choices), speech), choice_grammar(len(choices), speech))
 

@@ -28,26 +28,9 @@ def render_observation(obs: dict, world: World, prompt: str = "", speech: bool =
 
 
 def render_town(obs: dict) -> str:
-    """The town's map and its shopkeepers: the part of the view that no act changes.
-
-    A prompt that puts it first (``agents.llm.choose``) shares it across turns and seats, so a
-    server that reuses the longest evaluated prefix reads it once an episode.
-    """
+    """The town's map and its shopkeepers: the part of the view that no act changes (a prompt
+    that puts it first shares it across turns and seats: ``agents.llm.choose``)."""
     return "\n".join(_town(obs))
-
-
-def render_compact(obs: dict, world: World) -> str:
-    """The seat's own part of the view, short: the facts of :func:`render_observation` without
-    the town (:func:`render_town`), the room's description, the example sentences and the
-    reply-format line, for a reader that chooses among listed acts and reads slowly."""
-    plural = {g.name: g.plural for g in world.goods}
-    sections = (
-        _header(obs), _purse_and_pack(obs, plural), _commissions(obs, plural),
-        _room(obs, describe=False), _ground(obs, plural), _cogs(obs), _shopkeeper(obs),
-        _heard(obs), _offers(obs, plural), _standing(obs), _last_sentence(obs),
-        _notes(obs)[:2],
-    )
-    return "\n".join(line for section in sections for line in section)
 
 
 def _count(n: int, name: str, plural: Mapping[str, str]) -> str:
@@ -91,14 +74,13 @@ def _commissions(obs: dict, plural: Mapping[str, str]) -> list[str]:
     return out
 
 
-def _room(obs: dict, describe: bool = True) -> list[str]:
+def _room(obs: dict) -> list[str]:
     room = obs["room"]
     exits = [e["name"] for e in room["exits"]]
     exit_text = (" and ".join(exits) if len(exits) <= 2
                  else ", ".join(exits[:-1]) + " and " + exits[-1])
     unlit = (" It is unlit here: a robbery can succeed in the dark." if room["dark"] else "")
-    desc = f" {room['desc']}" if describe else ""
-    return [f"YOU ARE IN: {room['name']}.{desc}{unlit} Exits lead to {exit_text}."]
+    return [f"YOU ARE IN: {room['name']}. {room['desc']}{unlit} Exits lead to {exit_text}."]
 
 
 def _ground(obs: dict, plural: Mapping[str, str]) -> list[str]:
