@@ -23,6 +23,7 @@ from agents.llm.choose import (
     choice_schema,
     choose_system_prompt,
     choose_user_prompt,
+    extras_for,
     is_admissible,
     label,
     parse_choice,
@@ -137,13 +138,26 @@ def test_every_number_the_grammar_allows_is_read_back(n, data):
 def test_the_schema_and_grammar_allow_exactly_the_choices():
     schema = choice_schema(4)
     assert schema["properties"]["action"]["enum"] == [1, 2, 3, 4]
-    assert schema["required"] == ["action"] and "say" in schema["properties"]
-    assert "say" not in choice_schema(4, speech=False)["properties"]
+    assert schema["required"] == ["action"] and list(schema["properties"]) == [
+        "action", "say", "notes"]
+    assert list(choice_schema(4, extras_for(True, False))["properties"]) == ["action", "notes"]
+    assert list(choice_schema(4, extras_for(False, True))["properties"]) == ["action"]
     grammar = choice_grammar(12)
     numbers = re.search(r"^number ::= (.*)$", grammar, re.M).group(1)
     assert sorted(int(x) for x in re.findall(r'"(\d+)"', numbers)) == list(range(1, 13))
     assert grammar.startswith('root ::= "{\\"action\\": " number')  # the action comes first
-    assert "say" not in choice_grammar(3, speech=False)
+    assert "say" not in choice_grammar(3, ("notes",))
+    assert choice_grammar(3, ()).splitlines()[0] == 'root ::= "{\\"action\\": " number "}"'
+
+
+def test_without_talk_the_answer_is_the_action_alone(server):
+    game = played_game(3, 1)
+    p = chooser(server, "choose-first", talk=False)
+    assert p.act(game, 0) == Decision(admissible(game, 0)[0])
+    body = server.by_model("choose-first")[-1]["body"]
+    assert list(body["response_format"]["json_schema"]["schema"]["properties"]) == ["action"]
+    assert '"say"' not in body["messages"][0]["content"]
+    assert body["messages"][0]["content"] == choose_system_prompt(game, "", ())
 
 
 # --- the prompt ----------------------------------------------------------------------------------
@@ -266,10 +280,11 @@ def test_cached_tokens_are_read_where_the_endpoint_reports_them():
 
 
 def test_spec_options_choose_and_fallback(server):
-    p = make_policy(f"llm:choose-first@{server.url}#choose=admissible&fallback=wait")
-    assert (p.choose, p.fallback) == ("admissible", "wait")
-    assert make_policy(f"llm:good@{server.url}").choose == "free"
-    for bad in ("choose=menu", "fallback=random"):
+    p = make_policy(f"llm:choose-first@{server.url}#choose=admissible&fallback=wait&talk=no")
+    assert (p.choose, p.fallback, p.talk) == ("admissible", "wait", False)
+    p = make_policy(f"llm:good@{server.url}")
+    assert (p.choose, p.fallback, p.talk) == ("free", "factor", True)
+    for bad in ("choose=menu", "fallback=random", "talk=maybe"):
         with pytest.raises(ValueError, match=bad.split("=")[0]):
             make_policy(f"llm:good@{server.url}#{bad}")
 
@@ -350,3 +365,14 @@ def test_quantiles_are_the_median_and_the_nearest_rank_95th_percentile():
     assert quantiles([3.0]) == {"median": 3.0, "p95": 3.0}
     assert quantiles([4.0, 1.0, 2.0, 3.0]) == {"median": 2.5, "p95": 4.0}
     assert quantiles([float(k) for k in range(1, 101)]) == {"median": 50.5, "p95": 95.0}
+
+
+def test_the_speed_bench_times_whole_turns_of_six_choosing_seats(server, capsys):
+    from bench.llm import bench_llm
+
+    before = len(server.by_model("choose-spread"))
+    figures = bench_llm(f"llm:choose-spread@{server.url}#choose=admissible", 2)
+    assert len(server.by_model("choose-spread")) - before == 1 + 2 * SEATS
+    assert figures["fallbacks"] == 0 and figures["decisions_per_s"] > 0
+    assert 0 <= figures["decision_median_s"] <= figures["decision_p95_s"]
+    assert figures["first_token_median_s"] != figures["first_token_median_s"]  # NaN: unknown

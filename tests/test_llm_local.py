@@ -214,32 +214,65 @@ def test_a_server_killed_mid_league_means_fallbacks_and_the_league_finishes(
 # --- llm:local -----------------------------------------------------------------------------------
 
 @alone
-def test_llm_local_starts_one_shared_server_and_plays(no_pools, reply_seconds,
-                                                      tmp_path: Path):
+def test_llm_local_chooses_admissible_acts_in_a_whole_league(no_pools, tmp_path: Path, capsys):
+    """The one real-model league that plays to the end: ``llm:local`` chooses by default,
+    under the server's grammar, so every act of its own is one of its legal rows."""
     out = tmp_path / "lg"
-    assert league(out, "llm:local#max_tokens=128,factor", "--episode-timeout",
-                  cut(reply_seconds, 3)) == 0
+    assert league(out, "llm:local,factor", "--episode-timeout", "900") == 0
     row, payload = read_row(out)
-    assert row["faults"] == [{}] * SEATS and row["turns"] >= 1
+    assert row["faults"] == [{}] * SEATS and row["turns"] == TURNS
+    assert row["reason"] == "complete"
     pools = [p for p in llm_local._POOLS.values() if isinstance(p, llm_local.ServerPool)]
-    assert len(pools) == 1 and len(pools[0].servers) == 1  # every seat shared it
+    assert len(pools) == 1  # every seat shared the pool
     server = pools[0].servers[0]
     assert server.alive() and server.model == packaged_model().resolve()
-    recs = [r for r in payload["llm"] if r["turn"] < row["turns"]]
-    assert len(recs) == 3 * row["turns"] and all(r["model"] == "local" for r in recs)
+    recs = payload["llm"]
+    assert len(recs) == 3 * TURNS and all(r["model"] == "local" for r in recs)
+    assert all(r["mode"] == "admissible" for r in recs)
     attempts = [a for r in recs for a in r["attempts"]]
-    assert all(a["format"] == "json_object" and "queued" in a for a in attempts)
-    assert max(a["queued"] for a in attempts) > 0  # the seats took turns at the one server
-    assert sum(not r["scripted"] for r in recs) >= len(recs) - 1
-    proc = server.proc
+    assert all(a["format"] == "grammar" and "queued" in a for a in attempts)
+    answered = [a for a in attempts if a.get("reply")]
+    assert answered and all(0 < a["first_token"] <= a["seconds"] for a in answered)
+    own = [r for r in recs if not r["scripted"]]
+    assert len(own) >= len(recs) - 1
+    assert all(r["admissible"] and 1 <= r["choice"] <= r["choices"] for r in own)
+    acts = {(e["turn"], e["seat"]): e for e in payload["events"] if e["kind"] == "act"}
+    assert all(acts[(r["turn"], r["seat"])]["intent"] != "none" for r in own)
+    assert sum(row["fallbacks"]) == sum(r["scripted"] for r in recs)
+    assert main(["verify", str(out)]) == 0
+    capsys.readouterr()
+    procs = [s.proc for s in pools[0].servers]
     stop_all()
-    assert proc is not None and proc.poll() is not None
+    assert all(proc is not None and proc.poll() is not None for proc in procs)
+
+
+@pytest.mark.parametrize("n", [1, 9, 130])
+def test_the_choice_grammar_compiles_in_llama_cpp(n):
+    import llama_cpp
+
+    from agents.llm.choose import choice_grammar
+
+    for extras in (("say", "notes"), ("notes",), ()):
+        assert llama_cpp.LlamaGrammar.from_string(choice_grammar(n, extras), verbose=False)
+
+
+@alone
+def test_the_free_mode_stays_for_llm_local(no_pools, reply_seconds, tmp_path: Path):
+    out = tmp_path / "lg"
+    assert league(out, "llm:local#choose=free&max_tokens=128,factor", "--episode-timeout",
+                  cut(reply_seconds, 3)) == 0
+    row, payload = read_row(out)
+    recs = [r for r in payload["llm"] if r["turn"] < row["turns"]]
+    assert recs and all(r["mode"] == "free" for r in recs)
+    attempts = [a for r in recs for a in r["attempts"]]
+    assert all(a["format"] == "json_object" for a in attempts)
+    assert max(a["queued"] for a in attempts) > 0  # the seats took turns at the server
 
 
 def test_llm_local_restarts_a_killed_server_then_gives_up(no_pools, monkeypatch):
     from sim import Game, GameConfig
 
-    p = make_policy("llm:local#timeout=60&retry_floor=1")
+    p = make_policy("llm:local#timeout=60&retry_floor=1&slots=1")
     assert isinstance(p, LocalPolicy)
     game = Game(GameConfig(seed=1, turns=6))
     server = p.pool.servers[0]

