@@ -100,6 +100,7 @@ def test_a_usable_reply_is_read_as_its_choice(text, number, say, notes):
     '{"action": 2.0}', '{"action": "I walk to Market Square."}', '{"action": null}',
     '{"say": "hi"}', '{"action": 1', '{"action": 12', "[1, 2]", '{"action": [1]}',
     '{"action": "99999999999999999999"}', "Sure! {not json",
+    '{"action": ' + "9" * 4500 + ', "say": "x', "7" * 4600, '{"action": ' + "1" * 5000 + "}",
 ])
 def test_an_unusable_reply_is_refused_with_a_reason(text):
     choice, why = parse_choice(text, CHOICES)

@@ -43,8 +43,9 @@ MODES = ("free", "admissible")
 # The longest reply worth reading: ``{"action": 123, "say": "<160>", "notes": "<600>"}`` with
 # every character escaped as \uXXXX. Longer text is not parsed (a hostile endpoint).
 MAX_REPLY_CHARS = 6 * (MAX_SAY_LEN + MAX_NOTES_LEN) + 64
-_ACTION = re.compile(r'\{\s*"action"\s*:\s*(?:(-?\d+)\s*[,}]|("(?:[^"\\]|\\.)*"))')
-_LEADING_NUMBER = re.compile(r"\s*(\d+)(?!\d)")
+# At most 9 digits: int() of thousands of digits raises (Python's limit on int strings).
+_ACTION = re.compile(r'\{\s*"action"\s*:\s*(?:(-?\d{1,9})\s*[,}]|("(?:[^"\\]|\\.)*"))')
+_LEADING_NUMBER = re.compile(r"\s*(\d{1,9})(?!\d)")
 
 
 @dataclass(frozen=True)

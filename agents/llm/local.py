@@ -15,10 +15,10 @@ process instead, for one of ``slots`` servers (each its own process, ``threads``
 request's timeout starts when it holds a server; how long it queued is recorded (``queued``).
 By default a seat chooses among its legal acts (``choose=admissible``, ``agents.llm.choose``)
 under a GBNF grammar sent with each request, answering with the action alone (``talk`` off),
-on one single-threaded server per CPU (up to 4); each server reuses the prompt prefix it read
-last, which every request shares (the rules and the town). With ``choose=free`` the seats
-write sentences, replies are asked for as JSON matching the reply schema (llama-cpp-python's
-``json_object`` + ``schema`` form, a grammar), on one server that keeps a prompt cache
+on one server with every CPU (up to 4) that reuses the prompt prefix it read last, which every
+request shares (the rules and the town). With ``choose=free`` the seats write sentences,
+replies are asked for as JSON matching the reply schema (llama-cpp-python's ``json_object`` +
+``schema`` form, a grammar), on one server with half the CPUs that keeps a prompt cache
 (``--cache``), so a seat's next turn reuses the evaluated system message. A server that dies
 is restarted at the next request, at most :data:`MAX_RESTARTS` times per process; meanwhile
 its requests fail and the seats play their fallback as any failed request does.
@@ -372,21 +372,15 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def default_slots(choose: str) -> int:
-    """Servers for a mode. Choosing: one per CPU, at most 4 (its prompts are short, so one
-    thread reads one nearly as fast as two, and two servers answer two seats at once: 1.24
-    decisions a second on 2 cores against 1.11 with one server of two threads, docs/llm.md).
-    Free sentences: one."""
-    return max(1, min(4, usable_cpus())) if choose == "admissible" else 1
-
-
-def default_threads(slots: int) -> int:
-    """Half the CPUs this process may use (llama.cpp's own default), shared among the servers,
-    at least one each.
-
-    ggml's threads spin while they wait for each other, so on a busy machine using every CPU
-    makes a reply many times slower than half of them.
-    """
+def default_threads(slots: int, choose: str = "free") -> int:
+    """Threads per server. Choosing: every CPU, at most 4, for one server: its prompts are
+    short and two threads read one in half the time (a decision in 0.9 s instead of 1.4 on 2
+    idle cores; 1.00 decisions a second in a league with one or two such seats a table, 0.84
+    with two single-threaded servers, docs/llm.md). Free sentences: half the CPUs (llama.cpp's
+    own default), shared among the servers: ggml's threads spin while they wait for each other,
+    so on a busy machine using every CPU made a long reply many times slower."""
+    if choose == "admissible":
+        return max(1, min(4, usable_cpus()) // slots)
     return max(1, usable_cpus() // 2 // slots)
 
 
@@ -394,8 +388,8 @@ def from_spec(spec: str, **params: Any) -> LocalPolicy:
     """Build from ``"local"`` or ``"local@/path/model.gguf"``, options after ``#``.
 
     Options: those of ``llm:MODEL@URL`` (``retry_floor`` defaults to the timeout; ``choose``
-    to ``admissible`` and ``talk`` to off), and ``slots`` (server processes: one per CPU up
-    to 4 when choosing, else 1), ``threads`` (per server, half the CPUs / slots, at least 1),
+    to ``admissible`` and ``talk`` to off), and ``slots`` (server processes, 1), ``threads``
+    (per server: the CPUs up to 4 / slots when choosing, else half the CPUs / slots, at least 1),
     ``ctx`` (context tokens, 4096), ``port`` (the first server's fixed port; default a free
     one), ``cache`` (the server's prompt cache: on for free sentences, off when choosing).
     """
@@ -413,7 +407,7 @@ def from_spec(spec: str, **params: Any) -> LocalPolicy:
     if choose not in MODES:  # before any server starts
         raise ValueError(f"llm policy: choose must be one of {', '.join(MODES)}; got "
                          f"{choose!r}")
-    slots = kwargs.pop("slots", default_slots(choose))
+    slots = kwargs.pop("slots", 1)
     # The prompt cache saves each reply's state (about 0.3 s a request); the choosing mode's
     # shared prefix is reused without it (1.28 decisions a second without, 1.03 with).
     cache = kwargs.pop("cache", choose != "admissible")
@@ -424,7 +418,7 @@ def from_spec(spec: str, **params: Any) -> LocalPolicy:
     for name, value, low in (("slots", slots, 1), ("ctx", ctx, 512)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"llm:local: {name} must be an int >= {low}; got {value!r}")
-    threads = kwargs.pop("threads", default_threads(slots))
+    threads = kwargs.pop("threads", default_threads(slots, choose))
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"llm:local: threads must be a positive int; got {threads!r}")
     if port is not None and (isinstance(port, bool) or not isinstance(port, int)
