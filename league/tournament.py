@@ -166,7 +166,7 @@ def check_options(o: LeagueOptions) -> None:
         except ImportError:
             raise LeagueError("--plot needs matplotlib: pip install 'guild-game[plot]'") from None
     settings = Settings(policies=o.policies, decision_timeout=o.decision_timeout, trust=o.trust,
-                        seat_memory=o.seat_memory, sandbox=o.sandbox,
+                        seat_memory=o.seat_memory, sandbox=o.sandbox, fallback=o.fallback,
                         hidden=(os.path.abspath(o.out),))
     for spec in o.policies:
         try:

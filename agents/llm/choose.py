@@ -45,7 +45,7 @@ MODES = ("free", "admissible")
 MAX_REPLY_CHARS = 6 * (MAX_SAY_LEN + MAX_NOTES_LEN) + 64
 # At most 9 digits: int() of thousands of digits raises (Python's limit on int strings).
 _ACTION = re.compile(r'\{\s*"action"\s*:\s*(?:(-?\d{1,9})\s*[,}]|("(?:[^"\\]|\\.)*"))')
-_LEADING_NUMBER = re.compile(r"\s*(\d{1,9})(?!\d)")
+_LEADING_NUMBER = re.compile(r"\s*(\d{1,9})(?!\d|\.\d)")  # not 2.5
 
 
 @dataclass(frozen=True)
@@ -66,18 +66,26 @@ def admissible(game: Game, seat: int) -> list[str]:
             for i, ok in enumerate(legal_mask(st, seat)) if ok]
 
 
-def is_admissible(game: Game, seat: int, action: str) -> bool:
-    """Whether the sentence ``action`` reads as one of the seat's legal rows now (the free
-    mode's counterpart of a choice; a legal act outside the table, such as buying three
-    units, is not among them)."""
+def choice_number(game: Game, seat: int, action: str) -> int | None:
+    """The 1-based number among the seat's choices of the act the sentence ``action`` reads
+    as now, or None when it is none of them (the free mode's counterpart of a choice; a legal
+    act outside the table, such as buying three units, is none of them)."""
     st = game.state
     room = st.room[seat]
     intent = parse(game.world, st.aliases, seat, room, st.offers, game.turn, action)
     if intent.kind == "none":
-        return False
+        return None
     want = semantic(intent)
-    return any(semantic(to_intent(i, game.world, seat, room)) == want
-               for i, ok in enumerate(legal_mask(st, seat)) if ok)
+    rows = [i for i, ok in enumerate(legal_mask(st, seat)) if ok]
+    for k, i in enumerate(rows, 1):
+        if semantic(to_intent(i, game.world, seat, room)) == want:
+            return k
+    return None
+
+
+def is_admissible(game: Game, seat: int, action: str) -> bool:
+    """Whether the sentence ``action`` reads as one of the seat's legal rows now."""
+    return choice_number(game, seat, action) is not None
 
 
 def label(sentence: str, keeper: str = "") -> str:
@@ -122,13 +130,18 @@ def choose_system_prompt(game: Game, prompt: str = "",
     return "\n".join(lines)
 
 
+def shown_labels(game: Game, seat: int, choices: list[str]) -> list[str]:
+    """The choices as the prompt lists them (:func:`label`, the keeper here dropped)."""
+    w = game.world
+    keeper = w.keeper_in_room[game.state.room[seat]]
+    name = w.keepers[keeper].name if keeper >= 0 else ""
+    return [label(c, name) for c in choices]
+
+
 def choose_user_prompt(game: Game, seat: int, choices: list[str]) -> str:
     """The seat's view in brief, then its numbered choices, one kind of act a line."""
-    obs = game.observe(seat)
-    npc = obs["room"].get("npc")
-    keeper = npc["name"] if npc else ""
-    return "\n".join([*terse_view(obs, game.world), "YOUR CHOICES:",
-                      *choice_lines([label(c, keeper) for c in choices])])
+    return "\n".join([*terse_view(game.observe(seat), game.world), "YOUR CHOICES:",
+                      *choice_lines(shown_labels(game, seat, choices))])
 
 
 def choice_lines(labels: list[str]) -> list[str]:
@@ -240,13 +253,16 @@ def choice_grammar(n: int, extras: tuple[str, ...] = ("say", "notes")) -> str:
     return "\n".join(rules)
 
 
-def parse_choice(text: str, choices: list[str]) -> tuple[Choice | None, str]:
-    """``(Choice, "")`` for a usable reply, else ``(None, why)``.
+def parse_choice(text: str, choices: list[str], shown: list[str] | None = None,
+                 extras: tuple[str, ...] = ("say", "notes")) -> tuple[Choice | None, str]:
+    """``(Choice, "")`` for a usable reply, else ``(None, why)``; never raises.
 
     Usable: a JSON object whose ``action`` is a number in 1..len(choices) or one of the
-    choices verbatim (case and outer spaces aside); a reply cut off after a complete action
-    (``{"action": 3,`` ...); or, from an endpoint without a format, a reply that starts with
-    such a number. ``say`` and ``notes`` count only from a whole object, cleaned and capped.
+    choices verbatim (as the sentence, or as ``shown``, the labels the prompt listed; case and
+    outer spaces aside); a reply cut off after a complete action (``{"action": 3,`` ...); or,
+    from an endpoint without a format, a reply that starts with such a number. The ``extras``
+    the answer may add (``say``, ``notes``) count only from a whole object, cleaned and capped;
+    others are dropped.
     """
     if not isinstance(text, str):
         return None, "the reply is not text"
@@ -257,7 +273,7 @@ def parse_choice(text: str, choices: list[str]) -> tuple[Choice | None, str]:
     if 0 <= start < end:
         try:
             parsed = json.loads(text[start:end + 1])
-        except ValueError:
+        except (ValueError, RecursionError):
             parsed = None
         if isinstance(parsed, dict):
             obj = parsed
@@ -269,13 +285,13 @@ def parse_choice(text: str, choices: list[str]) -> tuple[Choice | None, str]:
         raw = int(m.group(1))
     else:
         return None, "no action in the reply"
-    number = _number_of(raw, choices)
+    number = _number_of(raw, choices, shown or [])
     if number is None:
         return None, f"the action {str(raw)[:40]!r} is not one of the {len(choices)} choices"
 
     def text_field(key: str, cap: int) -> str:
         v = obj.get(key)
-        return clean(v, cap) if isinstance(v, str) else ""
+        return clean(v, cap) if key in extras and isinstance(v, str) else ""
 
     return Choice(number, choices[number - 1], text_field("say", MAX_SAY_LEN),
                   text_field("notes", MAX_NOTES_LEN)), ""
@@ -289,8 +305,9 @@ def _json_string(quoted: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _number_of(raw: object, choices: list[str]) -> int | None:
-    """The 1-based choice ``raw`` names: an int (or a digit string) in range, or a sentence."""
+def _number_of(raw: object, choices: list[str], shown: list[str]) -> int | None:
+    """The 1-based choice ``raw`` names: an int (or a digit string) in range, or a sentence
+    (a choice's, with or without its "I" and full stop, or the label ``shown`` for it)."""
     if isinstance(raw, str):
         s = raw.strip()
         if s.isascii() and s.isdigit() and len(s) < 6:
@@ -298,7 +315,10 @@ def _number_of(raw: object, choices: list[str]) -> int | None:
         else:
             folded = " ".join(s.split()).casefold().removesuffix(".")
             for k, c in enumerate(choices, 1):
-                if folded in (c.casefold().removesuffix("."), label(c).casefold()):
+                names = {c.casefold().removesuffix("."), label(c).casefold()}
+                if k <= len(shown):
+                    names.add(shown[k - 1].casefold())
+                if folded in names:
                     return k
             return None
     if isinstance(raw, bool) or not isinstance(raw, int):

@@ -15,6 +15,11 @@ import time
 import urllib.parse
 from typing import Any
 
+# Bounds on what a server may send: a reply longer than any reply the policies read (a free
+# reply of 900 tokens is about 4,000 characters), and one line of the event stream.
+MAX_REPLY_CHARS = 32_000
+MAX_LINE_BYTES = 1 << 20
+
 
 class RejectedError(Exception):
     """The service refused the credentials (HTTP 401/403)."""
@@ -60,14 +65,14 @@ class ChatClient:
             return None, done(attempt, t0, error=f"HTTP {r.status_code}: {r.text[:200]}")
         try:
             data = r.json()
-        except ValueError:
-            return None, done(attempt, t0, error="the response body is not JSON")
+        except (ValueError, RecursionError):
+            return None, done(attempt, t0, error="the response body is not JSON we can read")
         content, usage = content_of(data), usage_of(data)
         if usage:
             attempt["usage"] = usage
         if content is None:
             return None, done(attempt, t0, error="the response has no message content")
-        attempt["reply"] = content
+        attempt["reply"] = content = content[:MAX_REPLY_CHARS]
         return content, done(attempt, t0)
 
     def stream(self, body: dict, headers: dict[str, str],
@@ -84,6 +89,7 @@ class ChatClient:
         deadline = t0 + limit
         attempt: dict[str, Any] = {}
         parts: list[str] = []
+        size = 0
         try:
             with self._http().stream("POST", f"{self.base_url}/chat/completions",
                                      json={**body, "stream": True}, headers=headers,
@@ -92,29 +98,48 @@ class ChatClient:
                     attempt["status"] = r.status_code
                     text = r.read().decode("utf-8", "replace")
                     return None, done(attempt, t0, error=f"HTTP {r.status_code}: {text[:200]}")
-                for line in r.iter_lines():
+                # Lines split here, not by httpx: the limit is checked at every chunk, so a
+                # server that trickles one endless line cannot hold the seat past it.
+                pending = b""
+                for chunk in r.iter_bytes():
                     if time.perf_counter() > deadline:
                         return None, done(attempt, t0, error=f"no reply within {limit:g} s")
-                    if not line.startswith("data:") or line[5:].strip() == "[DONE]":
-                        continue
-                    try:
-                        chunk = json.loads(line[5:])
-                    except ValueError:
-                        continue  # a ping or an error we cannot read
-                    if usage := usage_of(chunk):
-                        attempt["usage"] = usage  # a server that streams its counts
-                    piece = delta_text(chunk)
-                    if piece:
-                        if not parts:
-                            attempt["first_token"] = round(time.perf_counter() - t0, 3)
-                        parts.append(piece)
+                    pending += chunk
+                    *lines, pending = pending.split(b"\n")
+                    if len(pending) > MAX_LINE_BYTES:
+                        return None, done(attempt, t0, error="a streamed line over "
+                                                             f"{MAX_LINE_BYTES:,} bytes")
+                    for raw in lines:
+                        piece = self._piece(raw, attempt)
+                        if piece:
+                            if not parts:
+                                attempt["first_token"] = round(time.perf_counter() - t0, 3)
+                            parts.append(piece)
+                            size += len(piece)
+                    if size > MAX_REPLY_CHARS:  # enough: closing the stream stops the server
+                        attempt["cut"] = f"at {MAX_REPLY_CHARS:,} characters"
+                        break
         except httpx.TimeoutException:
             return None, done(attempt, t0, error=f"no reply within {limit:g} s")
         except httpx.HTTPError as e:
             return None, done(attempt, t0, error=f"request failed: {type(e).__name__}: {e}")
-        attempt["reply"] = "".join(parts)
+        attempt["reply"] = "".join(parts)[:MAX_REPLY_CHARS]
         attempt["pieces"] = len(parts)  # streamed pieces: about one a sampled token
         return attempt["reply"], done(attempt, t0)
+
+    @staticmethod
+    def _piece(raw: bytes, attempt: dict[str, Any]) -> str:
+        """The content of one server-sent line (``data: {...}``); its usage into ``attempt``."""
+        line = raw.decode("utf-8", "replace").strip()
+        if not line.startswith("data:") or line[5:].strip() == "[DONE]":
+            return ""
+        try:
+            chunk = json.loads(line[5:])
+        except (ValueError, RecursionError):
+            return ""  # a ping or an error we cannot read
+        if usage := usage_of(chunk):
+            attempt["usage"] = usage  # a server that streams its counts
+        return delta_text(chunk)
 
     def close(self) -> None:
         """Close the connections (they are reopened when needed)."""

@@ -422,8 +422,9 @@ def from_spec(spec: str, **params: Any) -> LocalPolicy:
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"llm:local: threads must be a positive int; got {threads!r}")
     if port is not None and (isinstance(port, bool) or not isinstance(port, int)
-                             or not 0 < port < 65536 - slots):
-        raise ValueError(f"llm:local: port must be an int in 1..65535; got {port!r}")
+                             or not 0 < port <= 65536 - slots):
+        raise ValueError(f"llm:local: port must be an int in 1..{65536 - slots} (the "
+                         f"{slots} servers take port..port+{slots - 1}); got {port!r}")
     kwargs.setdefault("timeout", LOCAL_TIMEOUT)
     # A local model that ran out of time will not be faster with half of it: the retry (of an
     # invalid reply, mostly) gets the whole timeout.
@@ -433,5 +434,7 @@ def from_spec(spec: str, **params: Any) -> LocalPolicy:
                       else LOCAL_MAX_TOKENS)
     kwargs.setdefault("temperature", LOCAL_TEMPERATURE)
     kwargs.setdefault("response_format", "json_object")
+    LLMPolicy("local", "http://127.0.0.1/v1", **kwargs)  # every seat option checked first:
+    # a bad one is refused before any server starts
     pool = pool_for(model, slots=slots, threads=threads, ctx=ctx, port=port, cache=cache)
     return LocalPolicy(pool, **kwargs)

@@ -22,8 +22,7 @@ from typing import Any
 
 def league_stats(run: Path) -> dict[str, Any]:
     """The figures for the ``llm:`` seats of the league in ``run``."""
-    rows = [json.loads(x) for x in (run / "results.jsonl").read_text(
-        encoding="utf-8").splitlines() if x.strip()]
+    rows = read_rows(run / "results.jsonl")
     if not rows:  # a league stopped before its first batch of lines: read its replays
         rows = [row_of(path) for path in sorted((run / "replays").glob("e*.json"))]
     scores: dict[str, list[float]] = {}
@@ -34,19 +33,23 @@ def league_stats(run: Path) -> dict[str, Any]:
     seconds: list[float] = []
     first: list[float] = []
     wall = 0.0
+    records = 0
     for row in rows:
         lineup = row["lineup"]
         for seat, name in enumerate(lineup):
             scores.setdefault(name, []).append(row["scores"][seat])
-        llm_seats = {s for s, name in enumerate(lineup) if name.startswith("llm:")}
+        llm_seats = {s for s, name in enumerate(lineup) if is_llm(name)}
         if not llm_seats:
             continue
         wall += row["wallTime"]
         seat_episodes += len(llm_seats)
         fallbacks += sum(row["fallbacks"][s] for s in llm_seats)
         payload = json.loads((run / "replays" / f"{row['id']}.json").read_text(encoding="utf-8"))
-        for rec in payload.get("llm", []):
-            decisions += 1
+        recs = payload.get("llm", [])
+        # the league's decisions of these seats: a decision that timed out leaves no record
+        decisions += row["turns"] * len(llm_seats) if "turns" in row else len(recs)
+        for rec in recs:
+            records += 1
             mode = rec.get("mode", "free")
             modes[mode] = modes.get(mode, 0) + 1
             if isinstance(rec.get("seconds"), (int, float)):
@@ -68,7 +71,7 @@ def league_stats(run: Path) -> dict[str, Any]:
                 understood += e["intent"] != "none"
     return {
         "episodes": len(rows), "seatEpisodes": seat_episodes, "decisions": decisions,
-        "modes": modes,
+        "records": records, "modes": modes,
         "replies": replies, "validReplyShare": share(valid, replies),
         "modelDecisions": own, "admissibleShare": share(admissible, own),
         "modelPlayed": played, "understoodShare": share(understood, played),
@@ -104,6 +107,29 @@ def commissions(run: Path) -> dict[str, str]:
             for r in ladder.get("policies", []) if "commissionsCompleted" in r}
 
 
+def is_llm(name: str) -> bool:
+    """Whether a lineup name is a language-model seat (``llm:...``, or ``trusted:llm:...``)."""
+    return name.lower().removeprefix("trusted:").startswith("llm:")
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """The lines of ``results.jsonl``; a torn last line (a league stopped mid-write) is left
+    out, as the league itself does; any other bad line is a ValueError naming it."""
+    lines = [x for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    rows = []
+    for n, line in enumerate(lines, 1):
+        try:
+            row = json.loads(line)
+        except ValueError:
+            if n == len(lines):
+                break
+            raise ValueError(f"line {n} of {path.name} is not JSON") from None
+        if not isinstance(row, dict):
+            raise ValueError(f"line {n} of {path.name} is not an object")
+        rows.append(row)
+    return rows
+
+
 def row_of(path: Path) -> dict[str, Any]:
     """What a results line would say, from a replay alone (no wall time: it is not there)."""
     payload = json.loads(path.read_text(encoding="utf-8"))
@@ -124,8 +150,11 @@ def main(argv: list[str] | None = None) -> int:
     for arg in args:
         try:
             stats = league_stats(Path(arg))
-        except (OSError, ValueError, KeyError) as e:
-            print(f"local_stats: cannot read the league in {arg!r} ({e})", file=sys.stderr)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError,
+                RecursionError) as e:  # any malformed file: one line
+            why = str(e).splitlines()[0][:200] if str(e) else ""
+            print(f"local_stats: cannot read the league in {arg!r} ({type(e).__name__}: "
+                  f"{why})", file=sys.stderr)
             return 2
         print(json.dumps({"run": arg, **stats}))
     return 0

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 
 from sim import Game
+from sim.rules.text import no_surrogates
 from sim.rules.world import (
     COMPLETION_BONUS,
     FINE_COIN,
@@ -141,9 +142,12 @@ class Reply:
 def clean(text: str, cap: int) -> str:
     """Tabs, CRs and LFs to spaces, strip ASCII whitespace, then cap in runes with "…".
 
-    Python strings index code points, so the cut never splits a character.
+    Python strings index code points, so the cut never splits a character. A lone surrogate
+    (from a JSON escape such as ``\\ud800``) becomes U+FFFD, as the game's own text does, so
+    the records can be written as UTF-8.
     """
-    t = text.replace("\t", " ").replace("\r", " ").replace("\n", " ").strip(ASCII_SPACE)
+    t = no_surrogates(text) if not text.isascii() else text
+    t = t.replace("\t", " ").replace("\r", " ").replace("\n", " ").strip(ASCII_SPACE)
     return t if len(t) <= cap else t[:cap - 1] + ELLIPSIS
 
 
@@ -161,6 +165,8 @@ def parse_reply(text: str) -> tuple[Reply | None, str]:
         obj = json.loads(text[start:end + 1])
     except ValueError as e:
         return None, f"the JSON does not parse ({e.args[0] if e.args else e})"
+    except RecursionError:
+        return None, "the JSON is nested too deeply"
     if not isinstance(obj, dict):
         return None, "the JSON is not an object"
     action = obj.get("action")

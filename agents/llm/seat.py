@@ -34,6 +34,7 @@ reading of prompts and replies is ``agents.llm.prompt`` (re-exported here), one 
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -55,6 +56,7 @@ from agents.llm.choose import (
     extras_for,
     is_admissible,
     parse_choice,
+    shown_labels,
 )
 from agents.llm.choose import admissible as admissible_sentences
 from agents.llm.client import ChatClient, RejectedError
@@ -152,15 +154,17 @@ class LLMPolicy:
             raise ValueError(f"llm policy: the base URL must be http(s)://host[:port]/path; got "
                              f"{base_url!r}")
         for name, value in (("timeout", timeout), ("retry_floor", retry_floor)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (
-                    name == "timeout" and value == 0):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not math.isfinite(value) or value < 0 or (name == "timeout" and value == 0):
                 raise ValueError(f"llm policy: {name} must be a positive number of seconds; "
                                  f"got {value!r}")
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ValueError(f"llm policy: max_tokens must be a positive int; got {max_tokens!r}")
         if temperature is not None and (isinstance(temperature, bool)
-                                        or not isinstance(temperature, (int, float))):
-            raise ValueError(f"llm policy: temperature must be a number; got {temperature!r}")
+                                        or not isinstance(temperature, (int, float))
+                                        or not math.isfinite(temperature)):
+            raise ValueError(f"llm policy: temperature must be a finite number; got "
+                             f"{temperature!r}")
         if not isinstance(prompt, str):
             raise ValueError(f"llm policy: prompt must be a string; got {type(prompt).__name__}")
         if response_format != "auto" and response_format not in RESPONSE_FORMATS:
@@ -261,9 +265,10 @@ class LLMPolicy:
                        CORRECTIVE, parse_reply)
         choices = admissible_sentences(game, seat)
         extras = extras_for(self.talk, game.config.speech)
+        shown = shown_labels(game, seat, choices)
         return Ask(choose_system_prompt(game, self.prompt, extras),
                    choose_user_prompt(game, seat, choices), CHOOSE_CORRECTIVE,
-                   lambda text: parse_choice(text, choices), choices,
+                   lambda text: parse_choice(text, choices, shown, extras), choices,
                    choice_schema(len(choices), extras), choice_grammar(len(choices), extras))
 
     def _fallback_act(self, game: Game, seat: int) -> str:

@@ -189,15 +189,15 @@ def _load(root: Path, row: dict) -> dict:
 
 
 def chosen_number(game: Game, seat: int, rec: dict | None, event: dict) -> int | None:
-    """For a seat that played in the choosing mode, the 1-based number of the act it played
-    among its choices now; None for another mode or an act that is not among them."""
+    """For a seat that played in the choosing mode, the 1-based number among its choices now
+    of the act it played (a fallback's sentence counts when it is one of them in other words);
+    None for another mode or an act that is none of them."""
     if rec is None or rec.get("mode") != "admissible":
         return None
-    from agents.llm.choose import admissible
+    from agents.llm.choose import choice_number
 
-    choices = admissible(game, seat)
     sentence = event.get("sentence")
-    return choices.index(sentence) + 1 if sentence in choices else None
+    return choice_number(game, seat, sentence) if isinstance(sentence, str) else None
 
 
 def episode_rows(payload: dict, row: dict, only_llm: bool = False) -> Iterator[dict]:

@@ -127,9 +127,24 @@ def check_policy(name: str, settings: Settings) -> None:
     A policy that runs apart is built in its own process (its module is never imported here,
     so its import-time code cannot reach the league)."""
     policy = league_policy(name, settings)
+    own_fallback(policy, name, fallback_play(name, settings.fallback))
     probe = getattr(policy, "probe", None)
     if callable(probe):
         probe()
+
+
+def own_fallback(policy: Any, name: str, play: str) -> None:
+    """Give a policy that plays its own fallback (``llm:`` seats) the seat's, ``play``; a spec
+    that names another (``#fallback=``) is refused (ValueError): the league's ``--fallback``
+    decides, and its records say so (``fallbackPlay``)."""
+    if getattr(policy, "fallback", None) not in _FALLBACK_ACTS:
+        return
+    fragment = name.partition("#")[2]
+    if policy.fallback != play and "fallback=" in fragment:
+        raise ValueError(f"policy {name!r}: its #fallback={policy.fallback} is not the "
+                         f"league's fallback for it ({play}); give --fallback {policy.fallback} "
+                         "instead")
+    policy.fallback = play
 
 
 def league_policy(name: str, settings: Settings) -> Any:
@@ -210,8 +225,7 @@ def play(spec: EpisodeSpec, settings: Settings) -> tuple[dict, str | None]:
     for seat, name in enumerate(spec.lineup):
         try:
             policy = league_policy(name, settings)
-            if getattr(policy, "fallback", None) in _FALLBACK_ACTS:
-                policy.fallback = fallback_plays[seat]  # a seat that plays its own (llm:)
+            own_fallback(policy, name, fallback_plays[seat])
             seats.append(Seat(policy, fallback=fallback_plays[seat]))
         except Exception as e:
             seats.append(Seat(_FACTOR, broken=True, fallback=fallback_plays[seat]))
