@@ -43,7 +43,6 @@ from pathlib import Path
 from queue import Empty, Queue
 from typing import IO, Any
 
-from agents.llm.choose import MODES
 from agents.llm.client import ChatClient
 from agents.llm.prompt import response_format
 from agents.llm.seat import OPTIONS, Ask, LLMPolicy, flag, parse_options, read_prompt_file
@@ -404,9 +403,6 @@ def from_spec(spec: str, **params: Any) -> LocalPolicy:
     if importlib.util.find_spec("llama_cpp") is None:
         raise ValueError(f"llm:local needs llama-cpp-python: {INSTALL_HINT}")
     choose = kwargs.setdefault("choose", "admissible")
-    if choose not in MODES:  # before any server starts
-        raise ValueError(f"llm policy: choose must be one of {', '.join(MODES)}; got "
-                         f"{choose!r}")
     slots = kwargs.pop("slots", 1)
     # The prompt cache saves each reply's state (about 0.3 s a request); the choosing mode's
     # shared prefix is reused without it (1.28 decisions a second without, 1.03 with).
