@@ -1,8 +1,8 @@
 """The choosing mode of language-model seats against hostile users and broken endpoints.
 
-Each ``xfail(strict=True)`` test asserts the behaviour the project's rules ask for and fails
-today: a reply never crashes the seat, bad input is a one-line ValueError, time and memory are
-bounded, figures and exports stay right. The plain tests pin behaviour that is already right.
+Each test asserts the behaviour the project's rules ask for: a reply never crashes the seat,
+bad input is a one-line ValueError, time and memory are bounded, figures and exports stay right.
+The defects a hostile review found are pinned here beside the behaviour that was already right.
 """
 
 from __future__ import annotations
@@ -58,6 +58,15 @@ def behaviour(monkeypatch, name: str, content: str) -> str:
     """A fake model ``name`` that answers ``content`` to every request (first and retry)."""
     monkeypatch.setitem(fake_llm.BEHAVIOURS, name, ((200, content, 0.0), (200, content, 0.0)))
     return name
+
+
+def seat_acts(out: Path, spec: str) -> tuple[dict, list[int], list[dict]]:
+    """The results line of the one-episode league in ``out``, the seats ``spec`` held and
+    their act events."""
+    row = json.loads((out / "results.jsonl").read_text())
+    seats = [s for s, name in enumerate(row["lineup"]) if name == spec]
+    acts = [e for e in replay_of(out)["events"] if e["kind"] == "act" and e["seat"] in seats]
+    return row, seats, acts
 
 
 def replay_of(out: Path) -> dict:
@@ -470,9 +479,7 @@ def test_a_spec_fallback_wait_is_played_or_refused_in_a_league(server, tmp_path,
     if rc != 0:  # refusing the option with a clear line is right too
         assert "fallback" in err
         return
-    row = json.loads((out / "results.jsonl").read_text())
-    seats = [s for s, name in enumerate(row["lineup"]) if name == spec]
-    acts = [e for e in replay_of(out)["events"] if e["kind"] == "act" and e["seat"] in seats]
+    row, seats, acts = seat_acts(out, spec)
     assert acts and all(e["scripted"] and e["sentence"] == WAIT for e in acts)
 
 
@@ -491,9 +498,7 @@ def test_a_spec_fallback_equal_to_the_leagues_is_played(server, tmp_path, capsys
     out = tmp_path / "lg"
     assert league(out, f"{spec},factor", "--fallback", "wait") == 0
     capsys.readouterr()
-    row = json.loads((out / "results.jsonl").read_text())
-    seats = [s for s, name in enumerate(row["lineup"]) if name == spec]
-    acts = [e for e in replay_of(out)["events"] if e["kind"] == "act" and e["seat"] in seats]
+    row, seats, acts = seat_acts(out, spec)
     assert acts and all(e["scripted"] and e["sentence"] == WAIT for e in acts)
     assert all(row["fallbackPlay"][s] == "wait" for s in seats)
 

@@ -13,6 +13,7 @@ from conftest import needs_module
 from fake_llm import FakeLLM
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_llm import league  # one episode of 6 turns, seed 4
 
 from agents import Decision, LLMPolicy, make_policy
 from agents.baselines.rules import WAIT
@@ -291,11 +292,6 @@ def test_spec_options_choose_and_fallback(server):
 
 
 # --- leagues ---------------------------------------------------------------------------------
-
-def league(out: Path, policies: str, *extra: str) -> int:
-    return main(["league", "--policies", policies, "--episodes", "1", "--turns", "6",
-                 "--workers", "1", "--seed", "4", "--out", str(out), *extra])
-
 
 def test_a_choosing_league_plays_only_understood_acts_and_verifies(server, tmp_path: Path,
                                                                     capsys):

@@ -138,10 +138,14 @@ def shown_labels(game: Game, seat: int, choices: list[str]) -> list[str]:
     return [label(c, name) for c in choices]
 
 
-def choose_user_prompt(game: Game, seat: int, choices: list[str]) -> str:
-    """The seat's view in brief, then its numbered choices, one kind of act a line."""
+def choose_user_prompt(game: Game, seat: int, choices: list[str],
+                       shown: list[str] | None = None) -> str:
+    """The seat's view in brief, then its numbered choices, one kind of act a line (``shown``:
+    their :func:`shown_labels`, when the caller has them)."""
+    if shown is None:
+        shown = shown_labels(game, seat, choices)
     return "\n".join([*terse_view(game.observe(seat), game.world), "YOUR CHOICES:",
-                      *choice_lines(shown_labels(game, seat, choices))])
+                      *choice_lines(shown)])
 
 
 def choice_lines(labels: list[str]) -> list[str]:

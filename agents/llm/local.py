@@ -373,11 +373,10 @@ def usable_cpus() -> int:
 
 def default_threads(slots: int, choose: str = "free") -> int:
     """Threads per server. Choosing: every CPU, at most 4, for one server: its prompts are
-    short and two threads read one in half the time (a decision in 0.9 s instead of 1.4 on 2
-    idle cores; 1.00 decisions a second in a league with one or two such seats a table, 0.84
-    with two single-threaded servers, docs/llm.md). Free sentences: half the CPUs (llama.cpp's
-    own default), shared among the servers: ggml's threads spin while they wait for each other,
-    so on a busy machine using every CPU made a long reply many times slower."""
+    short, and more threads read one sooner than more servers answer a table of one or two
+    model seats (docs/llm.md has the figures). Free sentences: half the CPUs (llama.cpp's own
+    default), shared among the servers: ggml's threads spin while they wait for each other, so
+    on a busy machine using every CPU made a long reply many times slower."""
     if choose == "admissible":
         return max(1, min(4, usable_cpus()) // slots)
     return max(1, usable_cpus() // 2 // slots)
@@ -404,8 +403,8 @@ def from_spec(spec: str, **params: Any) -> LocalPolicy:
         raise ValueError(f"llm:local needs llama-cpp-python: {INSTALL_HINT}")
     choose = kwargs.setdefault("choose", "admissible")
     slots = kwargs.pop("slots", 1)
-    # The prompt cache saves each reply's state (about 0.3 s a request); the choosing mode's
-    # shared prefix is reused without it (1.28 decisions a second without, 1.03 with).
+    # The prompt cache saves each reply's state, a cost on every request; the choosing mode's
+    # shared prefix is reused without it (docs/llm.md).
     cache = kwargs.pop("cache", choose != "admissible")
     if not isinstance(cache, bool):
         raise ValueError(f"llm:local: cache must be true or false; got {cache!r}")

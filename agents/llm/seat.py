@@ -267,7 +267,7 @@ class LLMPolicy:
         extras = extras_for(self.talk, game.config.speech)
         shown = shown_labels(game, seat, choices)
         return Ask(choose_system_prompt(game, self.prompt, extras),
-                   choose_user_prompt(game, seat, choices), CHOOSE_CORRECTIVE,
+                   choose_user_prompt(game, seat, choices, shown), CHOOSE_CORRECTIVE,
                    lambda text: parse_choice(text, choices, shown, extras), choices,
                    choice_schema(len(choices), extras), choice_grammar(len(choices), extras))
 
