@@ -127,18 +127,11 @@ def opponent_digests(against: tuple[str, ...]) -> dict[str, str]:
             path = path / ("model.pt" if kind.lower() == "ppo" else "model.zip")
         try:
             if path.is_file():
-                digests[spec] = file_sha256(path)
+                with open(path, "rb") as f:
+                    digests[spec] = hashlib.file_digest(f, "sha256").hexdigest()
         except OSError:
             continue
     return digests
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def run_options(options: TrainOptions, checkpoint: dict | None, warn: Say) -> TrainOptions:

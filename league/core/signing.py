@@ -204,12 +204,9 @@ def sha256_hex(data: bytes) -> str:
 
 
 def file_sha256(path: Path) -> str:
-    """sha256 of a file's bytes, in hex (read in 1 MB blocks)."""
-    h = hashlib.sha256()
+    """sha256 of a file's bytes, in hex (read in blocks)."""
     with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def contents(root: Path, ids: Iterable[str]) -> dict:
