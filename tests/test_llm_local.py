@@ -42,11 +42,15 @@ TURNS = 6  # the fewest a game has
 
 
 def start_server(port: int) -> subprocess.Popen:
-    """The real ``python -m llama_cpp.server`` with the packaged model on ``port``."""
+    """The real ``llama_cpp.server`` with the packaged model on ``port``, run through
+    ``local_serve.py`` so that it dies with this process even when a killed test run cannot
+    stop it (an orphaned server holds gigabytes and a core)."""
+    serve = Path(llm_local.__file__).with_name("local_serve.py")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(packaged_model()),
+        [sys.executable, str(serve), "--model", str(packaged_model()),
          "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--cache", "true",
-         "--verbose", "false"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+         "--verbose", "false"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         assert proc.poll() is None, f"llama_cpp.server exited with code {proc.returncode}"
@@ -60,6 +64,8 @@ def start_server(port: int) -> subprocess.Popen:
 
 
 def stop_server(proc: subprocess.Popen) -> None:
+    if proc.stdin is not None:
+        proc.stdin.close()
     proc.terminate()
     try:
         proc.wait(10)
