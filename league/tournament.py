@@ -24,7 +24,14 @@ from league.apart import sandbox
 from league.apart.isolated import DEFAULT_MEMORY_MB, close_all
 from league.core import ladder, replay_seats, signing
 from league.core.atomic import write_atomic
-from league.core.episode import FALLBACKS, FAULT_KINDS, Settings, check_policy, trusted
+from league.core.episode import (
+    FALLBACKS,
+    FAULT_KINDS,
+    TRUSTED,
+    Settings,
+    check_policy,
+    trusted,
+)
 from league.core.errors import LeagueError
 from league.core.lineups import (
     SCHEME,
@@ -416,8 +423,18 @@ def fault_summary(rows: list[dict]) -> list[str]:
     return out
 
 
-def default_workers() -> int:
-    """The CPUs this process may use."""
+def default_workers(policies: Sequence[str] = ()) -> int:
+    """The CPUs this process may use; 1 when a seat of ``policies`` runs a model on this machine
+    (``llm:local``): each worker would start its own model server, and each server already
+    takes the CPUs (their threads spin while they wait for each other, docs/llm.md)."""
+    from agents.llm.spec import is_local
+
+    for spec in policies:
+        s = spec.strip()
+        if s.lower().startswith(TRUSTED):
+            s = s[len(TRUSTED):]
+        if s.lower().startswith("llm:") and is_local(s[len("llm:"):]):
+            return 1
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:

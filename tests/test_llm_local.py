@@ -413,3 +413,21 @@ def test_a_league_with_workers_keeps_no_checked_server_in_its_own_process(worker
     # played inline, the league keeps it for its episodes; played by workers, it is stopped
     assert _FakePool.made[0].stopped == (workers > 1)
     assert bool(llm_local._POOLS) == (workers == 1)
+
+
+@pytest.mark.parametrize(("policies", "one"), [
+    (("llm:local", "factor"), True),
+    (("factor", "trusted:llm:local#threads=1"), True),
+    (("TRUSTED:LLM:local@/models/m.gguf", "magpie"), True),
+    (("llm:local@http://127.0.0.1:8080/v1", "factor"), False),  # an endpoint named local
+    (("llm:smol@http://127.0.0.1:8080/v1", "factor"), False),
+    (("factor", "magpie", "random"), False),
+])
+def test_a_league_with_a_local_model_seat_plays_in_one_worker_by_default(policies, one,
+                                                                          monkeypatch):
+    # Each worker would start its own model server, and each server takes the CPUs itself.
+    from league import tournament
+
+    monkeypatch.setattr(tournament.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    assert tournament.default_workers(policies) == (1 if one else 4)
+    assert tournament.default_workers() == 4

@@ -10,7 +10,14 @@ from typing import Any
 
 from agents.llm.seat import OPTIONS, LLMPolicy, parse_options, read_prompt_file
 
-__all__ = ["from_spec"]
+__all__ = ["from_spec", "is_local"]
+
+
+def is_local(spec: str) -> bool:
+    """Whether ``spec`` (what follows ``llm:``) is a model on this machine (``local`` or
+    ``local@/path/model.gguf``): its seat starts a model server that takes the CPUs itself."""
+    model, _, url = spec.partition("#")[0].partition("@")
+    return model == "local" and not url.startswith(("http://", "https://"))
 
 
 def from_spec(spec: str, **params: Any) -> LLMPolicy:
@@ -27,12 +34,12 @@ def from_spec(spec: str, **params: Any) -> LLMPolicy:
     """
     if not isinstance(spec, str):
         raise ValueError(f"llm policy spec must be a string; got {spec!r}")
-    head, _, fragment = spec.partition("#")
-    model, sep, url = head.partition("@")
-    if model == "local" and not url.startswith(("http://", "https://")):
+    if is_local(spec):
         from agents.llm.local import from_spec as local_spec  # the local-llm extra's seat
 
         return local_spec(spec, **params)
+    head, _, fragment = spec.partition("#")
+    model, sep, url = head.partition("@")
     while sep and not url.startswith(("http://", "https://")) and "@" in url:
         # a model name holding "@": split at the "@" that starts the URL
         more, sep, url = url.partition("@")

@@ -102,7 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     lg.add_argument("--public-draw", action="store_true",
                     help="accept --seed's public draw in a league with seats that run apart")
     lg.add_argument("--workers", type=int, default=None, metavar="W",
-                    help="worker processes or Ray tasks in flight (default: the CPUs here)")
+                    help="worker processes or Ray tasks in flight (default: the CPUs here; 1 "
+                         "when a seat is llm:local, whose model server takes them all)")
     lg.add_argument("--out", required=True, metavar="DIR", help="output directory")
     lg.add_argument("--turns", type=int, default=14,
                     help=f"turns per episode (14; {MIN_TURNS}..{MAX_TURNS})")
@@ -278,10 +279,11 @@ def _note(message: str) -> None:
 
 
 def _league(args: argparse.Namespace) -> int:
+    policies = tuple(parse_policies(args.policies))
     options = LeagueOptions(
-        policies=tuple(parse_policies(args.policies)), episodes=args.episodes, out=args.out,
+        policies=policies, episodes=args.episodes, out=args.out,
         seed=args.seed, public_draw=args.public_draw,
-        workers=args.workers if args.workers is not None else default_workers(),
+        workers=args.workers if args.workers is not None else default_workers(policies),
         turns=args.turns, honest_town=args.honest_town, no_speech=args.no_speech,
         decision_timeout=args.decision_timeout, episode_timeout=args.episode_timeout,
         plot=args.plot, backend=args.backend, address=args.address, trust=args.trust,
