@@ -24,14 +24,7 @@ from league.apart import sandbox
 from league.apart.isolated import DEFAULT_MEMORY_MB, close_all
 from league.core import ladder, replay_seats, signing
 from league.core.atomic import write_atomic
-from league.core.episode import (
-    FALLBACKS,
-    FAULT_KINDS,
-    TRUSTED,
-    Settings,
-    check_policy,
-    trusted,
-)
+from league.core.episode import FALLBACKS, FAULT_KINDS, Settings, check_policy, trusted
 from league.core.errors import LeagueError
 from league.core.lineups import (
     SCHEME,
@@ -429,11 +422,9 @@ def default_workers(policies: Sequence[str] = ()) -> int:
     takes the CPUs (their threads spin while they wait for each other, docs/llm.md)."""
     from agents.llm.spec import is_local
 
-    for spec in policies:
-        s = spec.strip()
-        if s.lower().startswith(TRUSTED):
-            s = s[len(TRUSTED):]
-        if s.lower().startswith("llm:") and is_local(s[len("llm:"):]):
+    for name in policies:
+        spec = replay_seats.spec_of(name)
+        if spec.lower().startswith("llm:") and is_local(spec[len("llm:"):]):
             return 1
     try:
         return len(os.sched_getaffinity(0))

@@ -105,7 +105,9 @@ class ChatClient:
                     if time.perf_counter() > deadline:
                         return None, done(attempt, t0, error=f"no reply within {limit:g} s")
                     pending += chunk
-                    *lines, pending = pending.split(b"\n")
+                    lines: list[bytes] = []
+                    if b"\n" in chunk:  # only then: a long line is not scanned again per chunk
+                        *lines, pending = pending.split(b"\n")
                     if len(pending) > MAX_LINE_BYTES:
                         return None, done(attempt, t0, error="a streamed line over "
                                                              f"{MAX_LINE_BYTES:,} bytes")
