@@ -431,3 +431,23 @@ def test_a_league_with_a_local_model_seat_plays_in_one_worker_by_default(policie
     monkeypatch.setattr(tournament.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
     assert tournament.default_workers(policies) == (1 if one else 4)
     assert tournament.default_workers() == 4
+
+
+@pytest.mark.parametrize(("policies", "workers"), [("llm:local,factor", 1), ("factor,magpie", 4)])
+def test_guild_league_without_workers_takes_the_default_for_its_policies(policies, workers,
+                                                                         monkeypatch, tmp_path):
+    import league.cli.guild as guild_cli
+    from league import tournament
+    from league.core.errors import LeagueError
+
+    seen = []
+
+    def fake_run(options, **_):
+        seen.append(options.workers)
+        raise LeagueError("stopped before playing")
+
+    monkeypatch.setattr(tournament.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.setattr(guild_cli, "run_league", fake_run)
+    assert main(["league", "--policies", policies, "--episodes", "1",
+                 "--out", str(tmp_path / "l")]) == 2
+    assert seen == [workers]
