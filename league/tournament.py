@@ -38,6 +38,7 @@ from league.core.lineups import (
 )
 from league.core.store import FORMAT, LADDER, SECRETS, LeagueDir, sync_files
 from league.procs import backends
+from league.procs.workers import runs_local_model
 from sim import GameConfig
 from sim.rules.world import MAX_TURNS, MIN_TURNS, SEATS
 
@@ -420,12 +421,8 @@ def default_workers(policies: Sequence[str] = ()) -> int:
     """The CPUs this process may use; 1 when a seat of ``policies`` runs a model on this machine
     (``llm:local``): each worker would start its own model server, and each server already
     takes the CPUs (their threads spin while they wait for each other, docs/llm.md)."""
-    from agents.llm.spec import is_local
-
-    for name in policies:
-        spec = replay_seats.spec_of(name)
-        if spec.lower().startswith("llm:") and is_local(spec[len("llm:"):]):
-            return 1
+    if runs_local_model(policies):
+        return 1
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:

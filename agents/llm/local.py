@@ -363,16 +363,31 @@ class LocalPolicy(LLMPolicy):
             self.pool.release(server)
 
 
+_SHARERS = 1  # processes of this machine that run local models side by side (share_cpus)
+
+
+def share_cpus(processes: int) -> None:
+    """Count this process as one of ``processes`` that run local models side by side (a
+    league's workers): a server's default threads come from this process's share of the CPUs,
+    so the servers together take the CPUs once, not once each."""
+    global _SHARERS
+    if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
+        raise ValueError(f"share_cpus: processes must be a positive int; got {processes!r}")
+    _SHARERS = processes
+
+
 def usable_cpus() -> int:
-    """The CPUs this process may use."""
+    """The CPUs this process may use: its share when it shares them (:func:`share_cpus`)."""
     try:
-        return len(os.sched_getaffinity(0))
+        cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+        cpus = os.cpu_count() or 1
+    return max(1, cpus // _SHARERS)
 
 
 def default_threads(slots: int, choose: str = "free") -> int:
-    """Threads per server. Choosing: every CPU, at most 4, for one server: its prompts are
+    """Threads per server, from this process's CPUs (:func:`usable_cpus`: a league worker's
+    share). Choosing: every CPU, at most 4, for one server: its prompts are
     short, and more threads read one sooner than more servers answer a table of one or two
     model seats (docs/llm.md has the figures). Free sentences: half the CPUs (llama.cpp's own
     default), shared among the servers: ggml's threads spin while they wait for each other, so

@@ -103,7 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="accept --seed's public draw in a league with seats that run apart")
     lg.add_argument("--workers", type=int, default=None, metavar="W",
                     help="worker processes or Ray tasks in flight (default: the CPUs here; 1 "
-                         "when a seat is llm:local, whose model server takes them all)")
+                         "when a seat is llm:local, whose model server takes them all; with "
+                         "more, each worker's server takes its share)")
     lg.add_argument("--out", required=True, metavar="DIR", help="output directory")
     lg.add_argument("--turns", type=int, default=14,
                     help=f"turns per episode (14; {MIN_TURNS}..{MAX_TURNS})")

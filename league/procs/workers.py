@@ -47,9 +47,27 @@ def run_chunk(specs: Sequence[EpisodeSpec], settings: Settings) -> list[Item]:
 _SETTINGS: Settings | None = None
 
 
-def _init_worker(settings: Settings, league: int) -> None:
+def runs_local_model(policies: Sequence[str]) -> bool:
+    """Whether a seat of ``policies`` runs a language model on this machine (``llm:local``,
+    trusted or not; an endpoint that happens to be named local does not)."""
+    from agents.llm.spec import is_local
+    from league.core.replay_seats import spec_of
+
+    for name in policies:
+        spec = spec_of(name)
+        if spec.lower().startswith("llm:") and is_local(spec[len("llm:"):]):
+            return True
+    return False
+
+
+def _init_worker(settings: Settings, league: int, workers: int) -> None:
     global _SETTINGS
     _SETTINGS = settings
+    if workers > 1 and runs_local_model(settings.policies):
+        # Each worker starts its own model server: each takes its share of the CPUs.
+        from agents.llm.local import share_cpus
+
+        share_cpus(workers)
     # Ctrl-C goes to the whole process group; only the parent handles it (and stops us).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # No orphans: die with the league (pid ``league``) and kill our seat processes then.
@@ -115,7 +133,8 @@ def run_processes(specs: Sequence[EpisodeSpec], settings: Settings,
     forked = forks_here(settings)
     context = multiprocessing.get_context("fork") if forked else _context()
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                               initializer=_init_worker, initargs=(settings, os.getpid()))
+                               initializer=_init_worker,
+                               initargs=(settings, os.getpid(), workers))
     failed: list[BaseException] = []
     starter = threading.Thread(target=_start_workers, args=(pool, workers, failed),
                                name="league-workers-start", daemon=True)
