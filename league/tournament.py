@@ -419,8 +419,9 @@ def fault_summary(rows: list[dict]) -> list[str]:
 
 def default_workers(policies: Sequence[str] = ()) -> int:
     """The CPUs this process may use; 1 when a seat of ``policies`` runs a model on this machine
-    (``llm:local``): each worker would start its own model server, and each server already
-    takes the CPUs (their threads spin while they wait for each other, docs/llm.md)."""
+    (``llm:local``): each worker starts its own model server with its own copy of the model,
+    which a larger model may not have the memory for (several workers share the CPUs among
+    their servers: ``league.procs.workers``; docs/llm.md)."""
     if runs_local_model(policies):
         return 1
     try:
