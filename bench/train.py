@@ -55,6 +55,7 @@ def bench_sb3(seconds: float, envs: int = 64, small: bool = False) -> float | No
     import torch
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.logger import Logger
 
     from agents.learn.sb3 import GuildVecEnv, Log1pFeatures
 
@@ -75,6 +76,7 @@ def bench_sb3(seconds: float, envs: int = 64, small: bool = False) -> float | No
         def _on_step(self) -> bool:
             return time.perf_counter() - self.start < seconds
 
+    model.set_logger(Logger(folder=None, output_formats=[]))  # no SB3-<time> folder in /tmp
     try:
         model.learn(total_timesteps=10 ** 9, callback=(stop := Stop()))
     finally:

@@ -5,7 +5,8 @@
 ``agents.learn.sb3.GuildVecEnv`` is ``guild/Guild-v0``'s batched twin as an SB3 ``VecEnv`` (one
 learning seat, batched factor and magpie opponents, masks through ``action_masks()``).  The
 model is saved with the action table's version (``agents.learn.sb3.write_meta``), so the spec
-``sb3:OUT/model.zip`` plays it in leagues and, batched, in ``guild evaluate``.  Our own trainer
+``sb3:OUT/model.zip`` plays it in leagues and, batched, in ``guild evaluate``; SB3's training
+log is ``OUT/progress.csv``.  Our own trainer
 (``guild train``, ``agents.learn.ppo_learn``) is several times faster on the same engine; the README
 says by how much.
 
@@ -39,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         print("needs the 'train' extra: pip install -e '.[train]'", file=sys.stderr)
         return 2
     from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.logger import configure
 
     from agents.learn.evaluation import paired_evaluation
 
@@ -47,9 +49,12 @@ def main(argv: list[str] | None = None) -> int:
                         n_epochs=4, seed=args.seed, device="cpu", verbose=0,
                         policy_kwargs=dict(features_extractor_class=Log1pFeatures,
                                            net_arch=dict(pi=[128, 128], vf=[128, 128])))
-    model.learn(total_timesteps=args.steps)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    # The training log (progress.csv: rewards, losses) beside the model, not in a new
+    # temporary folder of SB3's own each run.
+    model.set_logger(configure(str(out), ["csv"]))
+    model.learn(total_timesteps=args.steps)
     path = out / "model.zip"
     model.save(path)
     write_meta(path, {"env": "guild/Guild-v0", "flatten": True, "steps": args.steps,

@@ -25,6 +25,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -56,6 +57,15 @@ def needs_module(name: str, install: str | None = None) -> ModuleType:
     found = importlib.util.find_spec(name.split(".")[0]) is not None
     needs(found, f"the Python package {name!r} (pip install {install or name})")
     return importlib.import_module(name)
+
+
+def unlogged(model: Any) -> Any:
+    """An SB3 model that logs nowhere: without a logger of its own, each ``learn`` leaves an
+    empty ``SB3-<time>`` folder in the temporary directory."""
+    from stable_baselines3.common.logger import Logger
+
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    return model
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,7 @@ import sys
 import gymnasium
 import numpy as np
 import pytest
-from conftest import needs_module
+from conftest import needs_module, unlogged
 from gymnasium.utils.env_checker import check_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -296,7 +296,7 @@ def test_maskable_ppo_runs_a_few_hundred_steps() -> None:
     env = gymnasium.make("guild/Guild-v0", flatten=True)
     model = MaskablePPO("MlpPolicy", env, n_steps=128, batch_size=64, seed=0, verbose=0,
                         device="cpu")
-    model.learn(total_timesteps=256)
+    unlogged(model).learn(total_timesteps=256)
     obs, _ = env.reset(seed=1)
     action, _ = model.predict(obs, action_masks=env.unwrapped.action_masks())
     assert env.unwrapped.action_masks()[int(action)]

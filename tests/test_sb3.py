@@ -3,12 +3,14 @@ a saved model plays the same indices scalar (``sb3:``) and batched (``make_batch
 
 from __future__ import annotations
 
+import csv
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
-from conftest import needs_module
+from conftest import needs_module, unlogged
 
 from agents import make_policy
 from sim import Game, GameConfig
@@ -29,7 +31,7 @@ def _trained(tmp_path: Path) -> Path:
                                     seed=3, device="cpu",
                                     policy_kwargs=dict(features_extractor_class=Log1pFeatures,
                                                        net_arch=[32]))
-    model.learn(total_timesteps=8 * 28)
+    unlogged(model).learn(total_timesteps=8 * 28)
     assert model.num_timesteps == 224
     path = tmp_path / "model.zip"
     model.save(path)
@@ -93,11 +95,19 @@ def test_guild_evaluate_runs_an_sb3_model_batched(tmp_path: Path) -> None:
 
 def test_example_script_trains_saves_and_evaluates(tmp_path: Path) -> None:
     needs_module("sb3_contrib", "torch==2.13.0, then pip install -e '.[train]'")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
     out = subprocess.run([sys.executable, str(ROOT / "examples" / "sb3_maskable_ppo.py"),
                           "--steps", "256", "--envs", "8", "--eval-seeds", "2",
                           "--out", str(tmp_path / "run")],
-                         capture_output=True, text=True, timeout=300)
+                         capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "TMPDIR": str(scratch)})
     assert out.returncode == 0, out.stderr
     spec = out.stdout.strip().splitlines()[-1]
     assert spec == f"sb3:{(tmp_path / 'run' / 'model.zip').resolve()}"
     assert "(batched engine)" in out.stdout
+    # SB3's log is the run's, beside the model: one rollout of 8 x 256 steps, no stray folder.
+    with open(tmp_path / "run" / "progress.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r["time/total_timesteps"]) for r in rows] == [2048]
+    assert not [p.name for p in scratch.iterdir() if p.name.startswith("SB3-")]
