@@ -66,6 +66,24 @@ def test_league_workers_share_the_cpus_when_they_run_a_local_model(policies, wor
     assert done.stdout.split() == [str(share)]
 
 
+def test_ray_tasks_share_the_cpus_like_worker_processes_and_anew_for_each_league():
+    # A Ray worker process runs the tasks of one league after another: the share is each
+    # league's own. The policies' build check is left out: it would start the model.
+    code = ("from league.core.episode import Settings\n"
+            "from league.procs import backends\n"
+            "from agents.llm import local\n"
+            "backends._policy_trouble = lambda settings: None\n"
+            "for policies, workers in [(('llm:local', 'factor'), 2),\n"
+            "                          (('factor', 'magpie'), 2),\n"
+            "                          (('magpie', 'trusted:llm:local'), 3),\n"
+            "                          (('llm:local',), 1)]:\n"
+            "    assert backends._ray_chunk([], Settings(policies=policies), workers) == []\n"
+            "    print(local._SHARERS)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.split() == ["2", "1", "3", "1"]
+
+
 @pytest.mark.parametrize(("policies", "workers"), [("llm:local,factor", 1), ("factor,magpie", 4)])
 def test_guild_league_without_workers_takes_the_default_for_its_policies(policies, workers,
                                                                          monkeypatch, tmp_path):

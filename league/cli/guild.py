@@ -104,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     lg.add_argument("--workers", type=int, default=None, metavar="W",
                     help="worker processes or Ray tasks in flight (default: the CPUs here; 1 "
                          "when a seat is llm:local, whose model server takes them all; with "
-                         "more worker processes, each one's server takes its share)")
+                         "more, each one's server takes its share)")
     lg.add_argument("--out", required=True, metavar="DIR", help="output directory")
     lg.add_argument("--turns", type=int, default=14,
                     help=f"turns per episode (14; {MIN_TURNS}..{MAX_TURNS})")

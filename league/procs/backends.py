@@ -27,7 +27,15 @@ from typing import Any
 from league.core.episode import Settings, check_policy, play
 from league.core.errors import LeagueError
 from league.core.lineups import EpisodeSpec
-from league.procs.workers import Batch, Item, WorkerDiedError, chunk_size, run_chunk, run_processes
+from league.procs.workers import (
+    Batch,
+    Item,
+    WorkerDiedError,
+    chunk_size,
+    run_chunk,
+    run_processes,
+    share_cpus_among,
+)
 
 __all__ = ["Batch", "Item", "WorkerDiedError", "chunk_size", "ray_available", "run_chunk",
            "run_inline", "run_processes", "run_ray", "ray_session"]
@@ -128,14 +136,14 @@ def run_ray(specs: Sequence[EpisodeSpec], settings: Settings, workers: int,
         size = chunk_size(len(specs), workers)
         todo = iter([specs[i:i + size] for i in range(0, len(specs), size)])
         for chunk in todo:
-            pending.append(task.remote(list(chunk), settings_ref))
+            pending.append(task.remote(list(chunk), settings_ref, workers))
             if len(pending) >= 4 * workers:
                 break
         while pending:
             items = _get(ray, pending.popleft())
             nxt = next(todo, None)
             if nxt is not None:
-                pending.append(task.remote(list(nxt), settings_ref))
+                pending.append(task.remote(list(nxt), settings_ref, workers))
             yield items
     finally:
         for ref in pending:
@@ -287,7 +295,9 @@ def _policy_trouble(settings: Settings) -> str | None:
     return None
 
 
-def _ray_chunk(specs: Sequence[EpisodeSpec], settings: Settings) -> list[Item] | str:
+def _ray_chunk(specs: Sequence[EpisodeSpec], settings: Settings,
+               workers: int = 1) -> list[Item] | str:
+    share_cpus_among(workers, settings.policies)
     return _policy_trouble(settings) or run_chunk(specs, settings)
 
 

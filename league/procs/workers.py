@@ -60,14 +60,20 @@ def runs_local_model(policies: Sequence[str]) -> bool:
     return False
 
 
+def share_cpus_among(workers: int, policies: Sequence[str]) -> None:
+    """Count this process as one of ``workers`` (worker processes or Ray tasks) running
+    ``policies`` side by side: each starts its own model server for an ``llm:local`` seat, and
+    each server takes its share of the CPUs. Set anew for every league: a Ray worker process
+    outlives its league."""
+    from agents.llm.local import share_cpus
+
+    share_cpus(workers if workers > 1 and runs_local_model(policies) else 1)
+
+
 def _init_worker(settings: Settings, league: int, workers: int) -> None:
     global _SETTINGS
     _SETTINGS = settings
-    if workers > 1 and runs_local_model(settings.policies):
-        # Each worker starts its own model server: each takes its share of the CPUs.
-        from agents.llm.local import share_cpus
-
-        share_cpus(workers)
+    share_cpus_among(workers, settings.policies)
     # Ctrl-C goes to the whole process group; only the parent handles it (and stops us).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # No orphans: die with the league (pid ``league``) and kill our seat processes then.
