@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from sim.commandline import broken_pipe
 from sim.rules.setup import seed_in_range
 from sim.rules.world import DEFAULT_TURNS, MAX_TURNS, MIN_TURNS, STANDARD_TOWN
 from sim.rules.worldfile import WorldFileError, load_world
@@ -125,10 +126,13 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{turns}", file=sys.stderr)
         return EXIT_USAGE
     report = run_gate(world, turns, args.seeds, world_name=name)
-    if args.json:
-        print(json.dumps(report.to_json(), indent=1, ensure_ascii=False))
-    else:
-        print(format_text(report))
+    try:
+        if args.json:
+            print(json.dumps(report.to_json(), indent=1, ensure_ascii=False))
+        else:
+            print(format_text(report))
+    except BrokenPipeError:  # the reader left (| head): not the gate's verdict
+        return broken_pipe()
     return EXIT_PASS if report.ok else EXIT_FAIL
 
 

@@ -1,11 +1,27 @@
 """What the project's command lines share (``guild``, ``guild train``, ``python -m
 feasibility``): a usage mistake is one line on stderr and exit status 2, not argparse's usage
-block followed by the error."""
+block followed by the error; a reader that leaves (``| head``) is exit status 141, not a
+traceback."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import signal
+import sys
 from typing import NoReturn
+
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for a program the pipe stopped
+
+
+def broken_pipe() -> int:
+    """After ``BrokenPipeError`` on standard output: :data:`EXIT_BROKEN_PIPE`, with standard
+    output pointed at ``os.devnull`` so that Python's final flush does not raise again. The
+    reader left; nothing failed, and nothing is printed."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return EXIT_BROKEN_PIPE
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -4,13 +4,15 @@
 Exit codes: 0 done; 1 ``verify`` found a claim that does not hold, or a worker died;
 2 a user mistake (bad option, unknown policy, unusable or foreign directory), reported in one
 line on stderr without a traceback; 130 interrupted by Ctrl-C, 143 stopped by SIGTERM (finished
-episodes are kept; run the same command again to resume).
+episodes are kept; run the same command again to resume); 141 the reader of its output left
+(``| head``).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -26,7 +28,7 @@ from league.core.verify import verify_dir
 from league.core.verify_signature import public_key_arg
 from league.procs.backends import WorkerDiedError
 from league.tournament import MAX_SECONDS, LeagueOptions, default_workers, run_league
-from sim.commandline import OneLineParser
+from sim.commandline import OneLineParser, broken_pipe
 from sim.rules.world import MAX_TURNS, MIN_TURNS
 
 EPILOG_LEAGUE = """\
@@ -34,7 +36,9 @@ Episodes come in groups of six: one seed and one lineup under all six cyclic sea
 Group g's lineup is the next six entries of the policy list repeated (p[(6g+j) mod k]),
 shuffled; its seed comes from sha256 of --seed and g (see league/core/lineups.py). Re-running the
 same command resumes an interrupted league; a larger --episodes extends a finished one.
-Outputs in --out: league.json, results.jsonl, replays/<id>.json, ladder.json (ladder.png).
+Outputs in --out: league.json, results.jsonl, replays/<id>.json, ladder.json, signature.json,
+secret.json (a secret draw's secrets, mode 0600); with --plot ladder.png, with --report
+report.html and view/<id>.html.
 
 No free rides: a decision a policy does not make (it raised, returned garbage or an action
 the rules refuse, overran --decision-timeout, crashed, or its reset failed) is played by the
@@ -55,8 +59,9 @@ league, so that readers can run guild verify --public-key HEX (verify prints its
 EPILOG_VERIFY = """\
 Checks every replay (it re-derives from its seed and acts, and gives its results line), the
 lineups, fallbacks, faults and ladder against league.json, and plays again every seat whose
-policy is deterministic: each act of a factor, magpie or random seat (and of a ppo: seat whose
-model file is here with the sha256 league.json records) must be the one that policy chooses.
+policy is deterministic: each act of a factor, magpie, random or champion seat (and of a ppo:
+seat whose model file is here with the sha256 league.json records) must be the one that policy
+chooses.
 Then the signature: signature.json must be signed by the key in league.json (signedBy) and
 every file must have the digest it signed. Without --public-key that proves only that whoever
 holds that key signed it (verify prints its fingerprint: compare it with the publisher's); with
@@ -178,6 +183,7 @@ def _extra_commands() -> list:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``guild`` script; returns the exit code."""
+    importable_here()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -199,6 +205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LeagueError as e:
         print(f"guild {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader of our output left (guild verify DIR | head -1)
+        return broken_pipe()
     except KeyboardInterrupt:
         return stop.report(args.command)
     except WorkerDiedError as e:
@@ -207,6 +215,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"guild {args.command}: error: {e}; finished episodes are kept, run the same "
               "command again to resume", file=sys.stderr)
         return 1
+
+
+def importable_here() -> None:
+    """Let ``module:Name`` policies import from the current folder, as ``python -m league`` and
+    a league's seat processes do. Last on the path: a file here never hides an installed
+    module."""
+    here = os.getcwd()
+    if not any(os.path.abspath(p or os.curdir) == here for p in sys.path):
+        sys.path.append(here)
 
 
 class Terminated(KeyboardInterrupt):
@@ -295,15 +312,18 @@ def _league(args: argparse.Namespace) -> int:
         run = run_league(options, on_note=_note, on_progress=progress)
     finally:
         progress.close()  # before an interruption or error is reported
+    report = None
+    if args.report:  # written before anything is printed: a reader that left loses no file
+        from league.cli.report import write_report
+
+        report = write_report(args.out)
     rate = f", {run.new / run.seconds:.1f} episodes/s" if run.new and run.seconds > 0 else ""
     print(f"league: {run.new} new episodes in {run.seconds:.1f} s{rate}; {len(run.rows)} "
           f"episodes in {args.out}")
     print(MEASURES)
     print(table(run.ladder))
-    if args.report:
-        from league.cli.report import write_report
-
-        print(f"report: {write_report(args.out)}")
+    if report is not None:
+        print(f"report: {report}")
     return 0
 
 
