@@ -336,3 +336,21 @@ def test_all_seats_fast_path_equals_six_python_observations(kwargs: dict) -> Non
             picks = {a: int(rng.choice(np.flatnonzero(infos[a]["action_mask"])))
                      for a in env.agents}
             obs, rewards, terms, truncs, infos = env.step(picks)
+
+
+def test_text_mode_observes_the_seats_text_view_and_lists_the_legal_sentences() -> None:
+    # docs/python.md: the observation is {"observation_text": the text view}, no mask; the
+    # legal acts are info["admissible"], the canonical sentences of the mask's rows.
+    from sim.codec.action_table import canonical, legal_mask
+
+    env = gymnasium.make("guild/Guild-v0", text_mode=True)
+    obs, info = env.reset(seed=21)
+    game, seat = env.unwrapped.game, info["seat"]
+    assert set(obs) == {"observation_text"}
+    assert obs["observation_text"] == game.observation_text(seat)
+    assert env.observation_space.contains(obs)
+    room = game.state.room[seat]
+    assert info["admissible"] == [canonical(i, game.world, game.state.aliases, seat, room)
+                                  for i, ok in enumerate(legal_mask(game.state, seat)) if ok]
+    obs, _, _, _, info = env.step(info["admissible"][-1])
+    assert obs["observation_text"] == game.observation_text(seat)

