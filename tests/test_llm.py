@@ -266,6 +266,26 @@ def test_decide_turn_mixes_threaded_and_plain_seats_and_raises_errors(server):
 
 # --- the league ---------------------------------------------------------------------------------
 
+def test_a_league_refuses_an_endpoint_where_nothing_listens_before_any_episode(tmp_path, capsys):
+    # A wrong URL or a server not started: said at once, in one line, nothing played.
+    port = closed_port()
+    out = tmp_path / "lg"
+    assert league(out, f"llm:good@http://127.0.0.1:{port}/v1,factor") == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert f"nothing answers at http://127.0.0.1:{port}/v1 (ConnectError" in err
+    assert "start the server or fix the URL" in err
+    assert not (out / "results.jsonl").exists() and not (out / "replays").exists()
+
+
+def test_a_listening_endpoint_passes_the_probe_whatever_it_answers(server):
+    # Any HTTP answer says a server is there (the fake one answers GET /models with 501).
+    p = policy(server, "e500")
+    p.probe()
+    assert p.records == []
+
+
+
 def league(out: Path, policies: str, *extra: str) -> int:
     return main(["league", "--policies", policies, "--episodes", "1", "--turns", "6",
                  "--workers", "1", "--seed", "4", "--out", str(out), *extra])
@@ -295,11 +315,11 @@ def test_the_league_runs_llm_seats_concurrently_and_records_prompts_and_replies(
 
 
 def test_league_llm_faults_fall_back_and_still_verify(server, tmp_path: Path, capsys):
-    refused = f"llm:good@http://127.0.0.1:{closed_port()}/v1#retry_floor=0"
+    failing = f"llm:e500@{server.url}#retry_floor=0"  # every request: HTTP 500
     slow = f"llm:slowish@{server.url}"
-    assert league(tmp_path / "a", f"{refused},factor") == 0
+    assert league(tmp_path / "a", f"{failing},factor") == 0
     row = json.loads((tmp_path / "a" / "results.jsonl").read_text())
-    llm_seats = [s for s, name in enumerate(row["lineup"]) if name == refused]
+    llm_seats = [s for s, name in enumerate(row["lineup"]) if name == failing]
     assert llm_seats and all(row["fallbacks"][s] == 6 for s in llm_seats)
     payload = json.loads((tmp_path / "a" / "replays" / "e000000.json").read_text())
     assert all(e["scripted"] for e in payload["events"] if e["kind"] == "act")

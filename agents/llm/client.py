@@ -143,6 +143,20 @@ class ChatClient:
             attempt["usage"] = usage  # a server that streams its counts
         return delta_text(chunk)
 
+    def unreachable(self, limit: float) -> str | None:
+        """Why no connection to the endpoint can be made (refused, no such host, no answer to
+        connect within ``limit`` seconds), or None when it answers at all: any HTTP status,
+        even an error, says a server listens. One ``GET {base_url}/models``, without the key."""
+        import httpx
+
+        try:
+            self._http().get(f"{self.base_url}/models", timeout=limit)
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol) as e:
+            return f"{type(e).__name__}: {str(e) or 'no connection'}"
+        except httpx.HTTPError:  # the server took the connection: slow or odd, but there
+            return None
+        return None
+
     def close(self) -> None:
         """Close the connections (they are reopened when needed)."""
         with self._lock:

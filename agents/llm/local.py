@@ -336,6 +336,9 @@ class LocalPolicy(LLMPolicy):
     def close(self) -> None:
         """Nothing to close: the servers' connections belong to the pool."""
 
+    def probe(self) -> None:
+        """Nothing to check: the pool started its servers and saw each one listen."""
+
     def _send(self, body: dict, headers: dict[str, str], limit: float,
               ask: Ask) -> tuple[str | None, dict[str, Any]]:
         """Queue for a server, then one streamed request, constrained by the choosing mode's

@@ -83,6 +83,7 @@ __all__ = ["ASCII_SPACE", "CORRECTIVE", "DEFAULT_KEY_ENV", "DEFAULT_MAX_TOKENS",
 DEFAULT_TIMEOUT = 24.0      # RULES §6.7 llmTimeoutSeconds
 DEFAULT_MAX_TOKENS = 900    # RULES §6.7 maxOutputTokens
 DEFAULT_RETRY_FLOOR = 8.0   # SENTENCES §20.1: the retry gets half the timeout, at least 8 s
+PROBE_TIMEOUT = 10.0        # seconds to connect when a league checks the endpoint first
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 
 FALLBACKS = ("factor", "wait")
@@ -199,6 +200,15 @@ class LLMPolicy:
 
     def __repr__(self) -> str:
         return f"LLMPolicy(model={self.model!r}, base_url={self.base_url!r})"
+
+    def probe(self) -> None:
+        """Before a league: a ValueError in one line when nothing listens at the endpoint, so
+        that a wrong URL or a server not yet started is said at once, not found later as a
+        seat whose every decision fell back."""
+        why = self._chat.unreachable(min(self.timeout, PROBE_TIMEOUT))
+        if why is not None:
+            raise ValueError(f"llm policy {self.model!r}: nothing answers at {self.base_url} "
+                             f"({why[:200]}); start the server or fix the URL")
 
     def reset(self, seed: int | None = None) -> None:
         """A new episode: forget the records and try the service again."""
