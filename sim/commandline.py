@@ -8,11 +8,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import signal
 import sys
 from typing import NoReturn
 
-EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for a program the pipe stopped
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE (13): what a shell reports for a program the pipe stopped
 
 
 def broken_pipe() -> int:
