@@ -278,6 +278,24 @@ def test_a_league_refuses_an_endpoint_where_nothing_listens_before_any_episode(t
     assert not (out / "results.jsonl").exists() and not (out / "replays").exists()
 
 
+def test_guild_evaluate_refuses_an_endpoint_where_nothing_listens(capsys):
+    # Its seat would play factor's every act, and the figures would measure factor.
+    port = closed_port()
+    code = main(["evaluate", f"llm:good@http://127.0.0.1:{port}/v1", "--seeds", "0..1"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert err.startswith("guild evaluate: error: ")
+    assert f"nothing answers at http://127.0.0.1:{port}/v1" in err
+
+
+def test_guild_evaluate_plays_a_listening_endpoint(server, capsys):
+    before = len(server.by_model("good"))
+    assert main(["evaluate", f"llm:good@{server.url}", "--seeds", "0..1", "--turns", "6"]) == 0
+    out = capsys.readouterr().out
+    assert "paired difference" in out and "12 games per side" in out
+    assert len(server.by_model("good")) - before == 12 * 6  # its seat, each game, each turn
+
+
 def test_a_listening_endpoint_passes_the_probe_whatever_it_answers(server):
     # Any HTTP answer says a server is there (the fake one answers GET /models with 501).
     p = policy(server, "e500")

@@ -70,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
             raise EvaluationError(f"--against has an empty name: {args.against!r}")
         try:  # an sb3: model is loaded now (in a sandbox), before any game
             spec, baseline, *others = guard([args.spec, args.baseline, *against], args.trust)
+            probe_endpoints([args.spec, args.baseline, *against])
         except ValueError as e:
             raise EvaluationError(str(e)) from None
         result = evaluate(spec, against=others, seeds=args.seeds, baseline=baseline,
@@ -90,6 +91,19 @@ def run(args: argparse.Namespace) -> int:
         except OSError as e:
             return _error(f"cannot write {args.json}: {e.strerror or e}")
     return 0
+
+
+def probe_endpoints(specs: list[str]) -> None:
+    """A ValueError when nothing listens at an ``llm:`` seat's endpoint: its seat would play
+    factor's every act (its fallback), and the figures would measure factor, not the model."""
+    from agents import make_policy
+    from agents.llm.spec import is_local
+
+    for name in dict.fromkeys(specs):
+        if name.lower().startswith("llm:") and not is_local(name[len("llm:"):]):
+            probe = getattr(make_policy(name), "probe", None)
+            if callable(probe):
+                probe()
 
 
 def report(r: PairedResult) -> str:
