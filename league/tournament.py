@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 
 from league.apart import sandbox
 from league.apart.isolated import DEFAULT_MEMORY_MB, close_all
-from league.core import ladder, replay_seats, signing
+from league.core import ladder, replay_seats, signing, verify
 from league.core.atomic import write_atomic
 from league.core.episode import FALLBACKS, FAULT_KINDS, Settings, check_policy, trusted
 from league.core.errors import LeagueError
@@ -36,7 +36,7 @@ from league.core.lineups import (
     episode_spec,
     schedule,
 )
-from league.core.store import FORMAT, LADDER, SECRETS, LeagueDir, sync_files
+from league.core.store import FORMAT, LADDER, RESULTS, SECRETS, LeagueDir, sync_files
 from league.procs import backends
 from league.procs.workers import runs_local_model
 from sim import GameConfig
@@ -216,6 +216,14 @@ def run_league(o: LeagueOptions, *, on_note: Note | None = None,
         _check_not_fewer(o, old)
         draw, commitments = _draw(d, o, old)
         rows, torn = d.resume(manifest, draw)
+        # before anything is written: the league signs again at the end, so what it resumes
+        # must be what it signed, or verify as guild verify checks it
+        signed = verify.check_resume(d.root, manifest, rows, draw)
+        if o.fallback is None and rows and "fallbackPlay" not in rows[0]:
+            o = replace(o, fallback="factor")  # begun before --fallback: factor played them all
+        key = draw.seat_key() if isinstance(draw, SecretDraw) else None  # of group 0's secret
+        _replay_lost(d, o, rows, note, draw, key, signed)
+        d.tidy()
         if torn:
             note(f"league: cut the unfinished last line of {d.results} (an interrupted run)")
         before = len(rows)
@@ -223,10 +231,6 @@ def run_league(o: LeagueOptions, *, on_note: Note | None = None,
             draw, commitments = _extended(d, o, draw, commitments, before, old)
         manifest = {**manifest, "episodes": max(o.episodes, before)}
         d.write_manifest(_with_draw(manifest, commitments))
-        if o.fallback is None and rows and "fallbackPlay" not in rows[0]:
-            o = replace(o, fallback="factor")  # begun before --fallback: factor played them all
-        key = draw.seat_key() if isinstance(draw, SecretDraw) else None
-        _replay_lost(d, o, rows, note, draw, key)
         specs = schedule(o.policies, draw, before, o.episodes)
         try:
             if specs:
@@ -335,17 +339,20 @@ def _episodes(d: LeagueDir, o: LeagueOptions, specs: Sequence[EpisodeSpec],
 
 
 def _replay_lost(d: LeagueDir, o: LeagueOptions, rows: list[dict], note: Note, draw: Draw,
-                 key: bytes | None) -> None:
+                 key: bytes | None, signed: int) -> None:
     """Play again the finished episodes whose replay file is gone; their lines stay as they are.
 
     Episodes are deterministic, so the new replay is the lost one byte for byte (unless a
-    policy ran into a time limit, which depends on the machine; ``guild verify`` tells).
+    policy ran into a time limit, which depends on the machine; ``guild verify`` tells). A
+    line after the first ``signed`` (which no signature vouches for) must be what its episode
+    gives, or the run is refused and the replays it wrote are removed again.
     """
     lost = [episode_spec(o.policies, draw, n) for n, r in enumerate(rows)
             if not (d.replays / f"{r['id']}.json").is_file()]
     if not lost:
         return
-    differ = []
+    differ: list[str] = []
+    wrong: dict[int, str] = {}
     with contextlib.closing(_episodes(d, o, lost, key)) as batches:
         for batch in batches:
             for row, replay_text in batch:
@@ -353,14 +360,38 @@ def _replay_lost(d: LeagueDir, o: LeagueOptions, rows: list[dict], note: Note, d
                     write_atomic(d.replays / f"{row['id']}.json", replay_text, sync=False,
                                  sole=True)
                 old = rows[row["index"]]
-                if _timeless(row, old) != _timeless(old, old):
+                if _timeless(row, old) == _timeless(old, old):
+                    continue
+                if row["index"] < signed:
                     differ.append(row["id"])
+                else:
+                    wrong[row["index"]] = _first_difference(old, row)
+    if wrong:  # refused: the folder goes back to what it was
+        for spec in lost:
+            (d.replays / f"{spec.id}.json").unlink(missing_ok=True)
+        n = min(wrong)
+        raise LeagueError(f"{d.results} line {n + 1} ({rows[n]['id']}), which no signature "
+                          f"covers yet, is not what its episode gives when played again (its "
+                          f"replay was missing): {wrong[n]}; {verify.UNVOUCHED}: restore the "
+                          f"line and its replay as the league wrote them, {verify.RESTORE}")
     sync_files(d.replays, [f"{s.id}.json" for s in lost])
     note(f"league: played {len(lost)} episodes again whose replay was missing "
          f"({', '.join(s.id for s in lost[:5])}{', ...' * (len(lost) > 5)})")
     if differ:
         note(f"league: {', '.join(differ)} came out differently this time (a time limit?); "
              "guild verify will show where")
+
+
+def _first_difference(line: dict, played: dict) -> str:
+    """The first key (but wall time) in which a results line differs from its episode."""
+    key = next(k for k in line if k != "wallTime" and line[k] != played.get(k))
+    shown = verify.SHOWN_CHARS // 3
+    return (f"{RESULTS} claims {key} {_cut(json.dumps(line[key]), shown)} but the "
+            f"episode gives {_cut(json.dumps(played.get(key)), shown)}")
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _timeless(row: dict, like: dict) -> dict:

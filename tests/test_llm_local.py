@@ -163,10 +163,12 @@ def test_six_seats_of_the_real_model_play_a_league_over_http(real_server, reply_
         assert r["model"] == "smol" and r["attempts"]
         first = r["attempts"][0]
         assert first["format"] == "json_object" and "refused_formats" not in first
-        assert first["usage"]["prompt_tokens"] > 500
         for a in r["attempts"]:
             if "error" not in a:  # grammar-constrained: a valid reply matches the schema
                 valid += 1
+                # the server read the whole prompt (an attempt that timed out on a loaded
+                # machine has no counts: its usage is "unknown")
+                assert a["usage"]["prompt_tokens"] > 500
                 obj = json.loads(a["reply"])
                 assert set(obj) == set(REPLY_SCHEMA["required"]) and obj["action"].strip()
         assert acts[(r["turn"], r["seat"])]["sentence"] == r["action"]

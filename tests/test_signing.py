@@ -21,7 +21,7 @@ from leagues import copy_league, league_args, lines, one_error_line
 from agents import Magpie, RandomPolicy, make_policy, play_episode
 from league.cli import guild as cli
 from league.cli.guild import main
-from league.core import signing
+from league.core import ladder, signing
 from league.core.episode import RESULT_KEYS
 from sim import GameConfig
 
@@ -176,11 +176,12 @@ def test_a_malformed_public_key_is_a_usage_error(league12, capsys) -> None:
 
 # --- re-played seats ----------------------------------------------------------------------------
 
-def _relabel(out: Path, kind: str, impostor: object) -> tuple[str, int]:
+def _relabel(out: Path, kind: str, impostor: object, capsys) -> tuple[str, int]:
     """Play the first episode with a ``kind`` seat again with ``impostor`` in that seat, still
     labelled ``kind``, and write it in place of the real one: a forged but self-consistent
     replay and results line (the replay re-derives, the line gives its results). The league's
-    own command then ranks and signs it. Returns the episode id and the seat."""
+    own command will not sign it; whoever holds the key ranks and signs it by hand. Returns
+    the episode id and the seat."""
     text = [json.loads(x) for x in lines(out)]
     n, seat = next((n, r["lineup"].index(kind)) for n, r in enumerate(text) if kind in r["lineup"])
     row = text[n]
@@ -196,7 +197,15 @@ def _relabel(out: Path, kind: str, impostor: object) -> tuple[str, int]:
     path.write_text(json.dumps(payload), encoding="utf-8")
     row.update({k: game.results()[k] for k in RESULT_KEYS})
     _write_lines(out, [json.dumps(r, separators=(",", ":")) for r in text])
-    assert main(league_args(out)) == 0  # resumes: nothing to play; a new ladder, signed
+    capsys.readouterr()
+    assert main(league_args(out)) == 2  # a resume plays the seats of what it signs again
+    assert f"seat {seat} ({kind}) played " in one_error_line(capsys.readouterr().err)
+    manifest = json.loads((out / "league.json").read_text(encoding="utf-8"))
+    ranked = ladder.build(text, manifest["policies"],
+                          ladder.bootstrap_seed(manifest["seed"], None))
+    (out / "ladder.json").write_text(json.dumps(ranked, indent=2) + "\n", encoding="utf-8")
+    signing.sign_dir(out, signing.load_key(signing.default_key_path()),
+                     [r["id"] for r in text])
     return row["id"], seat
 
 
@@ -205,7 +214,7 @@ def _relabel(out: Path, kind: str, impostor: object) -> tuple[str, int]:
 def test_a_relabelled_seat_fails_the_re_play(league12, tmp_path, capsys, kind,
                                              impostor) -> None:
     out = copy_league(league12[0], tmp_path)
-    episode, seat = _relabel(out, kind, impostor)
+    episode, seat = _relabel(out, kind, impostor, capsys)
     code, got = _verify(out, capsys)
     assert code == 1
     failed = [x for x in got if x.startswith(f"verify: {episode} ")]

@@ -20,9 +20,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import math
 import os
-import re
 import stat
 from array import array
 from collections.abc import Iterator
@@ -34,16 +32,22 @@ from league.cli import report_html
 from league.cli.html_viewer import open_regular, read_regular, write_view
 from league.core.atomic import replacing
 from league.core.errors import LeagueError
-from league.core.store import LADDER, MANIFEST, REPLAYS, RESULTS
-from sim.rules.world import SEATS
+from league.core.store import (
+    LADDER,
+    MANIFEST,
+    MAX_SCORE,  # noqa: F401 - the bound the page's numbers are checked against
+    REPLAYS,
+    RESULTS,
+    is_count,
+    is_number,
+    row_problem,
+)
 
 REPORT = "report.html"
 VIEWS = "view"  # DIR/view/<id>.html: the viewer page of each replay
 MAX_JSON_BYTES = 64 << 20  # league.json, ladder.json: kilobytes in any real league
 MAX_RESULTS_BYTES = 4 << 30  # about five million episodes
 MAX_LINE_BYTES = 1 << 20  # a results line is under a kilobyte, fault notes and all
-MAX_SCORE = 1e6  # far beyond any score the rules give; a bigger number is not a score
-EPISODE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # ids name files: nothing else is accepted
 MAX_NAME_CHARS = 1024  # a policy spec (a name, a path, a URL); the page repeats each name
 PAGE_MARK = b"Written by `guild report`"  # in the head of every page the report writes
 MARK_BYTES = 8192  # the head read for it: the template's head with the longest title
@@ -301,31 +305,18 @@ def _ladder(path: Path) -> dict:
 def _entry_problem(e: object) -> str | None:
     if not isinstance(e, dict) or not isinstance(e.get("policy"), str):
         return "has no policy name"
-    if not _number(e.get("meanScore"), none=True):
+    if not is_number(e.get("meanScore"), none=True):
         return "has a mean score that is not a number"
     ci = e.get("ci95")
     if ci is not None and not (isinstance(ci, list) and len(ci) == 2
-                               and all(_number(x) for x in ci)):
+                               and all(is_number(x) for x in ci)):
         return "has an interval that is not two numbers"
     for key in ("rank", "episodes", "seats", "faults", "fallbacks", "decisions"):
-        if not _count(e.get(key), none=True):
+        if not is_count(e.get(key), none=True):
             return f"has a {key} that is not a count"
     if not isinstance(e.get("unranked"), (str, type(None))):
         return "has an unranked reason that is not text"
     return None
-
-
-def _number(x: object, none: bool = False) -> bool:
-    if x is None:
-        return none
-    return (isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-            and abs(x) <= MAX_SCORE)
-
-
-def _count(x: object, none: bool = False) -> bool:
-    if x is None:
-        return none
-    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
 
 
 def episodes(path: Path, policies: frozenset[str]) -> Iterator[Episode]:
@@ -360,7 +351,7 @@ def _episode(line: bytes, path: Path, n: int, policies: frozenset[str]) -> Episo
         raise LeagueError(f"{path} line {n} is not valid JSON") from None
     if not isinstance(row, dict):
         raise LeagueError(f"{path} line {n} is not a JSON object")
-    problem = _row_problem(row)
+    problem = row_problem(row)
     if problem:
         raise LeagueError(f"{path} line {n} {problem}")
     stranger = next((p for p in row["lineup"] if p not in policies), None)
@@ -371,28 +362,6 @@ def _episode(line: bytes, path: Path, n: int, policies: frozenset[str]) -> Episo
                    tuple(float(s) for s in row["scores"]),
                    sum(row.get("fallbacks") or ()),
                    sum(sum(d.values()) for d in row.get("faults") or ()))
-
-
-def _row_problem(row: dict) -> str | None:
-    rid, lineup, scores = row.get("id"), row.get("lineup"), row.get("scores")
-    if not (isinstance(rid, str) and EPISODE_ID.fullmatch(rid)):
-        return "has no episode id (letters, digits, - and _ only)"
-    if not (isinstance(lineup, list) and len(lineup) == SEATS
-            and all(isinstance(p, str) for p in lineup)):
-        return f"has no lineup of {SEATS} policy names"
-    if not (isinstance(scores, list) and len(scores) == SEATS and all(map(_number, scores))):
-        return f"has no {SEATS} scores"
-    seed = row.get("seed")
-    if not (seed is None or isinstance(seed, int) and not isinstance(seed, bool)):
-        return "has a seed that is not an integer"
-    fallbacks, faults = row.get("fallbacks"), row.get("faults")
-    if fallbacks is not None and not (isinstance(fallbacks, list) and len(fallbacks) == SEATS
-                                      and all(map(_count, fallbacks))):
-        return "has fallbacks that are not counts by seat"
-    if faults is not None and not (isinstance(faults, list) and len(faults) == SEATS and all(
-            isinstance(d, dict) and all(map(_count, d.values())) for d in faults)):
-        return "has faults that are not counts by seat"
-    return None
 
 
 # --- writing ---------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-TMP_SUFFIX = ".tmp"  # what a crash may leave behind; ``LeagueDir.resume`` deletes such files
+TMP_SUFFIX = ".tmp"  # what a crash may leave behind; ``LeagueDir.tidy`` deletes such files
 
 # ``mkstemp`` creates files that only their owner may read; a written file should get the usual
 # permissions instead. The umask can only be read by setting it, so it is read once, at import.

@@ -19,8 +19,10 @@ resume with another key is refused (``league.core.store.IDENTITY``).
 ``signature`` is the Ed25519 signature of the canonical JSON (sorted keys, no spaces, ASCII) of
 everything else in the object. A run that is stopped before its end leaves the previous
 signature, which then covers fewer lines than ``results.jsonl`` holds (``guild verify`` says
-so); running the same command again re-signs. Every replay is hashed again at each end of a run
-(a small cost beside playing them), so nothing is cached.
+so); running the same command again re-signs, once it has checked that the signed lines and
+replays are still the ones signed and that the lines after them verify
+(``league.core.verify.check_resume``). Every replay is hashed again at each end of a run (a
+small cost beside playing them), so nothing is cached.
 
 ``guild verify`` checks a signature with :mod:`league.core.verify_signature`.
 """

@@ -20,6 +20,10 @@ run cuts off, plus stray ``*.tmp`` files, which it deletes; every complete line 
 episode whose replay is on disk. ``results.jsonl`` is the record of what is finished: a replay
 without a line (e.g. the rest of a batch cut short by a crash) is simply played again
 (identically, since episodes are deterministic).
+
+A resume reads and checks before it changes anything (:meth:`LeagueDir.resume`, then
+``league.core.verify.check_resume``), and only then tidies what a crash left
+(:meth:`LeagueDir.tidy`), so a refused run leaves the folder as it found it.
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -37,6 +43,7 @@ from league.core.atomic import TMP_SUFFIX, replacing, write_atomic
 from league.core.errors import LeagueError
 from league.core.lineups import Draw, episode_spec
 from league.core.replay_json import encode
+from sim.rules.world import SEATS
 
 _log = logging.getLogger(__name__)
 _WARNED: set[str] = set()
@@ -53,6 +60,8 @@ IDENTITY = ("format", "policies", "seed", "turns", "thievery", "speech", "decisi
 # ... and of a signed league (league.core.signing): the public key, the ppo: models' digests. A
 # league begun before leagues were signed lacks them all, and is signed from its next run on.
 SIGNED_IDENTITY = ("signedBy", "models")
+MAX_SCORE = 1e6  # far beyond any score the rules give; a bigger number is not a score
+ROW_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # ids name files: nothing else is accepted
 
 
 def load_results(path: Path, repair: bool = False) -> tuple[list[dict], bool]:
@@ -70,10 +79,7 @@ def load_results(path: Path, repair: bool = False) -> tuple[list[dict], bool]:
     cut = data.rfind(b"\n") + 1
     torn = cut < len(data)
     if torn and repair:
-        with open(path, "r+b") as f:
-            f.truncate(cut)
-            f.flush()
-            os.fsync(f.fileno())
+        _truncate(path, cut)
     rows = []
     for n, line in enumerate(data[:cut].splitlines(), start=1):
         try:
@@ -85,6 +91,67 @@ def load_results(path: Path, repair: bool = False) -> tuple[list[dict], bool]:
             raise LeagueError(f"{path} line {n} is not a JSON object")
         rows.append(row)
     return rows, torn
+
+
+def _truncate(path: Path, size: int) -> None:
+    with open(path, "r+b") as f:
+        f.truncate(size)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _complete(path: Path, block: int = 1 << 16) -> tuple[int, int]:
+    """The size of ``path`` and the end of its last complete line, read from the end."""
+    with open(path, "rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        end = size
+        while end > 0:
+            start = max(0, end - block)
+            f.seek(start)
+            at = f.read(end - start).rfind(b"\n")
+            if at >= 0:
+                return size, start + at + 1
+            end = start
+    return size, 0
+
+
+def row_problem(row: dict) -> str | None:
+    """Why ``row`` is not a results line (None when it has a line's shape): what every reader
+    of ``results.jsonl`` relies on before it adds up a score."""
+    rid, lineup, scores = row.get("id"), row.get("lineup"), row.get("scores")
+    if not (isinstance(rid, str) and ROW_ID.fullmatch(rid)):
+        return "has no episode id (letters, digits, - and _ only)"
+    if not (isinstance(lineup, list) and len(lineup) == SEATS
+            and all(isinstance(p, str) for p in lineup)):
+        return f"has no lineup of {SEATS} policy names"
+    if not (isinstance(scores, list) and len(scores) == SEATS and all(map(is_number, scores))):
+        return f"has no {SEATS} scores"
+    seed = row.get("seed")
+    if not (seed is None or isinstance(seed, int) and not isinstance(seed, bool)):
+        return "has a seed that is not an integer"
+    fallbacks, faults = row.get("fallbacks"), row.get("faults")
+    if fallbacks is not None and not (isinstance(fallbacks, list) and len(fallbacks) == SEATS
+                                      and all(map(is_count, fallbacks))):
+        return "has fallbacks that are not counts by seat"
+    if faults is not None and not (isinstance(faults, list) and len(faults) == SEATS and all(
+            isinstance(d, dict) and all(map(is_count, d.values())) for d in faults)):
+        return "has faults that are not counts by seat"
+    return None
+
+
+def is_number(x: object, none: bool = False) -> bool:
+    """A finite number no larger than any score can be (``none``: None too)."""
+    if x is None:
+        return none
+    return (isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+            and abs(x) <= MAX_SCORE)
+
+
+def is_count(x: object, none: bool = False) -> bool:
+    """A whole number, 0 or more (``none``: None too)."""
+    if x is None:
+        return none
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
 
 
 def check_rows(rows: Sequence[dict], manifest: dict, path: Path, draw: Draw) -> None:
@@ -171,17 +238,31 @@ class LeagueDir:
                         f"{_show(manifest.get(key))}); use the same options or another --out")
 
     def resume(self, manifest: dict, draw: Draw) -> tuple[list[dict], bool]:
-        """The finished episodes of this league, after checking that the directory holds it.
+        """The finished episodes of this league, after checking that the directory holds it,
+        and whether a torn last line follows them.
 
-        Cuts a torn last line (reported by the flag) and removes stray temp files; the caller
-        has refused a directory of another configuration's league (:meth:`check_identity`).
+        Changes nothing: the caller checks the lines against the signature and the replays
+        first (a refused run must leave the folder as it was), then calls :meth:`tidy`. It has
+        refused a directory of another configuration's league (:meth:`check_identity`).
         """
-        rows, torn = load_results(self.results, repair=True)
+        rows, torn = load_results(self.results)
         check_rows(rows, manifest, self.results, draw)
+        return rows, torn
+
+    def tidy(self) -> None:
+        """Cut a torn last line of the results and remove stray temp files: what a crash
+        leaves, and nothing a resume needs."""
+        try:
+            size, cut = _complete(self.results)
+        except FileNotFoundError:
+            size, cut = 0, 0
+        except OSError as e:
+            raise LeagueError(f"cannot read {self.results}: {e.strerror or e}") from None
+        if cut < size:
+            _truncate(self.results, cut)
         for folder in (self.root, self.replays):  # what an interrupted write_atomic left
             for tmp in folder.glob(f"*{TMP_SUFFIX}"):
                 tmp.unlink(missing_ok=True)
-        return rows, torn
 
     def read_secrets(self) -> list[dict]:
         """The secret draw's secrets (``[{"fromGroup", "secret"}]``; none if the file is not

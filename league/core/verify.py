@@ -11,13 +11,17 @@ the replays' scripted marks, each seat's ``fallbackPlay`` (what played its fallb
 
 Every disagreement is one line naming the file or episode; a directory that is not a league
 (no ``league.json``, unreadable files) is a ``LeagueError`` instead.
+
+A resume runs the same checks before the league signs again (:func:`check_resume`), or its key
+would vouch for whatever the folder holds: the lines that ``signature.json`` signed by digest
+(cheap), the lines after them (a crash, or no signature yet) by re-deriving their replays.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,7 +30,8 @@ from league.core import verify_claims as claims
 from league.core.episode import RESULT_KEYS
 from league.core.errors import LeagueError
 from league.core.lineups import SECRET_SCHEME, Draw, EpisodeSpec, SecretDraw, episode_spec
-from league.core.store import MANIFEST, REPLAYS, RESULTS, load_results
+from league.core.signing import SIGNATURE
+from league.core.store import MANIFEST, REPLAYS, RESULTS, load_results, row_problem
 from sim import GameConfig, ReplayMismatch, replay
 from sim.rules.world import SEATS, STANDARD_TOWN
 
@@ -113,6 +118,99 @@ def verify_dir(root: str | Path, public_key: str | None = None) -> Report:
     signature = verify_signature.check(root, manifest, rows, public_key)
     problems += signature.problems
     return Report(len(rows), len(bad), problems, torn, notes, seats.notes() + signature.notes)
+
+
+# How to go on from a refused resume; the refusal says what differs.
+RESTORE = "or start the league in another --out"
+UNVOUCHED = "the league signs only what it can vouch for"
+SHOWN_CHARS = 300  # of a problem in a refusal: an edited line may hold anything
+
+
+def check_resume(root: Path, manifest: dict, rows: Sequence[dict], draw: Draw) -> int:
+    """How many leading ``rows`` (the results lines of the league in ``root``) its signature
+    vouches for; ``LeagueError`` in one line if the league must not sign over what is there.
+
+    Signed lines must be the bytes signed and their replays the replays signed, or missing
+    (the league plays a missing replay again). The lines after them must verify as ``guild
+    verify`` checks them, except that a line whose replay is missing is left to the league,
+    which plays it again and compares (``league.tournament``). ``manifest``: this run's.
+    """
+    signed = verify_signature.vouched(
+        root, manifest.get("signedBy"),
+        f"restore it, or delete it to have every line of {RESULTS} checked against its "
+        f"replay, {RESTORE}")
+    results = root / RESULTS
+    if (signed.results is not None
+            and verify_signature.head_sha256(results, signed.lines) != signed.results):
+        if len(rows) < signed.lines:
+            what = (f"{results} has {len(rows)} lines, fewer than the {signed.lines} that "
+                    f"{SIGNATURE} signed")
+        else:
+            what = (f"{results} is not the file {SIGNATURE} signed: its first {signed.lines} "
+                    "lines differ from those signed")
+            found = _first_problem(root, rows, range(signed.lines), manifest, draw)
+            if found is not None:
+                what += f" (line {found[0] + 1} does not verify: {found[1]})"
+        raise LeagueError(f"{what}; {UNVOUCHED}: restore the file as it was signed, {RESTORE}")
+    changed = verify_signature.changed_replays(root, signed.replays)
+    if changed:
+        more = f", and {len(changed) - 1} more" if len(changed) > 1 else ""
+        raise LeagueError(f"{root / REPLAYS / changed[0]}.json is not the replay {SIGNATURE} "
+                          f"signed (its sha256 differs{more}); {UNVOUCHED}: restore it, or "
+                          f"delete it for the league to play it again, {RESTORE}")
+    found = _first_problem(root, rows, range(signed.lines, len(rows)), manifest, draw)
+    if found is not None:
+        n, problem = found
+        raise LeagueError(f"{results} line {n + 1} ({_shown(rows[n].get('id'))}), which no "
+                          f"signature covers yet, does not verify: {problem}; {UNVOUCHED}: "
+                          f"restore the line and its replay as the league wrote them, "
+                          f"{RESTORE}")
+    return signed.lines
+
+
+def _first_problem(root: Path, rows: Sequence[dict], lines: range, manifest: dict,
+                   draw: Draw) -> tuple[int, str] | None:
+    """The first of ``lines`` (0-based) that does not verify, and why: its shape, its replay
+    re-derived and its seats re-played, its fallbacks; a line whose replay is missing is
+    checked for its shape only."""
+    bad: dict[int, str] = {}
+    marks: dict[int, claims.Marks] = {}
+    seats: replay_seats.Seats | None = None
+    for n in lines:
+        row = rows[n]
+        try:
+            problem = _shape(row)
+            if problem is None and (root / REPLAYS / f"{row['id']}.json").exists():
+                seats = seats if seats is not None else replay_seats.Seats(manifest)
+                problem, seat_marks = check_episode(root, n, row, manifest, draw, [], seats)
+                if seat_marks is not None:
+                    marks[n] = seat_marks
+        except RecursionError:
+            problem = f"{NESTED} in the line or its replay"
+        if problem is not None:
+            bad[n] = problem
+    bad.update(claims.fallback_problems(rows, marks))
+    bad.update((n, p) for n, p in claims.fallback_play_problems(rows, manifest).items()
+               if n in lines and n not in bad)
+    if not bad:
+        return None
+    n = min(bad)
+    return n, _one_line(bad[n])
+
+
+def _shape(row: dict) -> str | None:
+    """What a results line lacks to be one (None if nothing)."""
+    missing = [k for k in ROW_KEYS if k not in row]
+    if missing:
+        return f"the line lacks {', '.join(missing)}"
+    problem = row_problem(row)
+    return None if problem is None else f"the line {problem}"
+
+
+def _one_line(text: str) -> str:
+    """``text`` as one line of at most :data:`SHOWN_CHARS` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."
 
 
 def _draw(manifest: dict) -> tuple[Draw, list[str]]:

@@ -13,17 +13,22 @@ hex digits of sha256 of the raw key) for the reader to compare with the publishe
 
 A league without ``signature.json`` is *unsigned*: a note for a league begun before leagues were
 signed (``league.json`` without ``signedBy``), a problem for one that says it is signed.
+
+A resume asks first what the signature vouches for (:func:`vouched`): it re-signs only a
+league whose signed lines and replays are still what it signed (``league.core.verify``).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from league.core.errors import LeagueError
 from league.core.signing import (
     ALGORITHM,
     SIGNATURE,
@@ -106,6 +111,73 @@ def check(root: Path, manifest: dict, rows: Sequence[dict],
     return found
 
 
+@dataclass(frozen=True)
+class Vouched:
+    """What a valid ``signature.json`` signed: the first ``lines`` lines of ``results.jsonl``
+    (sha256 ``results``) and the replays' digests; nothing at all without one."""
+
+    lines: int = 0
+    results: str | None = None  # None: there is no signature
+    replays: dict[str, str] = field(default_factory=dict)
+
+
+def vouched(root: Path, signed_by: object, fix: str) -> Vouched:
+    """What the signature in ``root`` vouches for, if it is one by ``signed_by`` (league.json's
+    entry); ``LeagueError`` in one line, ending with ``fix``, when the file is there but is not
+    a valid signature by that key."""
+    path = root / SIGNATURE
+    if not path.exists():
+        return Vouched()
+    key = _league_key(signed_by)
+    if key is None:
+        raise LeagueError(f"{path} is there, but {MANIFEST} names no {ALGORITHM} key "
+                          f"(signedBy) to check it with; {fix}")
+    found = Found()
+    body = _read(path, found, str(path))
+    if body is None:
+        raise LeagueError(f"{found.problems[0]}; {fix}")
+    if not _valid(body, key):
+        raise LeagueError(f"{path}'s signature does not hold for its contents under the "
+                          f"league's key {fingerprint(key)} ({MANIFEST}'s signedBy): it was "
+                          f"changed or signed by another key; {fix}")
+    if not isinstance(body["files"].get(RESULTS), str):
+        raise LeagueError(f"{path} does not cover {RESULTS}; {fix}")
+    return Vouched(len(body["replays"]), body["files"][RESULTS], body["replays"])
+
+
+def head_sha256(path: Path, lines: int) -> str | None:
+    """sha256 of the first ``lines`` complete lines of ``path`` (None when it has fewer),
+    read a line at a time: a results file may be large."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for _ in range(lines):
+                line = f.readline()
+                if not line.endswith(b"\n"):
+                    return None
+                digest.update(line)
+    except FileNotFoundError:
+        return None if lines else digest.hexdigest()
+    return digest.hexdigest()
+
+
+def changed_replays(root: Path, signed: dict[str, str]) -> list[str]:
+    """The signed replays that are there but are not the bytes signed (a missing one is not
+    listed: the league plays it again)."""
+    changed = []
+    for ep, digest in signed.items():
+        try:
+            data = (root / REPLAYS / f"{ep}.json").read_bytes()
+        except FileNotFoundError:
+            continue
+        except OSError:
+            changed.append(ep)
+            continue
+        if sha256_hex(data) != digest:
+            changed.append(ep)
+    return changed
+
+
 def _league_key(signed_by: object) -> str | None:
     if not (isinstance(signed_by, dict) and signed_by.get("algorithm") == ALGORITHM):
         return None
@@ -113,16 +185,17 @@ def _league_key(signed_by: object) -> str | None:
     return key if isinstance(key, str) and HEX64.fullmatch(key) else None
 
 
-def _read(path: Path, found: Found) -> dict | None:
-    """``signature.json`` if it has the v1 shape; else a problem and None."""
+def _read(path: Path, found: Found, shown: str = SIGNATURE) -> dict | None:
+    """``signature.json`` if it has the v1 shape; else a problem (naming it ``shown``) and
+    None."""
     try:
         if path.stat().st_size > MAX_SIGNATURE_BYTES:
-            found.problems.append(f"{SIGNATURE} is over {MAX_SIGNATURE_BYTES >> 20} MB; it is "
+            found.problems.append(f"{shown} is over {MAX_SIGNATURE_BYTES >> 20} MB; it is "
                                   "not a league's signature")
             return None
         body = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError) as e:
-        found.problems.append(f"{SIGNATURE} cannot be read as JSON ({type(e).__name__})")
+        found.problems.append(f"{shown} cannot be read as JSON ({type(e).__name__})")
         return None
     ok = (isinstance(body, dict) and body.get("format") == SIGNATURE_FORMAT
           and isinstance(body.get("files"), dict) and isinstance(body.get("replays"), dict)
@@ -131,7 +204,7 @@ def _read(path: Path, found: Found) -> dict | None:
           and all(isinstance(k, str) and EPISODE_ID.fullmatch(k) and isinstance(v, str)
                   for k, v in body["replays"].items()))
     if not ok:
-        found.problems.append(f"{SIGNATURE} is not a {SIGNATURE_FORMAT} signature (format, "
+        found.problems.append(f"{shown} is not a {SIGNATURE_FORMAT} signature (format, "
                               "files, replays, signature)")
         return None
     return body
