@@ -163,19 +163,27 @@ def head_sha256(path: Path, lines: int) -> str | None:
 
 def changed_replays(root: Path, signed: dict[str, str]) -> list[str]:
     """The signed replays that are there but are not the bytes signed (a missing one is not
-    listed: the league plays it again)."""
-    changed = []
+    listed: the league plays it again; a folder in a replay's place is listed)."""
+    missing, changed = _sorted_replays(root, signed)
+    return changed + [ep for ep in missing if (root / REPLAYS / f"{ep}.json").exists()]
+
+
+def _sorted_replays(root: Path, signed: dict[str, str]) -> tuple[list[str], list[str]]:
+    """The signed replays that are missing (or a folder), and those that cannot be read or
+    are not the bytes signed."""
+    missing, changed = [], []
     for ep, digest in signed.items():
         try:
             data = (root / REPLAYS / f"{ep}.json").read_bytes()
-        except FileNotFoundError:
+        except (FileNotFoundError, IsADirectoryError):
+            missing.append(ep)
             continue
         except OSError:
             changed.append(ep)
             continue
         if sha256_hex(data) != digest:
             changed.append(ep)
-    return changed
+    return missing, changed
 
 
 def _league_key(signed_by: object) -> str | None:
@@ -261,19 +269,7 @@ def _extends(data: bytes, lines: int, digest: str) -> bool:
 
 
 def _replays(root: Path, signed: dict, rows: Sequence[dict]) -> list[str]:
-    missing, changed = [], []
-    for ep, digest in signed.items():
-        path = root / REPLAYS / f"{ep}.json"
-        try:
-            data = path.read_bytes()
-        except (FileNotFoundError, IsADirectoryError):
-            missing.append(ep)
-            continue
-        except OSError:
-            changed.append(ep)
-            continue
-        if sha256_hex(data) != digest:
-            changed.append(ep)
+    missing, changed = _sorted_replays(root, signed)
     ids = [r.get("id") for r in rows]
     unsigned = [i for i in ids if isinstance(i, str) and i not in signed]
     out = [f"{REPLAYS}/{ep}.json is missing; {SIGNATURE} signed it" for ep in missing[:SHOWN]]
