@@ -48,10 +48,12 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import importlib.machinery
 import importlib.metadata
 import inspect
 import logging
 import os
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -294,7 +296,7 @@ def import_object(spec: str) -> Any:
     if not module_name or not attr:
         raise ValueError(f"policy spec {spec!r} must look like 'module.path:Name'")
     try:
-        obj: Any = importlib.import_module(module_name)
+        obj: Any = _import_module(module_name)
     except ImportError as e:
         missing = getattr(e, "name", None)
         hint = ""
@@ -309,6 +311,32 @@ def import_object(spec: str) -> Any:
         except AttributeError:
             raise ValueError(f"policy {spec!r}: module {module_name!r} has no {attr!r}") from None
     return obj
+
+
+def _import_module(name: str) -> Any:
+    """``importlib.import_module(name)``, or else from the current folder, as ``python -m``
+    would find it: a spec names a module in the folder it is run from. Only that one import
+    looks there (the folder is on the path while it loads, so its own imports of its
+    neighbours work); the folder is never left on the path, where a file in it could stand in
+    for a module imported later (an optional dependency, or our own packages, which an editable
+    install finds after the path)."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        top = name.split(".")[0]
+        try:
+            here = os.getcwd()
+        except OSError:  # the folder was deleted: nothing to find there
+            raise e from None
+        on_path = any(os.path.abspath(p or os.curdir) == here for p in sys.path)
+        if e.name != top or on_path or importlib.machinery.PathFinder.find_spec(
+                top, [here]) is None:
+            raise
+    sys.path.insert(0, here)
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(here)
 
 
 def _acts(obj: object) -> bool:

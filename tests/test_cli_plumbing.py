@@ -77,6 +77,36 @@ def test_a_league_whose_reader_left_keeps_its_report_and_signature(tmp_path):
     assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
+def test_a_league_whose_stderr_reader_left_plays_to_the_end(tmp_path):
+    # Progress and notes are for a reader; when it leaves, the league goes on and signs.
+    out = tmp_path / "lg"
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([sys.executable, "-m", "league", "league", "--policies",
+                               "factor,magpie,random", "--episodes", "60", "--seed", "5",
+                               "--out", str(out)], stdout=subprocess.DEVNULL, stderr=write,
+                              cwd=ROOT, timeout=300)
+    finally:
+        os.close(write)
+    assert done.returncode == 0
+    assert len((out / "results.jsonl").read_text().splitlines()) == 60
+    verified = subprocess.run([sys.executable, "-m", "league", "verify", str(out)],
+                              capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert verified.returncode == 0, verified.stdout
+
+
+def test_a_league_with_stderr_closed_keeps_its_progress_out_of_stdout(tmp_path):
+    # Python gives a closed stderr as None, and print(file=None) would write to stdout.
+    out = tmp_path / "lg"
+    done = subprocess.run(["bash", "-c", f"{sys.executable} -m league league --policies "
+                           f"factor,magpie --episodes 12 --seed 5 --out {out} 2>&-"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0
+    assert "episodes/s, eta" not in done.stdout and done.stdout.startswith("league: 12 new")
+    assert len((out / "results.jsonl").read_text().splitlines()) == 12
+
+
 COURIER = '''
 def courier(view):
     """Hands in what it can, else waits: a policy function of the seat's view."""
@@ -97,11 +127,36 @@ def test_the_guild_script_imports_a_policy_from_the_current_folder(command, tmp_
     assert "cannot import module" not in done.stderr
 
 
-def test_a_file_in_the_current_folder_never_hides_an_installed_module(tmp_path):
-    # The folder comes last on the path: a json.py here is not the json the script imports.
-    (tmp_path / "json.py").write_text("raise SystemExit('the json.py of the current folder')\n")
+# Files that write a mark where they are when anything imports them: a bot's folder may hold
+# them, and only the module a spec names may be imported from it, and only in that spec's own
+# process (a league runs it apart, in its sandbox).
+DECOYS = ("bcrypt", "feasibility", "json", "numpy", "agents")
+MARK = "import pathlib; pathlib.Path(__file__).with_suffix('.imported').touch()\n"
+
+
+@pytest.mark.parametrize("command", [
+    ["evaluate", "courier:courier", "--seeds", "0..1"],
+    ["league", "--policies", "courier:courier,factor", "--episodes", "6", "--seed", "1",
+     "--public-draw", "--out", "lg"],
+], ids=["evaluate", "league"])
+def test_only_the_named_module_is_imported_from_the_current_folder(command, tmp_path):
+    # A cryptography extra (bcrypt), our own packages (found after the path by an editable
+    # install) or a library: none of them may come from the folder.
+    (tmp_path / "courier.py").write_text(COURIER)
+    for name in DECOYS:
+        (tmp_path / f"{name}.py").write_text(MARK)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run([_guild_script(), "evaluate", "factor", "--seeds", "0..1"],
-                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    done = subprocess.run([_guild_script(), *command], capture_output=True, text=True,
+                          cwd=tmp_path, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert "current folder" not in done.stderr
+    assert sorted(p.name for p in tmp_path.glob("*.imported")) == []
+
+
+def test_a_deleted_current_folder_is_no_trouble(tmp_path, league_dir):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    done = subprocess.run(["bash", "-c", f"cd {gone} && rmdir {gone} && "
+                           f"{_guild_script()} verify {league_dir}"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr

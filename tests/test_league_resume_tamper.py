@@ -9,6 +9,7 @@ is refused in one line (exit 2), and the refused run leaves every file as it was
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -315,3 +316,74 @@ def test_tidy_cuts_a_results_file_cut_anywhere_back_to_its_complete_lines(
     with LeagueDir(out) as d:
         d.tidy()
     assert path.read_bytes() == data[:whole]
+
+
+# --- files that are not what they seem: refused unread, in bounded time and memory ---------------
+
+def _regular_files(out: Path) -> dict[str, bytes]:
+    """The regular files of ``out`` (no symlink followed, no FIFO opened)."""
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and not p.is_symlink()}
+
+
+def _refused_unread(out: Path, capsys) -> str:
+    before = _regular_files(out)
+    capsys.readouterr()
+    assert main(league_args(out, 12, workers=1)) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert line.startswith("guild league: error: ")
+    assert _regular_files(out) == before
+    return line
+
+
+def _zero(path: Path) -> None:
+    path.unlink()
+    path.symlink_to("/dev/zero")
+
+
+def _fifo(path: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)
+
+
+@pytest.mark.parametrize("make", [_zero, _fifo], ids=["dev-zero", "fifo"])
+@pytest.mark.parametrize("episode", ["e000002", "e000007"], ids=["signed", "unsigned"])
+def test_a_replay_that_is_a_device_or_a_fifo_is_refused_unread(crashed, tmp_path, capsys, make,
+                                                               episode) -> None:
+    out = copy_league(crashed, tmp_path)
+    make(out / "replays" / f"{episode}.json")
+    line = _refused_unread(out, capsys)
+    assert episode in line
+
+
+@pytest.mark.parametrize("make", [_zero, _fifo], ids=["dev-zero", "fifo"])
+@pytest.mark.parametrize("name", ["signature.json", "results.jsonl"])
+def test_a_signature_or_results_that_is_a_device_or_a_fifo_is_refused_unread(
+        league12, tmp_path, capsys, make, name) -> None:
+    out = copy_league(league12[0], tmp_path)
+    make(out / name)
+    line = _refused_unread(out, capsys)
+    assert name in line and "regular file" in line
+
+
+def test_a_line_joined_to_the_next_by_a_carriage_return_is_refused(crashed, tmp_path,
+                                                                   capsys) -> None:
+    # A bare "\r" is no line end: the league and its signature count lines at "\n" only, so
+    # the two lines are one line that is not JSON (were they two, the resume would sign a file
+    # it then could not resume).
+    out = copy_league(crashed, tmp_path)
+    data = (out / "results.jsonl").read_bytes().split(b"\n")
+    data[6] += b"\r" + data.pop(7)
+    (out / "results.jsonl").write_bytes(b"\n".join(data))
+    line = _refused_unread(out, capsys)
+    assert "line 7 is not valid JSON" in line
+
+
+def test_a_folder_named_like_a_temp_file_is_left_alone(crashed, tmp_path, capsys) -> None:
+    out = copy_league(crashed, tmp_path)
+    (out / "notes.tmp").mkdir()
+    (out / "replays" / "x.tmp").mkdir()
+    capsys.readouterr()
+    assert main(league_args(out, workers=1)) == 0
+    assert (out / "notes.tmp").is_dir() and (out / "replays" / "x.tmp").is_dir()
+    assert len(lines(out)) == 12

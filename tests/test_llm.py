@@ -4,6 +4,8 @@ OpenAI-compatible server (every case of SENTENCES §20.1 and §21), concurrent t
 from __future__ import annotations
 
 import json
+import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -273,7 +275,7 @@ def test_a_league_refuses_an_endpoint_where_nothing_listens_before_any_episode(t
     assert league(out, f"llm:good@http://127.0.0.1:{port}/v1,factor") == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err
-    assert f"nothing answers at http://127.0.0.1:{port}/v1 (ConnectError" in err
+    assert f"nothing answers at http://127.0.0.1:{port}/v1 (ConnectionRefusedError" in err
     assert "start the server or fix the URL" in err
     assert not (out / "results.jsonl").exists() and not (out / "replays").exists()
 
@@ -297,10 +299,30 @@ def test_guild_evaluate_plays_a_listening_endpoint(server, capsys):
 
 
 def test_a_listening_endpoint_passes_the_probe_whatever_it_answers(server):
-    # Any HTTP answer says a server is there (the fake one answers GET /models with 501).
+    # A connection accepted says a server is there; nothing is sent to it.
     p = policy(server, "e500")
+    before = len(server.requests)
     p.probe()
-    assert p.records == []
+    assert p.records == [] and len(server.requests) == before
+
+
+def test_the_probe_reads_nothing_so_a_silent_server_costs_no_time():
+    # A server that accepts and never answers (or answers without end) passes at once: the
+    # probe only connects; its seat's timeouts and fallback deal with the replies.
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        port = silent.getsockname()[1]
+        p = LLMPolicy("m", f"http://127.0.0.1:{port}/v1", timeout=5)
+        t0 = time.monotonic()
+        p.probe()
+        assert time.monotonic() - t0 < 2
+
+
+def test_the_probe_names_the_endpoint_without_its_credentials(capsys):
+    port = closed_port()
+    code = main(["evaluate", f"llm:m@http://user:s3cret@127.0.0.1:{port}/v1", "--seeds", "0..1"])
+    err = capsys.readouterr().err
+    assert code == 2 and "s3cret" not in err and "user" not in err
+    assert f"nothing answers at http://127.0.0.1:{port}/v1" in err
 
 
 

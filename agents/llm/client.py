@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import socket
 import threading
 import time
 import urllib.parse
+import urllib.request
 from typing import Any
 
 # Bounds on what a server may send: a reply longer than any reply the policies read (a free
@@ -144,18 +146,34 @@ class ChatClient:
         return delta_text(chunk)
 
     def unreachable(self, limit: float) -> str | None:
-        """Why no connection to the endpoint can be made (refused, no such host, no answer to
-        connect within ``limit`` seconds), or None when it answers at all: any HTTP status,
-        even an error, says a server listens. One ``GET {base_url}/models``, without the key."""
-        import httpx
-
+        """Why nothing listens at the endpoint's host and port (refused, no such host, no
+        connection within ``limit`` seconds, the name lookup included), or None when a
+        connection is accepted. A bare TCP connection: nothing is sent (no key, no request)
+        and nothing read, so a server that answers badly or slowly costs nothing here (the
+        seat's fallback covers it). None too when the environment sends the requests through
+        a proxy, which this check cannot see past."""
+        url = urllib.parse.urlsplit(self.base_url)
+        host = url.hostname or ""
         try:
-            self._http().get(f"{self.base_url}/models", timeout=limit)
-        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol) as e:
-            return f"{type(e).__name__}: {str(e) or 'no connection'}"
-        except httpx.HTTPError:  # the server took the connection: slow or odd, but there
+            port = url.port or (443 if url.scheme == "https" else 80)
+        except ValueError:
+            return "its port is not a port number"
+        if self.trust_env and urllib.request.getproxies() and not urllib.request.proxy_bypass(
+                host):
             return None
-        return None
+        outcome: list[str | None] = []
+
+        def connect() -> None:
+            try:
+                socket.create_connection((host, port), timeout=limit).close()
+                outcome.append(None)
+            except OSError as e:
+                outcome.append(f"{type(e).__name__}: {e.strerror or e}")
+
+        worker = threading.Thread(target=connect, name="llm-probe", daemon=True)
+        worker.start()
+        worker.join(limit)
+        return outcome[0] if outcome else f"no connection within {limit:g} s"
 
     def close(self) -> None:
         """Close the connections (they are reopened when needed)."""

@@ -207,8 +207,9 @@ class LLMPolicy:
         seat whose every decision fell back."""
         why = self._chat.unreachable(min(self.timeout, PROBE_TIMEOUT))
         if why is not None:
-            raise ValueError(f"llm policy {self.model!r}: nothing answers at {self.base_url} "
-                             f"({why[:200]}); start the server or fix the URL")
+            raise ValueError(f"llm policy {self.model!r}: nothing answers at "
+                             f"{shown_url(self.base_url)} ({why[:200]}); start the server or "
+                             "fix the URL")
 
     def reset(self, seed: int | None = None) -> None:
         """A new episode: forget the records and try the service again."""
@@ -405,3 +406,11 @@ def read_prompt_file(kwargs: dict[str, Any]) -> dict[str, Any]:
             raise ValueError(f"llm policy: cannot read prompt_file {prompt_file!r} "
                              f"({e.strerror or e})") from None
     return kwargs
+
+
+def shown_url(url: str) -> str:
+    """``url`` without the user and password it may carry: fit for an error line or a log."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import signal
 import sys
 import threading
@@ -20,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from league.apart.isolated import DEFAULT_MEMORY_MB
-from league.cli.progress import Progress
+from league.cli.progress import Progress, note
 from league.core.errors import LeagueError
 from league.core.ladder import table
 from league.core.lineups import parse_policies
@@ -183,7 +182,6 @@ def _extra_commands() -> list:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``guild`` script; returns the exit code."""
-    importable_here()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -215,15 +213,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"guild {args.command}: error: {e}; finished episodes are kept, run the same "
               "command again to resume", file=sys.stderr)
         return 1
-
-
-def importable_here() -> None:
-    """Let ``module:Name`` policies import from the current folder, as ``python -m league`` and
-    a league's seat processes do. Last on the path: a file here never hides an installed
-    module."""
-    here = os.getcwd()
-    if not any(os.path.abspath(p or os.curdir) == here for p in sys.path):
-        sys.path.append(here)
 
 
 class Terminated(KeyboardInterrupt):
@@ -270,7 +259,7 @@ class _ProgressBar:
 
     def __call__(self, done: int, total: int) -> None:
         if self.bar is None:
-            self.bar = Progress(total, sys.stderr)
+            self.bar = Progress(total)
         if done:
             self.bar.update()
         if done >= total:
@@ -292,10 +281,6 @@ def _seat_memory(text: str) -> int:
     return value
 
 
-def _note(message: str) -> None:
-    print(message, file=sys.stderr)
-
-
 def _league(args: argparse.Namespace) -> int:
     policies = tuple(parse_policies(args.policies))
     options = LeagueOptions(
@@ -309,7 +294,7 @@ def _league(args: argparse.Namespace) -> int:
         signing_key=args.signing_key)
     progress = _ProgressBar()
     try:
-        run = run_league(options, on_note=_note, on_progress=progress)
+        run = run_league(options, on_note=note, on_progress=progress)
     finally:
         progress.close()  # before an interruption or error is reported
     report = None

@@ -15,21 +15,32 @@ class Progress:
     """
 
     def __init__(self, total: int, stream: TextIO | None = None, desc: str = "league") -> None:
-        self.stream = stream if stream is not None else sys.stderr
+        # None: no stream to write to (Python gives None for a closed stderr), so be silent
+        self.stream: TextIO | None = stream if stream is not None else sys.stderr
         self.total, self.done, self.desc = total, 0, desc
         self.start = self._last = time.perf_counter()
         self._next = self._step = max(1, -(-total // 10))
         self._bar: Any = None
-        if total > 0 and _isatty(self.stream):
+        if total > 0 and self.stream is not None and _isatty(self.stream):
             from tqdm import tqdm
 
             self._bar = tqdm(total=total, desc=desc, unit="ep", file=self.stream,
                              dynamic_ncols=True, smoothing=0.1)
 
     def update(self, n: int = 1) -> None:
+        """Count ``n`` more. Progress is for a reader: when the reader has gone (a closed pipe),
+        it stops being written, and the work goes on."""
         self.done += n
+        try:
+            self._show(n)
+        except (OSError, ValueError):  # BrokenPipeError, or a stream closed under us
+            self._bar, self.stream = None, None
+
+    def _show(self, n: int) -> None:
         if self._bar is not None:
             self._bar.update(n)
+            return
+        if self.stream is None:
             return
         now = time.perf_counter()
         if self.done >= self._next or self.done == self.total or now - self._last >= 10:
@@ -44,8 +55,22 @@ class Progress:
 
     def close(self) -> None:
         if self._bar is not None:
-            self._bar.close()
-            self._bar = None
+            bar, self._bar = self._bar, None
+            try:
+                bar.close()
+            except (OSError, ValueError):
+                pass
+
+
+def note(message: str) -> None:
+    """A line for the person running the command, on stderr; dropped when no one reads it (a
+    closed stderr, or a pipe whose reader left): a note never stops the work."""
+    if sys.stderr is None:
+        return
+    try:
+        print(message, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
 
 
 def _isatty(stream: TextIO) -> bool:

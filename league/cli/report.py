@@ -8,7 +8,7 @@ results by seat position and every episode, linked to its viewer page ``DIR/view
 relative, so the folder can be moved or published as it is; nothing is fetched.
 
 A league folder is input from anyone: every file is read through a size cap (a regular file
-only, checked before it is opened: ``league.cli.html_viewer.open_regular``), ``results.jsonl``
+only, checked before it is opened: ``league.core.files.open_regular``), ``results.jsonl``
 one capped line at a time, twice (the tallies, then the episodes table, written straight to
 the page), so memory grows with the number of seats, not with the file. Anything wrong is a
 ``LeagueError``: one line, exit 2. The page never replaces a file it did not write (``--out
@@ -29,12 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from league.cli import report_html
-from league.cli.html_viewer import open_regular, read_regular, write_view
+from league.cli.html_viewer import write_view
 from league.core.atomic import replacing
 from league.core.errors import LeagueError
+from league.core.files import open_regular, read_regular
 from league.core.store import (
     LADDER,
     MANIFEST,
+    MAX_RESULTS_BYTES,
     MAX_SCORE,  # noqa: F401 - the bound the page's numbers are checked against
     REPLAYS,
     RESULTS,
@@ -46,7 +48,6 @@ from league.core.store import (
 REPORT = "report.html"
 VIEWS = "view"  # DIR/view/<id>.html: the viewer page of each replay
 MAX_JSON_BYTES = 64 << 20  # league.json, ladder.json: kilobytes in any real league
-MAX_RESULTS_BYTES = 4 << 30  # about five million episodes
 MAX_LINE_BYTES = 1 << 20  # a results line is under a kilobyte, fault notes and all
 MAX_NAME_CHARS = 1024  # a policy spec (a name, a path, a URL); the page repeats each name
 PAGE_MARK = b"Written by `guild report`"  # in the head of every page the report writes

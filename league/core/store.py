@@ -41,6 +41,7 @@ from typing import Any
 
 from league.core.atomic import TMP_SUFFIX, replacing, write_atomic
 from league.core.errors import LeagueError
+from league.core.files import read_regular
 from league.core.lineups import Draw, episode_spec
 from league.core.replay_json import encode
 from sim.rules.world import SEATS
@@ -60,6 +61,7 @@ IDENTITY = ("format", "policies", "seed", "turns", "thievery", "speech", "decisi
 # ... and of a signed league (league.core.signing): the public key, the ppo: models' digests. A
 # league begun before leagues were signed lacks them all, and is signed from its next run on.
 SIGNED_IDENTITY = ("signedBy", "models")
+MAX_RESULTS_BYTES = 4 << 30  # about five million episodes
 MAX_SCORE = 1e6  # far beyond any score the rules give; a bigger number is not a score
 ROW_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # ids name files: nothing else is accepted
 
@@ -70,18 +72,17 @@ def load_results(path: Path, repair: bool = False) -> tuple[list[dict], bool]:
     A last line without its newline is what a crash during an append leaves; with ``repair``
     the file is cut back to its last complete line. Any other unreadable line is an error.
     """
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return [], False
-    except OSError as e:
-        raise LeagueError(f"cannot read {path}: {e.strerror or e}") from None
+    data = read_regular(path, MAX_RESULTS_BYTES, "results file")  # not a FIFO, not /dev/zero
     cut = data.rfind(b"\n") + 1
     torn = cut < len(data)
     if torn and repair:
         _truncate(path, cut)
     rows = []
-    for n, line in enumerate(data[:cut].splitlines(), start=1):
+    # lines end at "\n" only, as the signature counts them (splitlines() would also cut at a
+    # bare "\r", and a line joined to the next by one would pass as two)
+    for n, line in enumerate(data[:cut].split(b"\n")[:-1], start=1):
         try:
             row = json.loads(line)
         except (ValueError, RecursionError):  # RecursionError: nested past any real row
@@ -262,7 +263,8 @@ class LeagueDir:
             _truncate(self.results, cut)
         for folder in (self.root, self.replays):  # what an interrupted write_atomic left
             for tmp in folder.glob(f"*{TMP_SUFFIX}"):
-                tmp.unlink(missing_ok=True)
+                if not tmp.is_dir() or tmp.is_symlink():  # a folder is nobody's temp file
+                    tmp.unlink(missing_ok=True)
 
     def read_secrets(self) -> list[dict]:
         """The secret draw's secrets (``[{"fromGroup", "secret"}]``; none if the file is not

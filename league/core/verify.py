@@ -29,6 +29,7 @@ from league.core import replay_seats, verify_signature
 from league.core import verify_claims as claims
 from league.core.episode import RESULT_KEYS
 from league.core.errors import LeagueError
+from league.core.files import MAX_REPLAY_BYTES, read_regular
 from league.core.lineups import SECRET_SCHEME, Draw, EpisodeSpec, SecretDraw, episode_spec
 from league.core.signing import SIGNATURE
 from league.core.store import MANIFEST, REPLAYS, RESULTS, load_results, row_problem
@@ -38,7 +39,6 @@ from sim.rules.world import SEATS, STANDARD_TOWN
 PROTOCOL = "cogmud.replay.v1"
 # A replay of MAX_TURNS turns is a few MB (every sentence, say and note at its longest, a
 # 64-room town's snapshots: under 32 MB); a bigger file is not a replay, and is not read.
-MAX_REPLAY_BYTES = 64 << 20
 ROW_KEYS = ("id", "index", "group", "rotation", "seed", "lineup", *RESULT_KEYS, "fallbacks",
             "faults", "faultNotes")
 
@@ -296,13 +296,12 @@ def _check_replay(root: Path, row: dict, seats: replay_seats.Seats | None = None
                   ) -> tuple[str | None, claims.Marks | None]:
     path = root / REPLAYS / f"{row['id']}.json"
     shown = f"{REPLAYS}/{path.name}"
-    try:
-        if path.stat().st_size > MAX_REPLAY_BYTES:
-            return (f"replay {shown} is over {MAX_REPLAY_BYTES >> 20} MB, more than any game "
-                    "of at most MAX_TURNS turns writes"), None
-        payload = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not path.exists():
         return f"replay {shown} is missing", None
+    try:  # a regular file of a replay's size only: a FIFO or /dev/zero in its place is refused
+        payload = json.loads(read_regular(path, MAX_REPLAY_BYTES, "replay").decode("utf-8"))
+    except LeagueError as e:
+        return str(e).replace(str(path), f"replay {shown}", 1), None
     except RecursionError:
         return f"replay {shown} is not a replay: {NESTED}", None
     except (OSError, ValueError) as e:

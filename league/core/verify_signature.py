@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from league.core.errors import LeagueError
+from league.core.files import MAX_REPLAY_BYTES, read_regular
 from league.core.signing import (
     ALGORITHM,
     SIGNATURE,
@@ -173,12 +174,13 @@ def _sorted_replays(root: Path, signed: dict[str, str]) -> tuple[list[str], list
     are not the bytes signed."""
     missing, changed = [], []
     for ep, digest in signed.items():
-        try:
-            data = (root / REPLAYS / f"{ep}.json").read_bytes()
-        except (FileNotFoundError, IsADirectoryError):
+        path = root / REPLAYS / f"{ep}.json"
+        if not path.exists() or path.is_dir():
             missing.append(ep)
             continue
-        except OSError:
+        try:  # a FIFO, a device or a file larger than any replay is not the one signed
+            data = read_regular(path, MAX_REPLAY_BYTES, "replay")
+        except LeagueError:
             changed.append(ep)
             continue
         if sha256_hex(data) != digest:
@@ -196,12 +198,11 @@ def _league_key(signed_by: object) -> str | None:
 def _read(path: Path, found: Found, shown: str = SIGNATURE) -> dict | None:
     """``signature.json`` if it has the v1 shape; else a problem (naming it ``shown``) and
     None."""
-    try:
-        if path.stat().st_size > MAX_SIGNATURE_BYTES:
-            found.problems.append(f"{shown} is over {MAX_SIGNATURE_BYTES >> 20} MB; it is "
-                                  "not a league's signature")
-            return None
-        body = json.loads(path.read_text(encoding="utf-8"))
+    try:  # a regular file only: a FIFO or /dev/zero in its place is refused unread
+        body = json.loads(read_regular(path, MAX_SIGNATURE_BYTES, "signature").decode("utf-8"))
+    except LeagueError as e:
+        found.problems.append(str(e).replace(str(path), shown, 1))
+        return None
     except (OSError, ValueError, RecursionError) as e:
         found.problems.append(f"{shown} cannot be read as JSON ({type(e).__name__})")
         return None

@@ -11,7 +11,9 @@ waiting; episodes are deterministic, so who plays one changes nothing but ``wall
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import signal
 import sys
@@ -106,8 +108,28 @@ def _context() -> Any:
     if "forkserver" in methods:
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(["league.core.episode", "league.procs.warm"])
+        with _safe_path():
+            multiprocessing.forkserver.ensure_running()
         return ctx
     return multiprocessing.get_context("spawn")
+
+
+@contextlib.contextmanager
+def _safe_path() -> Iterator[None]:
+    """The fork server starts as ``python -c``, which puts the current folder first on its
+    import path, and it imports our packages there (the preload; Python 3.11 does not give it
+    our path): a ``agents.py`` or ``json.py`` beside a bot would run in the league's own
+    process, outside every sandbox. ``PYTHONSAFEPATH`` (Python 3.11 and later) keeps the
+    folder off; it is set for that start only, as seat programs may rely on their folder."""
+    old = os.environ.get("PYTHONSAFEPATH")
+    os.environ["PYTHONSAFEPATH"] = "1"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("PYTHONSAFEPATH", None)
+        else:
+            os.environ["PYTHONSAFEPATH"] = old
 
 
 def helps(settings: Settings) -> bool:
