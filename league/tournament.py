@@ -271,16 +271,34 @@ def _draw(d: LeagueDir, o: LeagueOptions, old: dict | None) -> tuple[Draw, list[
     against its commitment."""
     if o.seed is not None:
         return o.seed, None
-    commitments = list(old.get("commitments") or []) if old is not None else []
-    if not commitments:  # a new league (check_identity refused another one's folder)
+    commitments = old.get("commitments") if old is not None else None
+    lost = (f"{d.manifest_path} has no commitments to the league's secret draw, but "
+            "{}: the file was edited; restore it, or start the league in another --out")
+    if not commitments:
+        # A new league (check_identity refused another one's folder), or one stopped before
+        # league.json committed to its first secret: nothing was played with that one. Not
+        # over episodes played: a new secret would leave their draw unverifiable for good.
+        if d.results.is_file() and d.results.stat().st_size:
+            raise LeagueError(lost.format(f"{d.results} holds episodes"))
         secret = os.urandom(32)
         d.write_secrets([{"fromGroup": 0, "secret": secret.hex()}])
         return SecretDraw(((0, secret),)), [_commitment(0, secret)]
-    secrets = {int(x["fromGroup"]): bytes.fromhex(x["secret"]) for x in d.read_secrets()}
+    if not (isinstance(commitments, list) and all(
+            isinstance(c, dict) and type(c.get("fromGroup")) is int
+            and isinstance(c.get("sha256"), str) for c in commitments)):
+        raise LeagueError(f"{d.manifest_path}: its commitments are not a list of "
+                          "{fromGroup, sha256}; the file was edited")
+    secrets: dict[int, bytes] = {}
+    for x in d.read_secrets():
+        try:
+            secrets[x["fromGroup"]] = bytes.fromhex(x["secret"])
+        except ValueError:
+            raise LeagueError(f"{d.root / SECRETS} holds a secret that is not hex; the "
+                              "league's draw cannot go on") from None
     pairs = []
     for c in commitments:
-        secret = secrets.get(c.get("fromGroup"))
-        if secret is None or hashlib.sha256(secret).hexdigest() != c.get("sha256"):
+        secret = secrets.get(c["fromGroup"])
+        if secret is None or hashlib.sha256(secret).hexdigest() != c["sha256"]:
             raise LeagueError(f"{d.root / SECRETS} is missing or does not match the commitment "
                               f"in {d.manifest_path}; the league's draw cannot go on")
         pairs.append((int(c["fromGroup"]), secret))
@@ -373,7 +391,9 @@ def _replay_lost(d: LeagueDir, o: LeagueOptions, rows: list[dict], note: Note, d
         raise LeagueError(f"{d.results} line {n + 1} ({rows[n]['id']}), which no signature "
                           f"covers yet, is not what its episode gives when played again (its "
                           f"replay was missing): {wrong[n]}; {verify.UNVOUCHED}: restore the "
-                          f"line and its replay as the league wrote them, {verify.RESTORE}")
+                          f"line and its replay as the league wrote them (a seat that does not "
+                          f"play the same twice cannot give the replay again), "
+                          f"{verify.RESTORE}")
     sync_files(d.replays, [f"{s.id}.json" for s in lost])
     note(f"league: played {len(lost)} episodes again whose replay was missing "
          f"({', '.join(s.id for s in lost[:5])}{', ...' * (len(lost) > 5)})")

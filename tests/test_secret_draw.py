@@ -127,6 +127,44 @@ def test_a_resume_without_its_secret_is_refused_in_one_line(tmp_path) -> None:
         run_league(_league(out))
 
 
+def _stopped_at_6(out: Path) -> None:
+    def stop(done: int, total: int) -> None:
+        if done == 6:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_league(_league(out), on_progress=stop)
+
+
+@pytest.mark.parametrize("commitments", [None, 5, "abc", [1], [{"fromGroup": "0"}]])
+def test_a_resume_whose_commitments_were_edited_keeps_the_secret_and_is_refused(
+        tmp_path, commitments) -> None:
+    # A new secret over episodes played with the old one would leave their draw unverifiable
+    # for good; a refused run leaves secret.json as it was.
+    out = tmp_path / "edited"
+    _stopped_at_6(out)
+    manifest = json.loads((out / "league.json").read_text())
+    if commitments is None:
+        del manifest["commitments"]
+    else:
+        manifest["commitments"] = commitments
+    (out / "league.json").write_text(json.dumps(manifest))
+    secret = (out / "secret.json").read_bytes()
+    with pytest.raises(LeagueError, match="league.json"):
+        run_league(_league(out))
+    assert (out / "secret.json").read_bytes() == secret
+
+
+def test_a_secret_that_is_not_hex_is_refused_in_one_line(tmp_path) -> None:
+    out = tmp_path / "nothex"
+    _stopped_at_6(out)
+    data = json.loads((out / "secret.json").read_text())
+    data["draws"][0]["secret"] = "zz" * 32
+    (out / "secret.json").write_text(json.dumps(data))
+    with pytest.raises(LeagueError, match="not hex"):
+        run_league(_league(out))
+
+
 def test_extending_a_finished_league_draws_a_new_secret(tmp_path) -> None:
     out = tmp_path / "ext"
     run_league(_league(out, 9))  # ends inside group 1
