@@ -1,6 +1,7 @@
 """What importing costs: ``import sim``, ``import agents`` and a league's workers load neither
-Gymnasium nor numpy (most of what ``import sim`` would cost), and Gymnasium still finds
-``guild/Guild-v0`` in whichever order the two are imported (``sim.hooks.after_import``)."""
+Gymnasium nor numpy (most of what ``import sim`` would cost), a seat no TLS or HTTP client, and
+Gymnasium still finds ``guild/Guild-v0`` in whichever order the two are imported
+(``sim.hooks.after_import``)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,18 @@ def test_playing_imports_neither_gymnasium_nor_numpy(modules: str) -> None:
         import {modules}
         print("gymnasium" in sys.modules, "numpy" in sys.modules)
         """) == ["False", "False"]
+
+
+@pytest.mark.parametrize("modules", ["agents", "league.seat.host"])
+def test_a_seat_loads_no_tls_or_http_client(modules: str) -> None:
+    # A seat process lives under an address-space cap (--seat-memory): ssl and the HTTP
+    # clients are loaded by the seats that talk to a model, when they do, not by every seat
+    # (their import tipped a seat with a thread per core over a 1 GB cap).
+    assert run(f"""
+        import sys
+        import {modules}
+        print(*(m in sys.modules for m in ("ssl", "urllib.request", "httpx")))
+        """) == ["False", "False", "False"]
 
 
 @pytest.mark.parametrize("order", ["import sim; import gymnasium",

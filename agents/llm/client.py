@@ -14,7 +14,6 @@ import socket
 import threading
 import time
 import urllib.parse
-import urllib.request
 from typing import Any
 
 # Bounds on what a server may send: a reply longer than any reply the policies read (a free
@@ -158,8 +157,11 @@ class ChatClient:
             port = url.port or (443 if url.scheme == "https" else 80)
         except ValueError:
             return "its port is not a port number"
-        if self.trust_env and urllib.request.getproxies() and not urllib.request.proxy_bypass(
-                host):
+        # imported here: every seat process imports this module (urllib.request brings ssl,
+        # address space a seat's cap counts), and only a league's own process probes
+        from urllib.request import getproxies, proxy_bypass
+
+        if self.trust_env and getproxies() and not proxy_bypass(host):
             return None
         outcome: list[str | None] = []
 
