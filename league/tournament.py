@@ -406,12 +406,8 @@ def _first_difference(line: dict, played: dict) -> str:
     """The first key (but wall time) in which a results line differs from its episode."""
     key = next(k for k in line if k != "wallTime" and line[k] != played.get(k))
     shown = verify.SHOWN_CHARS // 3
-    return (f"{RESULTS} claims {key} {_cut(json.dumps(line[key]), shown)} but the "
-            f"episode gives {_cut(json.dumps(played.get(key)), shown)}")
-
-
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + "..."
+    return (f"{RESULTS} claims {key} {verify.one_line(json.dumps(line[key]), shown)} but the "
+            f"episode gives {verify.one_line(json.dumps(played.get(key)), shown)}")
 
 
 def _timeless(row: dict, like: dict) -> dict:

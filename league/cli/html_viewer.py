@@ -26,8 +26,7 @@ from pathlib import Path
 
 from league.core.atomic import write_atomic
 from league.core.errors import LeagueError
-from league.core.files import check_regular, read_regular
-from league.core.verify import MAX_REPLAY_BYTES
+from league.core.files import MAX_REPLAY_BYTES, check_regular, read_regular
 from sim import GameConfig, ReplayMismatch, replay
 from sim.game import Game
 from sim.language.phrasing import outcome_text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from typing import Any, TextIO
@@ -56,10 +57,8 @@ class Progress:
     def close(self) -> None:
         if self._bar is not None:
             bar, self._bar = self._bar, None
-            try:
+            with contextlib.suppress(OSError, ValueError):  # the reader has gone
                 bar.close()
-            except (OSError, ValueError):
-                pass
 
 
 def note(message: str) -> None:
@@ -67,10 +66,8 @@ def note(message: str) -> None:
     closed stderr, or a pipe whose reader left): a note never stops the work."""
     if sys.stderr is None:
         return
-    try:
+    with contextlib.suppress(OSError, ValueError):
         print(message, file=sys.stderr, flush=True)
-    except (OSError, ValueError):
-        pass
 
 
 def _isatty(stream: TextIO) -> bool:

@@ -13,6 +13,8 @@ from typing import BinaryIO
 from league.core.errors import LeagueError
 from sim.rules.world import MAX_TURNS
 
+# A replay of MAX_TURNS turns is a few MB (every sentence, say and note at its longest, a
+# 64-room town's snapshots: under 32 MB); a bigger file is not a replay, and is not read.
 MAX_REPLAY_BYTES = 64 << 20
 
 

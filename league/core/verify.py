@@ -37,8 +37,6 @@ from sim import GameConfig, ReplayMismatch, replay
 from sim.rules.world import SEATS, STANDARD_TOWN
 
 PROTOCOL = "cogmud.replay.v1"
-# A replay of MAX_TURNS turns is a few MB (every sentence, say and note at its longest, a
-# 64-room town's snapshots: under 32 MB); a bigger file is not a replay, and is not read.
 ROW_KEYS = ("id", "index", "group", "rotation", "seed", "lineup", *RESULT_KEYS, "fallbacks",
             "faults", "faultNotes")
 
@@ -195,7 +193,7 @@ def _first_problem(root: Path, rows: Sequence[dict], lines: range, manifest: dic
     if not bad:
         return None
     n = min(bad)
-    return n, _one_line(bad[n])
+    return n, one_line(bad[n])
 
 
 def _shape(row: dict) -> str | None:
@@ -207,10 +205,10 @@ def _shape(row: dict) -> str | None:
     return None if problem is None else f"the line {problem}"
 
 
-def _one_line(text: str) -> str:
-    """``text`` as one line of at most :data:`SHOWN_CHARS` characters."""
+def one_line(text: str, limit: int = SHOWN_CHARS) -> str:
+    """``text`` as one line of at most ``limit`` characters (and "...")."""
     text = " ".join(text.split())
-    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _draw(manifest: dict) -> tuple[Draw, list[str]]:

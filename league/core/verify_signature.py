@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from league.core.errors import LeagueError
 from league.core.files import MAX_REPLAY_BYTES, read_regular
@@ -149,16 +151,21 @@ def vouched(root: Path, signed_by: object, fix: str) -> Vouched:
 def head_sha256(path: Path, lines: int) -> str | None:
     """sha256 of the first ``lines`` complete lines of ``path`` (None when it has fewer),
     read a line at a time: a results file may be large."""
-    digest = hashlib.sha256()
     try:
         with open(path, "rb") as f:
-            for _ in range(lines):
-                line = f.readline()
-                if not line.endswith(b"\n"):
-                    return None
-                digest.update(line)
+            return _head_sha256(f, lines)
     except FileNotFoundError:
-        return None if lines else digest.hexdigest()
+        return None if lines else hashlib.sha256().hexdigest()
+
+
+def _head_sha256(f: BinaryIO, lines: int) -> str | None:
+    """sha256 of the next ``lines`` complete lines of ``f`` (None when it has fewer)."""
+    digest = hashlib.sha256()
+    for _ in range(lines):
+        line = f.readline()
+        if not line.endswith(b"\n"):
+            return None
+        digest.update(line)
     return digest.hexdigest()
 
 
@@ -260,13 +267,10 @@ def _files(root: Path, files: dict, signed_lines: int) -> list[str]:
 
 
 def _extends(data: bytes, lines: int, digest: str) -> bool:
-    """Whether the first ``lines`` lines of ``data`` are the signed results file."""
-    cut = 0
-    for _ in range(lines):
-        cut = data.find(b"\n", cut) + 1
-        if cut == 0:
-            return False
-    return cut < len(data) and sha256_hex(data[:cut]) == digest
+    """Whether the first ``lines`` lines of ``data`` are the signed results file, and more
+    follows them."""
+    f = io.BytesIO(data)
+    return _head_sha256(f, lines) == digest and f.tell() < len(data)
 
 
 def _replays(root: Path, signed: dict, rows: Sequence[dict]) -> list[str]:
