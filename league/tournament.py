@@ -19,12 +19,13 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from league.apart import sandbox
 from league.apart.isolated import DEFAULT_MEMORY_MB, close_all
 from league.core import ladder, replay_seats, signing, verify
 from league.core.atomic import write_atomic
-from league.core.episode import FALLBACKS, FAULT_KINDS, Settings, check_policy, trusted
+from league.core.episode import FALLBACKS, FAULT_KINDS, Settings, built_policy, reach, trusted
 from league.core.errors import LeagueError
 from league.core.lineups import (
     SCHEME,
@@ -36,7 +37,7 @@ from league.core.lineups import (
     episode_spec,
     schedule,
 )
-from league.core.store import FORMAT, LADDER, RESULTS, SECRETS, LeagueDir, sync_files
+from league.core.store import FORMAT, LADDER, MANIFEST, RESULTS, SECRETS, LeagueDir, sync_files
 from league.procs import backends
 from league.procs.workers import runs_local_model
 from sim import GameConfig
@@ -125,8 +126,9 @@ def _bounded(flag: str, value: int, low: int, high: int) -> None:
         raise LeagueError(f"{flag} must be {low}..{high}; got {shown}")
 
 
-def check_options(o: LeagueOptions) -> None:
-    """Refuse bad options before anything is written (each a ``LeagueError``, one line)."""
+def check_options(o: LeagueOptions) -> list[tuple[str, Any]]:
+    """Refuse bad options before anything is written (each a ``LeagueError``, one line); the
+    policies, each built once, for :func:`reach_policies`."""
     _bounded("--episodes", o.episodes, 1, MAX_EPISODES)
     _bounded("--workers", o.workers, 1, MAX_WORKERS)
     if o.seed is not None:
@@ -169,16 +171,31 @@ def check_options(o: LeagueOptions) -> None:
     settings = Settings(policies=o.policies, decision_timeout=o.decision_timeout, trust=o.trust,
                         seat_memory=o.seat_memory, sandbox=o.sandbox, fallback=o.fallback,
                         hidden=(os.path.abspath(o.out),))
+    built = []
     for spec in o.policies:
         try:
-            check_policy(spec, settings)
+            built.append((spec, built_policy(spec, settings)))
         except Exception as e:  # a user's policy may raise anything while being built
-            msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-            raise LeagueError(msg if isinstance(e, ValueError) else
-                              f"policy {spec!r} cannot be built: {type(e).__name__}: {msg}"
-                              ) from None
+            raise _refusal(spec, e) from None
     if o.workers > 1 or o.backend == "ray":
         _stop_local_servers()
+    return built
+
+
+def reach_policies(built: Sequence[tuple[str, Any]]) -> None:
+    """Refuse the league (``LeagueError``, one line) unless every policy :func:`check_options`
+    built can play: its endpoint answers, its program starts in its sandbox."""
+    for spec, policy in built:
+        try:
+            reach(policy)
+        except Exception as e:  # a user's policy may raise anything
+            raise _refusal(spec, e) from None
+
+
+def _refusal(spec: str, e: Exception) -> LeagueError:
+    msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+    return LeagueError(msg if isinstance(e, ValueError) else
+                       f"policy {spec!r} cannot be built: {type(e).__name__}: {msg}")
 
 
 def _stop_local_servers() -> None:
@@ -204,7 +221,13 @@ def run_league(o: LeagueOptions, *, on_note: Note | None = None,
         if on_note is not None:
             on_note(message)
 
-    check_options(o)
+    built = check_options(o)
+    # A new league's policies must be able to play before its folder is made; a league begun
+    # before is checked once its missing episodes are known: re-ranking a finished one (for a
+    # --report, a --plot) needs no server.
+    begun = os.path.exists(os.path.join(o.out, MANIFEST))
+    if not begun:
+        reach_policies(built)
     signing.prepare(o.signing_key, o.out, note)  # the key is usable (made on first use)
     started = time.perf_counter()
     ray = (backends.ray_session(o.workers, o.address, o.policies) if o.backend == "ray"
@@ -232,6 +255,9 @@ def run_league(o: LeagueOptions, *, on_note: Note | None = None,
         manifest = {**manifest, "episodes": max(o.episodes, before)}
         d.write_manifest(_with_draw(manifest, commitments))
         specs = schedule(o.policies, draw, before, o.episodes)
+        if specs and begun:
+            reach_policies(built)
+        del built  # built to be checked; the episodes build their own
         try:
             if specs:
                 _play_into(d, o, specs, rows, on_progress, key)

@@ -280,6 +280,26 @@ def test_a_league_refuses_an_endpoint_where_nothing_listens_before_any_episode(t
     assert not (out / "results.jsonl").exists() and not (out / "replays").exists()
 
 
+def test_a_finished_league_is_ranked_again_with_its_server_gone_but_not_extended(
+        tmp_path, capsys):
+    # Re-running a finished league (for a --report) plays nothing: no server is needed. One
+    # that has episodes to play still refuses before playing them, and changes nothing.
+    out = tmp_path / "lg"
+    with FakeLLM(lifetime=60) as gone:
+        spec = f"llm:good@{gone.url},factor"
+        assert league(out, spec) == 0
+    capsys.readouterr()
+    before = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert league(out, spec, "--report") == 0
+    assert (out / "report.html").stat().st_size > 0
+    assert "nothing answers" not in capsys.readouterr().err
+    assert league(out, spec, "--episodes", "2") == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"nothing answers at {gone.url}" in err
+    assert len((out / "results.jsonl").read_text().splitlines()) == 1
+    assert before["results.jsonl"] == (out / "results.jsonl").read_bytes()
+
+
 def test_guild_evaluate_refuses_an_endpoint_where_nothing_listens(capsys):
     # Its seat would play factor's every act, and the figures would measure factor.
     port = closed_port()

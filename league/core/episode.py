@@ -122,12 +122,25 @@ _FALLBACK_ACTS: dict[str, FallbackAct] = {"wait": _wait, "factor": _FACTOR.act}
 
 
 def check_policy(name: str, settings: Settings) -> None:
-    """Build the policy once before a league starts (ValueError naming it when it cannot be).
+    """Build the policy once before a league starts and check that it can play (ValueError
+    naming it when it cannot)."""
+    reach(built_policy(name, settings))
+
+
+def built_policy(name: str, settings: Settings) -> Any:
+    """The policy, built once before a league starts (ValueError naming it when it cannot be).
 
     A policy that runs apart is built in its own process (its module is never imported here,
     so its import-time code cannot reach the league)."""
     policy = league_policy(name, settings)
     own_fallback(policy, name, fallback_play(name, settings.fallback))
+    return policy
+
+
+def reach(policy: Any) -> None:
+    """Check that a built policy can play (its ``probe``: an ``llm:`` endpoint answers, a
+    program starts in its sandbox), a ValueError in one line when it cannot. Only for a league
+    that will play: one that re-ranks finished episodes needs no server."""
     probe = getattr(policy, "probe", None)
     if callable(probe):
         probe()
