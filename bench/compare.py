@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from dataclasses import dataclass, field
 
 from bench.workloads import parse_pool
@@ -127,16 +128,11 @@ def build(tree: str, rev: str, requires_dir: str) -> None:
     leaves the revision running as pure Python, which the table's header then says."""
     print(f"bench.compare: compiling {rev[:12]} in its worktree (a minute or two)",
           file=sys.stderr)
-    steps = [[sys.executable, "setup.py", "-q", "build_ext", "--inplace"]]
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10: the compile uses the mypyc installed, if any
-        pass
-    else:
-        with open(os.path.join(tree, "pyproject.toml"), "rb") as f:
-            requires = tomllib.load(f).get("build-system", {}).get("requires", [])
-        steps.insert(0, [sys.executable, "-m", "pip", "install", "--quiet",
-                         "--disable-pip-version-check", "--target", requires_dir, *requires])
+    with open(os.path.join(tree, "pyproject.toml"), "rb") as f:
+        requires = tomllib.load(f).get("build-system", {}).get("requires", [])
+    steps = [[sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+              "--target", requires_dir, *requires],
+             [sys.executable, "setup.py", "-q", "build_ext", "--inplace"]]
     env = {**os.environ, "GUILD_BUILD": "auto", "PYTHONPATH": requires_dir}
     for step in steps:
         done = subprocess.run(step, cwd=tree, capture_output=True, text=True, env=env)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tomllib
 
 import pytest
-import tomllib
 
 import bench.compare as compare
 from bench.compare import ROOT, Side

@@ -13,7 +13,6 @@ import hashlib
 import io
 import json
 import os
-import sys
 from contextlib import redirect_stdout
 from dataclasses import replace
 from pathlib import Path
@@ -219,23 +218,6 @@ def test_a_config_that_is_no_file_is_refused_without_waiting(tmp_path, capsys) -
                         (tmp_path, "not a regular file"), (fifo, "not a regular file")):
         assert guild(["train", "--out", str(tmp_path / "out"), "--config", str(path)]) == 2
         assert words in _one_line(capsys.readouterr().err)
-
-
-def test_python_3_10_reads_the_file_with_tomli(tmp_path, monkeypatch, capsys) -> None:
-    """Without tomllib (Python 3.10) the file is read with tomli, the same parser, or refused
-    in one line saying what to install."""
-    try:
-        import tomllib as parser
-    except ModuleNotFoundError:  # Python 3.10: the train extra brings tomli
-        import tomli as parser
-
-    config = _write(tmp_path / "train.toml", "lr = 1e-3\n")
-    monkeypatch.setitem(sys.modules, "tomllib", None)
-    monkeypatch.setitem(sys.modules, "tomli", parser)
-    assert _options("--config", str(config)).ppo.lr == 1e-3
-    monkeypatch.setitem(sys.modules, "tomli", None)
-    assert guild(["train", "--out", str(tmp_path / "out"), "--config", str(config)]) == 2
-    assert "pip install tomli" in _one_line(capsys.readouterr().err)
 
 
 # --- resuming ------------------------------------------------------------------------------

@@ -311,14 +311,8 @@ def _read_bounded(path: str) -> bytes:
 
 
 def _parse_toml(path: str, data: bytes) -> dict[str, Any]:
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        try:
-            import tomli as tomllib
-        except ModuleNotFoundError:
-            raise TrainingError("--config needs Python 3.11 or the tomli package (pip install "
-                                "tomli)") from None
+    import tomllib
+
     try:
         return tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError:

@@ -43,6 +43,7 @@ tables and :mod:`sim.rules.worldfile_checks` checks the fields and words the err
 from __future__ import annotations
 
 import json
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -61,11 +62,6 @@ from .worldfile_build import (
     room_row,
 )
 from .worldfile_checks import WorldFileError
-
-try:  # Python >= 3.11
-    import tomllib as _toml
-except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    _toml = None  # type: ignore[assignment]
 
 __all__ = ["GOOD_KEYS", "KEEPER_KEYS", "MAX_COIN", "MAX_DEPTH", "MAX_FILE_BYTES",
            "MAX_INT_DIGITS", "MAX_TURNS", "MAX_VALUE", "ROOM_KEYS", "TOP_KEYS", "WorldFileError",
@@ -99,13 +95,11 @@ def load_world(path: str | Path, base: World = STANDARD_TOWN) -> tuple[World, in
 
 def _parse_toml(p: Path, raw: bytes) -> Any:
     """The parsed TOML of file ``p``; a decoding error names the file, not a traceback."""
-    if _toml is None:  # pragma: no cover - Python 3.10
-        raise WorldFileError(f"{p}: TOML world files need Python 3.11 or later; use JSON")
     try:
-        return _toml.loads(raw.decode("utf-8"))
+        return tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise WorldFileError(f"{p}: not UTF-8 text") from None
-    except _toml.TOMLDecodeError as e:
+    except tomllib.TOMLDecodeError as e:
         raise WorldFileError(f"{p}: malformed TOML: {e}") from None
     except RecursionError:
         raise _too_deep(str(p)) from None
