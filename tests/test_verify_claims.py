@@ -121,6 +121,23 @@ def test_an_edited_or_lost_fallback_play_fails(league12, tmp_path, capsys) -> No
            "line of this league has" in got
 
 
+def test_where_a_seat_ran_is_checked_against_the_names_and_options(league12, tmp_path,
+                                                                    capsys) -> None:
+    # The baselines run in the league's process (trusted, no sandbox): a line or a replay that
+    # says a seat ran apart, or in a sandbox, is not what league.json's options give.
+    out = copy_league(league12[0], tmp_path)
+    _edit_row(out, 4, lambda r: r["trusted"].__setitem__(1, False))
+    _edit_json(out / "replays" / "e000008.json", lambda p: p["sandbox"].__setitem__(0, "none"))
+    code, got = _verify(out, capsys)
+    assert code == 1
+    assert ("verify: e000004 (results.jsonl line 5): results.jsonl claims trusted [true, false, "
+            "true, true, true, true], but the policies and league.json's options give "
+            "[true, true, true, true, true, true]") in got
+    assert any(x.startswith("verify: e000008 (results.jsonl line 9): replay replays/e000008.json "
+                            "claims sandbox [\"none\", null,") for x in got)
+    assert sum(x.startswith("verify: e0") for x in got) == 2
+
+
 def test_an_unranked_policy_given_a_rank_fails(tmp_path, capsys) -> None:
     out = tmp_path / "l"
     assert main(league_args(out, 6, "--turns", "6", workers=1,

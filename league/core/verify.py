@@ -27,7 +27,7 @@ from pathlib import Path
 
 from league.core import replay_seats, verify_signature
 from league.core import verify_claims as claims
-from league.core.episode import RESULT_KEYS
+from league.core.episode import RESULT_KEYS, Settings, trusted
 from league.core.errors import LeagueError
 from league.core.files import MAX_REPLAY_BYTES, read_regular
 from league.core.lineups import SECRET_SCHEME, Draw, EpisodeSpec, SecretDraw, episode_spec
@@ -287,11 +287,28 @@ def check_episode(root: Path, n: int, row: dict, manifest: dict, draw: Draw | No
     if row["lineup"] != list(spec.lineup):
         return (f"lineup {_names(row['lineup'])}, but {MANIFEST}'s draw seats "
                 f"{_names(spec.lineup)}"), None
-    return _check_replay(root, row, seats)
+    ran = how_seats_ran(row["lineup"], manifest)
+    if "trusted" in row and row["trusted"] != ran["trusted"]:  # lines before --trust lack it
+        return _not_as_ran(RESULTS, "trusted", row["trusted"], ran["trusted"]), None
+    return _check_replay(root, row, seats, ran)
+
+
+def how_seats_ran(lineup: Sequence[str], manifest: dict) -> dict[str, list]:
+    """Where each seat's policy ran, as its replay records it: ``trusted`` (in the league's
+    process) and ``sandbox`` (null in the process, else ``league.json``'s ``--sandbox``), both
+    following from the names and the options."""
+    settings = Settings(policies=tuple(lineup), trust=manifest.get("trust") is True)
+    ran = [trusted(name, settings) for name in lineup]
+    return {"trusted": ran, "sandbox": [None if t else manifest.get("sandbox") for t in ran]}
+
+
+def _not_as_ran(where: str, key: str, claimed: object, expected: list) -> str:
+    return (f"{where} claims {key} {one_line(json.dumps(claimed), 120)}, but the policies and "
+            f"{MANIFEST}'s options give {json.dumps(expected)}")
 
 
 def _check_replay(root: Path, row: dict, seats: replay_seats.Seats | None = None,
-                  ) -> tuple[str | None, claims.Marks | None]:
+                  ran: dict[str, list] | None = None) -> tuple[str | None, claims.Marks | None]:
     path = root / REPLAYS / f"{row['id']}.json"
     shown = f"{REPLAYS}/{path.name}"
     if not path.exists():
@@ -335,6 +352,9 @@ def _check_replay(root: Path, row: dict, seats: replay_seats.Seats | None = None
         return f"replay {shown}'s own results differ from what its events give", None
     if "fallbackPlay" in row and payload.get("fallbackPlay") != row["fallbackPlay"]:
         return f"replay {shown}'s fallbackPlay differs from the results line's", None
+    for key, expected in (ran or {}).items():  # replays before --trust or --sandbox lack them
+        if key in payload and payload[key] != expected:
+            return _not_as_ran(f"replay {shown}", key, payload[key], expected), None
     replayed = seats.check(row, cfg, events) if seats is not None else None
     if replayed is not None:  # a seat did not play as its (deterministic) policy does
         return f"replay {shown}: {replayed}", None
