@@ -127,6 +127,11 @@ def test_guild_report_writes_the_page_and_a_viewer_page_per_replay(league: Path,
     stale.write_text("<!DOCTYPE html>\n<!-- guild view 00 -->\nold\n", encoding="utf-8")
     assert report.build_report(league).written == 1
     assert "data-loaded" in stale.read_text(encoding="utf-8")
+    # so is one edited by hand below its stamp, and only that one
+    page = stale.read_text(encoding="utf-8")
+    stale.write_text(page.replace("</body>", "<p>forged</p></body>", 1), encoding="utf-8")
+    assert report.build_report(league).written == 1
+    assert stale.read_text(encoding="utf-8") == page
 
 
 def test_each_ladder_row_is_ladder_json(league: Path) -> None:

@@ -37,7 +37,8 @@ PROTOCOL = "cogmud.replay.v1"
 HIGHLIGHTS = 8
 TEMPLATE = "viewer.html"
 DATA_MARK = "/*__REPLAY_DATA__*/"
-STAMP_BYTES = 200  # the head of a page that holds its stamp (write_view)
+DOCTYPE = "<!DOCTYPE html>\n"  # the template's first line; the stamp follows it (write_view)
+MAX_PAGE_BYTES = 4 * MAX_REPLAY_BYTES  # a page read to check it; a larger one is written again
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -63,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else src.with_suffix(".html")
     world = _load_world(args.world) if args.world else None
     page = _page_of(src, load_replay(src), world)
-    _write(out, page, src)
+    _write(out, _utf8(page, src))
     print(f"view: wrote {out}")
     return 0
 
@@ -73,16 +74,40 @@ def write_view(src: Path, out: Path) -> bool:
     that page; whether it was written. ``LeagueError`` (one line) for a bad replay.
 
     A page begins with a stamp: the digest of the replay and of this viewer (its module and
-    template), so a page is up to date exactly when its stamp is the one it would get, and
-    a changed replay or a newer viewer rewrites it. Checking costs one read of the replay.
+    template), then the digest of the rest of the page. A page is up to date exactly when its
+    stamp is the one it would get and the rest is what it was written with: a changed replay,
+    a newer viewer or a page edited by hand rewrites it. Checking costs one read of the replay
+    and one of the page.
     """
     raw = read_regular(src, MAX_REPLAY_BYTES, "replay")
-    mark = _stamp(raw)
-    if _stamp_of(out) == mark:
+    source = _source_digest(raw)
+    if _unedited(out, source):
         return False
-    page = _page_of(src, parse_replay(src, raw), None)
-    _write(out, page.replace("<!DOCTYPE html>\n", f"<!DOCTYPE html>\n{mark}\n", 1), src)
+    body = _utf8(_page_of(src, parse_replay(src, raw), None).removeprefix(DOCTYPE), src)
+    _write(out, DOCTYPE.encode() + _stamp(source, body) + b"\n" + body)
     return True
+
+
+def _unedited(page: Path, source: str) -> bool:
+    """Whether ``page`` is a regular file that begins with the doctype and the stamp of
+    ``source`` (the replay and the viewer) and of what follows the stamp."""
+    try:
+        if not stat.S_ISREG(os.stat(page).st_mode):
+            return False
+        fd = os.open(page, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            data = f.read(MAX_PAGE_BYTES + 1)
+    except (OSError, ValueError):
+        return False
+    if len(data) > MAX_PAGE_BYTES or not data.startswith(DOCTYPE.encode()):
+        return False
+    stamp, _, body = data.removeprefix(DOCTYPE.encode()).partition(b"\n")
+    return stamp == _stamp(source, body)
+
+
+def _stamp(source: str, body: bytes) -> bytes:
+    """The line after the doctype (an HTML comment)."""
+    return f"<!-- guild view {source} {hashlib.sha256(body).hexdigest()} -->".encode()
 
 
 def _page_of(src: Path, payload: dict, world: World | None) -> str:
@@ -95,22 +120,27 @@ def _page_of(src: Path, payload: dict, world: World | None) -> str:
         raise LeagueError(f"{src}: {e}") from None
 
 
-def _write(out: Path, page: str, src: Path) -> None:
-    """Write atomically: an interrupted run leaves the old page or the new one, never half."""
+def _utf8(page: str, src: Path) -> bytes:
     try:
-        write_atomic(out, page, sync=False)
+        return page.encode("utf-8")
     except UnicodeEncodeError:  # "\ud800" is JSON, but no text a page can hold
         raise LeagueError(f"{src} holds a lone surrogate (\\ud800-\\udfff), not Unicode "
                           "text; not a replay") from None
+
+
+def _write(out: Path, page: bytes) -> None:
+    """Write atomically: an interrupted run leaves the old page or the new one, never half."""
+    try:
+        write_atomic(out, page, sync=False)
     except OSError as e:
         raise LeagueError(f"cannot write {out} ({e.strerror or e})") from None
 
 
-def _stamp(replay: bytes) -> str:
-    """The first line after the doctype of the page of ``replay``'s bytes (an HTML comment)."""
+def _source_digest(replay: bytes) -> str:
+    """The digest of ``replay``'s bytes and of the viewer that makes its page."""
     digest = hashlib.sha256(_viewer_digest().encode())
     digest.update(replay)
-    return f"<!-- guild view {digest.hexdigest()} -->"
+    return digest.hexdigest()
 
 
 @functools.cache
@@ -120,21 +150,6 @@ def _viewer_digest() -> str:
     digest = hashlib.sha256(Path(__file__).read_bytes())
     digest.update(resources.files("league.cli").joinpath("viewer", TEMPLATE).read_bytes())
     return digest.hexdigest()
-
-
-def _stamp_of(page: Path) -> str | None:
-    """The stamp at the head of an existing page; None when there is none (or no page, or
-    something other than a regular file)."""
-    try:
-        if not stat.S_ISREG(os.stat(page).st_mode):
-            return None
-        fd = os.open(page, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as f:
-            head = f.read(STAMP_BYTES)
-    except (OSError, ValueError):
-        return None
-    lines = head.split(b"\n")
-    return lines[1].decode("ascii", "replace") if len(lines) > 2 else None
 
 
 def load_replay(path: Path) -> dict:
