@@ -39,7 +39,7 @@ from league.cli.guild import main
 from league.cli.progress import Progress
 from league.core.atomic import TMP_SUFFIX, replacing, write_atomic
 from league.core.episode import RESULT_KEYS
-from league.core.store import load_results
+from league.core.store import LeagueDir, load_results
 
 # --- a league, its files and verification ----------------------------------------------------
 
@@ -262,15 +262,19 @@ def test_interrupted_and_killed_runs_resume_without_loss_or_duplicates(tmp_path)
 @settings(max_examples=40, deadline=None)
 def test_a_results_file_cut_anywhere_loads_its_complete_lines(league12, tmp_path_factory,
                                                               cut) -> None:
-    """A crash can stop an append at any byte: only whole lines count, and repair cuts back."""
+    """A crash can stop an append at any byte: only whole lines count, and a run's tidying
+    cuts back to them."""
     data = (league12[0] / "results.jsonl").read_bytes()
     cut %= len(data) + 1
-    path = tmp_path_factory.mktemp("cut") / "results.jsonl"
+    folder = tmp_path_factory.mktemp("cut")
+    path = folder / "results.jsonl"
     path.write_bytes(data[:cut])
     whole = data[:cut].count(b"\n")
-    got, torn = load_results(path, repair=True)
+    got, torn = load_results(path)
     assert got == [json.loads(x) for x in data.splitlines()[:whole]]
     assert torn == (cut > 0 and data[cut - 1:cut] != b"\n")
+    assert path.read_bytes() == data[:cut]  # reading changes nothing
+    LeagueDir(folder).tidy()
     assert path.read_bytes() == b"".join(data.splitlines(keepends=True)[:whole])
 
 

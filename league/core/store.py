@@ -66,19 +66,17 @@ MAX_SCORE = 1e6  # far beyond any score the rules give; a bigger number is not a
 ROW_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # ids name files: nothing else is accepted
 
 
-def load_results(path: Path, repair: bool = False) -> tuple[list[dict], bool]:
+def load_results(path: Path) -> tuple[list[dict], bool]:
     """The complete lines of a results file, and whether a torn last line was found.
 
-    A last line without its newline is what a crash during an append leaves; with ``repair``
-    the file is cut back to its last complete line. Any other unreadable line is an error.
+    A last line without its newline is what a crash during an append leaves (a run cuts it,
+    :meth:`LeagueDir.tidy`). Any other unreadable line is an error.
     """
     if not os.path.lexists(path):
         return [], False
     data = read_regular(path, MAX_RESULTS_BYTES, "results file")  # not a FIFO, not /dev/zero
     cut = data.rfind(b"\n") + 1
     torn = cut < len(data)
-    if torn and repair:
-        _truncate(path, cut)
     rows = []
     # lines end at "\n" only, as the signature counts them (splitlines() would also cut at a
     # bare "\r", and a line joined to the next by one would pass as two)
