@@ -19,6 +19,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+import gymnasium
 import numpy as np
 import pytest
 from conftest import needs_module
@@ -29,6 +30,7 @@ from league.apart import sandbox
 from league.cli.guild import main
 from sim import Game, GameConfig
 from sim.batched.engine import BatchedGuild
+from sim.codec.action_table import EARLIER_TABLE_SIZES
 from sim.envs.vector import make_batched_policy
 
 sb3_contrib = needs_module("sb3_contrib", "torch==2.13.0, then pip install -e '.[train]'")
@@ -242,7 +244,21 @@ def test_a_pickle_that_fails_in_the_sandbox_is_refused_in_one_line(
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("kind", ["not a zip", "not a model", "no table version"])
+class _OldTable(gymnasium.Env):
+    """The observation of this game's flat encoding and version 1's 261 actions."""
+
+    def __init__(self) -> None:
+        self.observation_space = sb3.GuildVecEnv(1).observation_space
+        self.action_space = gymnasium.spaces.Discrete(EARLIER_TABLE_SIZES[1])
+
+    def reset(self, *, seed=None, options=None):
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        return self.observation_space.sample(), 0.0, True, False, {}
+
+
+@pytest.mark.parametrize("kind", ["not a zip", "not a model", "an earlier table"])
 def test_files_that_are_not_models_are_refused_in_one_line(kind, tmp_path, capsys) -> None:
     path = tmp_path / "model.zip"
     if kind == "not a zip":
@@ -253,15 +269,25 @@ def test_files_that_are_not_models_are_refused_in_one_line(kind, tmp_path, capsy
             z.writestr("data", "{}")
         words = "MaskablePPO"
     else:
-        model = sb3_contrib.MaskablePPO("MlpPolicy", sb3.GuildVecEnv(2), n_steps=8,
-                                        batch_size=16, device="cpu",
-                                        policy_kwargs=dict(net_arch=[8]))
-        model.save(path)  # no guild.json
-        words = "does not record its action table version"
+        model = sb3_contrib.MaskablePPO("MlpPolicy", _OldTable(), n_steps=8, batch_size=16,
+                                        device="cpu", policy_kwargs=dict(net_arch=[8]))
+        model.save(path)  # no guild.json: known by its count
+        words = "does not record its action table version and has 261 actions (as version 1's"
     assert main(["evaluate", f"sb3:{path}", "--seeds", "0..1"]) == 2
     line = _one_line(capsys.readouterr().err)
     assert line.startswith("guild evaluate: error: sb3 model") and str(path) in line
     assert words in line
+
+
+def test_a_model_saved_by_sb3_alone_plays(tmp_path, capsys) -> None:
+    # MaskablePPO trained on this game's env and saved with model.save (no guild.json): its
+    # 267 actions are this table's and no earlier one's, so it is this table's model.
+    path = tmp_path / "plain.zip"
+    sb3_contrib.MaskablePPO("MlpPolicy", sb3.GuildVecEnv(2), n_steps=8, batch_size=16,
+                            device="cpu", policy_kwargs=dict(net_arch=[8])).save(path)
+    assert sb3.read_meta(path) == {}
+    assert main(["evaluate", f"sb3:{path}", "--seeds", "0..1", "--turns", "6"]) == 0
+    assert "paired difference" in capsys.readouterr().out
 
 
 def test_without_a_sandbox_the_refusal_names_trust(flat_model, monkeypatch, capsys) -> None:

@@ -10,8 +10,9 @@ encoding, so nothing hidden is read.  ``make_batched_policy("sb3:PATH")``
 
 Loading a zip is slow and leagues build a fresh policy every episode, so loaded models are
 cached per process by (resolved path, mtime, size).  A model's index means a row of the action
-table it was trained on: its ``guild.json`` records ``table_version`` (:func:`write_meta`), and
-a model without it, or of another version, is refused with a ``ValueError`` naming the file.
+table it was trained on: its ``guild.json`` records ``table_version`` (:func:`write_meta`). A
+model saved without it (``model.save`` after training on ``guild/Guild-v0``) is known by its
+number of actions; one of another version is refused with a ``ValueError`` naming the file.
 
 **Loading runs the zip's code** (a zip is a pickle), so ``make_policy("sb3:PATH")`` unpickles
 here only because a caller of your own asked for it: load only files you trust.  The command
@@ -42,8 +43,15 @@ import numpy as np
 from agents.learn.sb3_net import META_NAME, Log1pFeatures  # noqa: F401 (models name it here)
 from sim import Game, Intent
 from sim.batched.observe import encode as encode_rows
-from sim.codec.action_table import TABLE_VERSION, legal_mask, to_intent
+from sim.codec.action_table import (
+    EARLIER_TABLE_SIZES,
+    TABLE_VERSION,
+    action_table,
+    legal_mask,
+    to_intent,
+)
 from sim.codec.encode import encode, encode_flat, slices
+from sim.rules.world import STANDARD_TOWN
 
 _log = logging.getLogger(__name__)
 
@@ -85,13 +93,20 @@ def write_meta(path: str | os.PathLike, meta: dict) -> None:
         z.writestr(META_NAME, json.dumps({**meta, "table_version": TABLE_VERSION}, indent=1))
 
 
-def check_table_version(path: str | os.PathLike, meta: dict) -> None:
-    """Refuse a model trained on another action table (or one that does not say which)."""
+def check_table_version(path: str | os.PathLike, meta: dict, actions: int) -> None:
+    """Refuse a model trained on another action table. Its ``guild.json`` says which; without
+    one (a model saved by SB3 alone) its number of actions ``actions`` tells, when it is this
+    table's in the standard town and no earlier version's."""
     version = meta.get("table_version")
     if version is None:
+        size = len(action_table(STANDARD_TOWN))
+        earlier = [v for v, n in EARLIER_TABLE_SIZES.items() if n == actions]
+        if actions == size and not earlier:
+            return
+        told = (f"as version {earlier[0]}'s table had" if earlier else
+                f"where this game's table, version {TABLE_VERSION}, has {size}")
         raise ValueError(f"sb3 model {str(path)!r} does not record its action table version "
-                         f"(trained before versions were recorded); this game's table is "
-                         f"version {TABLE_VERSION}: retrain it")
+                         f"and has {actions} actions ({told}): retrain it on guild/Guild-v0")
     if version != TABLE_VERSION:
         raise ValueError(f"sb3 model {str(path)!r} was trained on action table version "
                          f"{version!r}; this game's table is version {TABLE_VERSION}: retrain it")
@@ -137,7 +152,6 @@ def _load_trusted(p: Path, path: str | os.PathLike) -> _Loaded:
         raise ValueError(f"sb3 model {str(path)!r} cannot be loaded as MaskablePPO (not a "
                          f"zip file)")
     meta = read_meta(p)
-    check_table_version(path, meta)
     try:
         import torch as _torch
         from sb3_contrib import MaskablePPO
@@ -153,6 +167,10 @@ def _load_trusted(p: Path, path: str | os.PathLike) -> _Loaded:
                          f"({type(e).__name__}: {e})") from None
     from gymnasium import spaces as gspaces
 
+    if not isinstance(model.action_space, gspaces.Discrete):
+        raise ValueError(f"sb3 model {str(path)!r} does not choose among discrete actions "
+                         f"(its action space is {str(model.action_space)[:80]})")
+    check_table_version(path, meta, int(model.action_space.n))
     return _Loaded(model, not isinstance(model.observation_space, gspaces.Dict), meta)
 
 
@@ -183,7 +201,7 @@ def _load_described(p: Path, path: str | os.PathLike, size: int, extract: Extrac
                          f"description: {e}") from None
     except ImportError as e:
         raise _import_error(e) from None
-    check_table_version(path, meta)
+    check_table_version(path, meta, int(model.action_space.n))
     from gymnasium import spaces as gspaces
 
     return _Loaded(model, not isinstance(model.observation_space, gspaces.Dict), meta)

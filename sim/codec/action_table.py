@@ -12,7 +12,8 @@ outside the table; :func:`action_table` lists the blocks.
 
 The table is versioned (:data:`TABLE_VERSION`): a model records the version its indices mean,
 and loading it under another table is refused.  Version 1 had deliver {1, all} and absolute
-offer prices {4, 8, 12, 16}.
+offer prices {4, 8, 12, 16} (:data:`EARLIER_TABLE_SIZES`: 261 actions in the standard town,
+where version 2 has 267).
 
 Twin: ``sim.batched.kernels_observe.mask_rows`` computes the mask again on arrays;
 ``test_batched_equals_scalar_turn_by_turn`` (``tests/test_batched.py``) holds the two equal, and
@@ -31,6 +32,9 @@ from ..rules.state import GameState
 from ..rules.world import QTY_ALL, SEATS, World, per_world
 
 TABLE_VERSION = 2
+# earlier versions' action counts in the standard town: a model that does not record its
+# version is known by its count when no other version had it (agents.learn.sb3)
+EARLIER_TABLE_SIZES = {1: 261}
 TAKE_QTYS = (1, QTY_ALL)
 BUY_QTYS = (1, 2)
 DELIVER_QTYS = (1, 2, QTY_ALL)
