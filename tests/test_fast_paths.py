@@ -9,8 +9,10 @@ caller keeps are not overwritten by later steps.
 from __future__ import annotations
 
 import copy
+import pickle
 
 import numpy as np
+import pytest
 
 import sim
 from sim.batched import jit
@@ -71,10 +73,12 @@ def test_kept_observations_survive_later_steps() -> None:
                 assert (got_infos[a]["action_mask"] == want_infos[a]["action_mask"]).all()
 
 
-def test_a_deep_copy_of_a_face_plays_on_its_own_state() -> None:
-    """``copy.deepcopy`` of a face mid-episode (tree search, checkpoints): the copy's bound
-    kernels act on the copy's engine and buffers, the original is untouched, and both go on to
-    the same observations and rewards from the same actions."""
+@pytest.mark.parametrize("copier", [copy.deepcopy, lambda x: pickle.loads(pickle.dumps(x))],
+                         ids=["deepcopy", "pickle"])
+def test_a_copy_of_a_face_plays_on_its_own_state(copier) -> None:
+    """``copy.deepcopy`` or a pickle of a face mid-episode (tree search, checkpoints): the
+    copy's bound kernels act on the copy's engine and buffers, the original is untouched, and
+    both go on to the same observations and rewards from the same actions."""
     import gymnasium
 
     def same(a, b) -> bool:
@@ -88,7 +92,7 @@ def test_a_deep_copy_of_a_face_plays_on_its_own_state() -> None:
     env.reset()
     acts = {a: 0 for a in env.agents}
     env.step(acts)
-    twin = copy.deepcopy(env)
+    twin = copier(env)
     twin.step(acts)
     assert env._row.engine.state.turns_played[0] == 1  # the copy's step left the original
     assert twin._row.engine.state.turns_played[0] == 2
@@ -101,7 +105,7 @@ def test_a_deep_copy_of_a_face_plays_on_its_own_state() -> None:
     gym = gymnasium.make("guild/Guild-v0")
     gym.reset(seed=3)
     gym.step(0)
-    other = copy.deepcopy(gym)
+    other = copier(gym)
     for _ in range(13):
         got, want = gym.step(0), other.step(0)
         assert same(got[0], want[0]) and got[1:4] == want[1:4]

@@ -174,6 +174,11 @@ class BatchedGuild:
                 self._entries[name] = (found.entry_point,
                                        tuple((a.dtype, a.ndim) for a in arrays))
 
+    def __getstate__(self) -> dict:
+        """The state to pickle or copy, without ``run_kernel``'s entry points (compiled
+        code does not pickle; the copy finds them again at its first call)."""
+        return {**self.__dict__, "_entries": {}}
+
     def bind(self, name: str, arrays: tuple[np.ndarray, ...]) -> Callable[[], None]:
         """Kernel ``name`` on these very ``arrays`` (then this engine's own), as a call without
         arguments: ``run_kernel``'s checks made once, here, instead of at every call.

@@ -10,6 +10,7 @@ same episode: the recorded turns are replayed into it on demand, and only then.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 
 import numpy as np
@@ -23,6 +24,7 @@ from ..rules.world import SEATS
 # How a face replays one recorded turn (the joint table indices) into the scalar game.
 Replay = Callable[[Game, np.ndarray], None]
 
+_BOUND = ("_step", "_encode_seat", "_encode_all")  # RowEpisode's kernels, bound to its buffers
 _ROW = np.zeros(1, np.int64)
 _SIX_ROWS = np.zeros(SEATS, np.int64)
 _SIX_SEATS = np.arange(SEATS, dtype=np.int64)
@@ -44,12 +46,30 @@ class RowEpisode:
         self._obs_seat = np.zeros((1, width), np.float32)
         self._joint = np.zeros((1, SEATS), np.int64)
         self._seat = np.zeros(1, np.int64)
-        self._step = self.engine.bind("step_rows", (self._joint,))
-        self._encode_seat = self.engine.bind("encode_rows", (_ROW, self._seat, self._obs_seat))
-        self._encode_all = self.engine.bind("encode_rows", (_SIX_ROWS, _SIX_SEATS, self._obs))
+        self._bind()
         self._turns: list[np.ndarray] = []
         self._replay: Replay | None = None
         self._game: Game | None = None
+
+    def _bind(self) -> None:
+        self._step = self.engine.bind("step_rows", (self._joint,))
+        self._encode_seat = self.engine.bind("encode_rows", (_ROW, self._seat, self._obs_seat))
+        self._encode_all = self.engine.bind("encode_rows", (_SIX_ROWS, _SIX_SEATS, self._obs))
+
+    def __getstate__(self) -> dict:
+        """The state to pickle: the bound kernels' compiled entry points do not pickle, and
+        are bound again on loading (a deep copy keeps them; see ``BatchedGuild.bind``)."""
+        return {k: v for k, v in self.__dict__.items() if k not in _BOUND}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._bind()
+
+    def __deepcopy__(self, memo: dict) -> RowEpisode:
+        copied = RowEpisode.__new__(RowEpisode)
+        memo[id(self)] = copied
+        copied.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return copied
 
     def reset(self, config: GameConfig, replay: Replay) -> None:
         """A new episode from ``config`` (its seed); ``replay`` rebuilds its turns on demand."""
