@@ -37,7 +37,9 @@ from league.core.lineups import (
     episode_spec,
     schedule,
 )
+from league.core.signing import SIGNATURE
 from league.core.store import FORMAT, LADDER, MANIFEST, RESULTS, SECRETS, LeagueDir, sync_files
+from league.core.verify_signature import Vouched
 from league.procs import backends
 from league.procs.workers import runs_local_model
 from sim import GameConfig
@@ -383,49 +385,47 @@ def _episodes(d: LeagueDir, o: LeagueOptions, specs: Sequence[EpisodeSpec],
 
 
 def _replay_lost(d: LeagueDir, o: LeagueOptions, rows: list[dict], note: Note, draw: Draw,
-                 key: bytes | None, signed: int) -> None:
+                 key: bytes | None, signed: Vouched) -> None:
     """Play again the finished episodes whose replay file is gone; their lines stay as they are.
 
-    Episodes are deterministic, so the new replay is the lost one byte for byte (unless a
-    policy ran into a time limit, which depends on the machine; ``guild verify`` tells). A
-    line after the first ``signed`` (which no signature vouches for) must be what its episode
-    gives, or the run is refused and the replays it wrote are removed again.
+    Episodes are deterministic, so the new replay is the lost one byte for byte: one the
+    signature vouches for must be the replay it signed, and a line it does not cover must be
+    what its episode gives. Otherwise (a seat that does not play the same twice, or one that
+    ran into a time limit) the league cannot give the replay back: the run is refused and the
+    replays it wrote are removed again.
     """
     lost = [episode_spec(o.policies, draw, n) for n, r in enumerate(rows)
             if not (d.replays / f"{r['id']}.json").is_file()]
     if not lost:
         return
-    differ: list[str] = []
     wrong: dict[int, str] = {}
     with contextlib.closing(_episodes(d, o, lost, key)) as batches:
         for batch in batches:
             for row, replay_text in batch:
+                path = d.replays / f"{row['id']}.json"
                 if replay_text is not None:  # under the league's lock: the only writer
-                    write_atomic(d.replays / f"{row['id']}.json", replay_text, sync=False,
-                                 sole=True)
-                old = rows[row["index"]]
-                if _timeless(row, old) == _timeless(old, old):
-                    continue
-                if row["index"] < signed:
-                    differ.append(row["id"])
-                else:
-                    wrong[row["index"]] = _first_difference(old, row)
+                    write_atomic(path, replay_text, sync=False, sole=True)
+                n, old = row["index"], rows[row["index"]]
+                if n < signed.lines:
+                    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+                    if digest != signed.replays.get(row["id"]):
+                        wrong[n] = (f"its replay was missing, and its episode played again "
+                                    f"does not give the replay {SIGNATURE} signed")
+                elif _timeless(row, old) != _timeless(old, old):
+                    wrong[n] = (f"which no signature covers yet, is not what its episode "
+                                f"gives when played again (its replay was missing): "
+                                f"{_first_difference(old, row)}")
     if wrong:  # refused: the folder goes back to what it was
         for spec in lost:
             (d.replays / f"{spec.id}.json").unlink(missing_ok=True)
         n = min(wrong)
-        raise LeagueError(f"{d.results} line {n + 1} ({rows[n]['id']}), which no signature "
-                          f"covers yet, is not what its episode gives when played again (its "
-                          f"replay was missing): {wrong[n]}; {verify.UNVOUCHED}: restore the "
-                          f"line and its replay as the league wrote them (a seat that does not "
-                          f"play the same twice cannot give the replay again), "
-                          f"{verify.RESTORE}")
+        raise LeagueError(f"{d.results} line {n + 1} ({rows[n]['id']}), {wrong[n]} (a seat "
+                          f"that does not play the same twice, or that ran into a time limit, "
+                          f"cannot give it again); {verify.UNVOUCHED}: restore the line's "
+                          f"replay from a copy, {verify.RESTORE}")
     sync_files(d.replays, [f"{s.id}.json" for s in lost])
     note(f"league: played {len(lost)} episodes again whose replay was missing "
          f"({', '.join(s.id for s in lost[:5])}{', ...' * (len(lost) > 5)})")
-    if differ:
-        note(f"league: {', '.join(differ)} came out differently this time (a time limit?); "
-             "guild verify will show where")
 
 
 def _first_difference(line: dict, played: dict) -> str:

@@ -148,6 +148,42 @@ def test_a_changed_signed_replay_is_refused_and_a_deleted_one_is_played_again(
     assert code == 0 and got[-1] == SUMMARY
 
 
+WANDERER = '''import random
+
+
+class Wanderer:
+    """Waits or tries a road at random (os.urandom): never the same game twice, and its
+    scores are those of a seat that only waits, whatever it tried."""
+
+    def act(self, game, seat):
+        return random.SystemRandom().choice(["I wait.", "I walk to the Moon.", "I wait."])
+'''
+
+
+def test_a_lost_replay_a_seat_cannot_give_again_is_refused_not_signed_anew(
+        tmp_path, monkeypatch, capsys) -> None:
+    # Its line (the scores) comes out the same, its replay (the acts) not: the league must not
+    # sign the new replay in the old one's place, nor one that guild verify would refuse.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "wanderer.py").write_text(WANDERER, encoding="utf-8")
+    out = tmp_path / "league"
+    args = league_args(out, 6, "--trust", policies="wanderer:Wanderer,factor", workers=1)
+    assert main(args) == 0
+    replay = out / "replays" / "e000002.json"
+    replay.unlink()
+    before = _files(out)
+    capsys.readouterr()
+    assert main(args) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert line.startswith(f"guild league: error: {out / 'results.jsonl'} line 3 (e000002), "
+                           "its replay was missing, and its episode played again does not "
+                           "give the replay signature.json signed (a seat that does not play "
+                           "the same twice")
+    assert line.endswith(f"{UNVOUCHED}restore the line's replay from a copy, or start the "
+                         "league in another --out")
+    assert _files(out) == before  # the replay it played is removed again, nothing re-signed
+
+
 # --- signature.json itself -----------------------------------------------------------------------
 
 def _bad_json(out: Path) -> None:

@@ -124,9 +124,11 @@ UNVOUCHED = "the league signs only what it can vouch for"
 SHOWN_CHARS = 300  # of a problem in a refusal: an edited line may hold anything
 
 
-def check_resume(root: Path, manifest: dict, rows: Sequence[dict], draw: Draw) -> int:
-    """How many leading ``rows`` (the results lines of the league in ``root``) its signature
-    vouches for; ``LeagueError`` in one line if the league must not sign over what is there.
+def check_resume(root: Path, manifest: dict, rows: Sequence[dict], draw: Draw
+                 ) -> verify_signature.Vouched:
+    """What the league's signature vouches for (its leading lines of ``rows``, the results
+    lines of the league in ``root``, and their replays' digests); ``LeagueError`` in one line
+    if the league must not sign over what is there.
 
     Signed lines must be the bytes signed and their replays the replays signed, or missing
     (the league plays a missing replay again). The lines after them must verify as ``guild
@@ -163,7 +165,7 @@ def check_resume(root: Path, manifest: dict, rows: Sequence[dict], draw: Draw) -
                           f"signature covers yet, does not verify: {problem}; {UNVOUCHED}: "
                           f"restore the line and its replay as the league wrote them, "
                           f"{RESTORE}")
-    return signed.lines
+    return signed
 
 
 def _first_problem(root: Path, rows: Sequence[dict], lines: range, manifest: dict,
