@@ -318,6 +318,30 @@ def test_guild_evaluate_plays_a_listening_endpoint(server, capsys):
     assert len(server.by_model("good")) - before == 12 * 6  # its seat, each game, each turn
 
 
+@pytest.mark.parametrize("model", ["e401", "e500"])
+def test_guild_evaluate_says_when_the_fallback_played_not_the_model(server, model, capsys):
+    # An endpoint that answers every request with an error: every decision is factor's, so
+    # the figures measure factor; evaluate says so, and fails, past the league's 10%.
+    code = main(["evaluate", f"llm:{model}@{server.url}", "--seeds", "0..1", "--turns", "6"])
+    captured = capsys.readouterr()
+    assert code == 1 and "paired difference +0.000" in captured.out  # factor against factor
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(
+        f"evaluate: error: llm:{model}@{server.url}: its fallback (factor) played 72 of its 72 "
+        "decisions (100.0%; the first: ")
+    assert err[0].endswith("), not the model; over 10%, the figures measure the fallback (a "
+                           "league leaves such a policy unranked)")
+    assert ("refused the credentials" if model == "e401" else "500") in err[0]
+
+
+def test_guild_evaluate_says_nothing_when_the_model_played(server, capsys):
+    # "malformed-once": the first request of each decision is unreadable, the retry is good;
+    # the model plays every decision, and nothing is said.
+    assert main(["evaluate", f"llm:malformed-once@{server.url}", "--seeds", "0..1",
+                 "--turns", "6"]) == 0
+    assert "fallback" not in capsys.readouterr().err
+
+
 def test_a_listening_endpoint_passes_the_probe_whatever_it_answers(server):
     # A connection accepted says a server is there; nothing is sent to it.
     p = policy(server, "e500")

@@ -197,6 +197,11 @@ class LLMPolicy:
         self._lock = threading.Lock()
         self.records: list[dict] = []
         self.disabled = False  # the service refused the credentials this episode
+        # over the policy's life, not an episode: whoever measures it (guild evaluate) must
+        # learn that its fallback, not the model, played
+        self.decisions = 0
+        self.fallbacks = 0
+        self.first_failure: str | None = None
 
     def __repr__(self) -> str:
         return f"LLMPolicy(model={self.model!r}, base_url={self.base_url!r})"
@@ -267,6 +272,13 @@ class LLMPolicy:
                       scripted=decision.scripted, seconds=round(time.perf_counter() - t0, 3))
         with self._lock:
             self.records.append(record)
+            self.decisions += 1
+            if reply is None:
+                self.fallbacks += 1
+                if self.first_failure is None:
+                    self.first_failure = record.get("error") or next(
+                        (a["error"] for a in reversed(record["attempts"]) if a.get("error")),
+                        "no usable reply")
         return decision
 
     def _ask(self, game: Game, seat: int) -> Ask:

@@ -14,6 +14,7 @@ import sys
 import sysconfig
 import traceback
 from pathlib import Path
+from typing import Any
 
 from agents.learn.evaluation import (
     DEFAULT_SEEDS,
@@ -28,6 +29,7 @@ from feasibility.cli import (  # the one A..B parser of the command line
 )
 from league.apart.sb3_load import guard
 from league.core.atomic import write_atomic
+from league.core.ladder import UNRANKED_ABOVE
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -69,8 +71,9 @@ def run(args: argparse.Namespace) -> int:
         if any(not s for s in against):
             raise EvaluationError(f"--against has an empty name: {args.against!r}")
         try:  # an sb3: model is loaded now (in a sandbox), before any game
-            spec, baseline, *others = guard([args.spec, args.baseline, *against], args.trust)
-            probe_endpoints([args.spec, args.baseline, *against])
+            roles = guard([args.spec, args.baseline, *against], args.trust)
+            models = language_models(roles)
+            spec, baseline, *others = [models.get(r, r) for r in roles]
         except ValueError as e:
             raise EvaluationError(str(e)) from None
         result = evaluate(spec, against=others, seeds=args.seeds, baseline=baseline,
@@ -82,6 +85,18 @@ def run(args: argparse.Namespace) -> int:
     except BaseException as e:  # noqa: BLE001 - a policy's own code failed (even sys.exit):
         return _error(policy_failure(e))  # say where, in one line
     print(report(result))
+    failed = False
+    for name, model in models.items():
+        if model.fallbacks:
+            share = 100 * model.fallbacks / model.decisions
+            failed |= share > UNRANKED_ABOVE
+            print(f"evaluate: {'error' if share > UNRANKED_ABOVE else 'note'}: {name}: its "
+                  f"fallback ({model.fallback}) played {model.fallbacks:,} of its "
+                  f"{model.decisions:,} decisions ({share:.1f}%; the first: "
+                  f"{' '.join(model.first_failure.split())[:200]}), not the model"
+                  + (f"; over {UNRANKED_ABOVE}%, the figures measure the fallback (a league "
+                     "leaves such a policy unranked)" if share > UNRANKED_ABOVE else ""),
+                  file=sys.stderr)
     if args.seeds[-1] >= RESERVED_SEEDS.stop:
         print(f"evaluate: note: seeds from {RESERVED_SEEDS.stop:,} up are where guild train "
               "draws its towns; a trained policy may have met these ones", file=sys.stderr)
@@ -90,20 +105,21 @@ def run(args: argparse.Namespace) -> int:
             write_atomic(args.json, json.dumps(result.to_dict(), indent=2) + "\n")
         except OSError as e:
             return _error(f"cannot write {args.json}: {e.strerror or e}")
-    return 0
+    return 1 if failed else 0
 
 
-def probe_endpoints(specs: list[str]) -> None:
-    """A ValueError when nothing listens at an ``llm:`` seat's endpoint: its seat would play
-    factor's every act (its fallback), and the figures would measure factor, not the model."""
+def language_models(specs: list[Any]) -> dict[str, Any]:
+    """The ``llm:`` policies among ``specs``, built once here, so that the evaluation plays
+    them and they can tell afterwards how many decisions their fallback played; a ValueError
+    when nothing listens at an endpoint (every act would be the fallback's, and the figures
+    would measure it, not the model)."""
     from agents import make_policy
-    from agents.llm.spec import is_local
 
-    for name in dict.fromkeys(specs):
-        if name.lower().startswith("llm:") and not is_local(name[len("llm:"):]):
-            probe = getattr(make_policy(name), "probe", None)
-            if callable(probe):
-                probe()
+    models = {name: make_policy(name) for name in dict.fromkeys(specs)
+              if isinstance(name, str) and name.strip().lower().startswith("llm:")}
+    for model in models.values():
+        model.probe()
+    return models
 
 
 def report(r: PairedResult) -> str:
