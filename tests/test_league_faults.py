@@ -300,6 +300,10 @@ def test_user_mistakes_exit_2_with_one_line(league12, tmp_path, capsys) -> None:
         "module without the class": (league_args(tmp_path / "a", policies="sim:Nope"), "Nope"),
         "unbuildable policy": (league_args(tmp_path / "a", policies=f"{F}Unbuildable"),
                                "no model file"),
+        "a module nowhere": (league_args(tmp_path / "a", policies="nosuchmodule:Bot,factor"),
+                             "add that folder to PYTHONPATH"),  # whole, and no place of ours
+        "a file that is no model": (league_args(tmp_path / "a", policies=f"sb3:{a_file},factor"),
+                                    "not a zip file"),
         "policy twice": (league_args(tmp_path / "a", policies="factor,factor"), "twice"),
         "unwritable dir": (league_args(a_file / "sub"), "cannot write"),
         "no episodes": (league_args(tmp_path / "a", 0), "--episodes"),
@@ -316,6 +320,8 @@ def test_user_mistakes_exit_2_with_one_line(league12, tmp_path, capsys) -> None:
         assert main(argv) == 2, name
         line = one_error_line(capsys.readouterr().err)
         assert words in line, (name, line)
+        if name != "unbuildable policy":  # that one raised in the policy's own file
+            assert "(at " not in line, (name, line)  # the user's mistake, no line of ours
     assert not (tmp_path / "a").exists()  # nothing was written for a refused command
 
 

@@ -242,6 +242,11 @@ class SB3Policy:
 
             _torch.manual_seed(int(seed) % (2 ** 63))
 
+    def probe(self) -> None:
+        """Load the model now (a ``ValueError`` naming the file when it cannot be played): a
+        league checks its seats before the first episode, not at their first decision."""
+        self._model()
+
     def _model(self) -> _Loaded:
         if self._loaded is None:  # lazily: building a league lineup must stay cheap
             self._loaded = load_model(self.path, self.extract)

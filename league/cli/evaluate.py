@@ -73,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
         try:  # an sb3: model is loaded now (in a sandbox), before any game
             roles = guard([args.spec, args.baseline, *against], args.trust)
             models = language_models(roles)
-            spec, baseline, *others = [models.get(r, r) for r in roles]
+            spec, baseline, *others = [models.get(r, r) if isinstance(r, str) else r
+                                       for r in roles]
         except ValueError as e:
             raise EvaluationError(str(e)) from None
         result = evaluate(spec, against=others, seeds=args.seeds, baseline=baseline,
@@ -115,8 +116,9 @@ def language_models(specs: list[Any]) -> dict[str, Any]:
     would measure it, not the model)."""
     from agents import make_policy
 
-    models = {name: make_policy(name) for name in dict.fromkeys(specs)
-              if isinstance(name, str) and name.strip().lower().startswith("llm:")}
+    names = [s for s in specs if isinstance(s, str)]  # not an sb3: model loaded by guard
+    models = {name: make_policy(name) for name in dict.fromkeys(names)
+              if name.strip().lower().startswith("llm:")}
     for model in models.values():
         model.probe()
     return models

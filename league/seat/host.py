@@ -20,6 +20,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from agents.policy import Decision, make_policy
@@ -149,14 +150,20 @@ def _said(e: BaseException) -> str:
     return f"{type(e).__name__}: {msg}" if msg else type(e).__name__
 
 
+_OURS = tuple(str(Path(__file__).resolve().parents[2] / package) + os.sep
+              for package in ("agents", "feasibility", "league", "sim"))
+
+
 def _where(e: BaseException, spec: str) -> str:
     """`` (at file.py:LINE)``: the innermost frame of the traceback in the policy's own
-    top-level package (else the innermost), named by its file's last two path parts."""
+    top-level package, named by its file's last two path parts; nothing when our own code
+    raised (a name that resolves to nothing, a file that is no model)."""
     frames = traceback.extract_tb(e.__traceback__)
-    if not frames:
-        return ""
     home = spec.split(":", 1)[0].split(".")[0]
-    pick = next((f for f in reversed(frames) if f"/{home}" in f.filename), frames[-1])
+    pick = next((f for f in reversed(frames) if f"/{home}" in f.filename
+                 and not f.filename.startswith(_OURS)), None)
+    if pick is None:
+        return ""
     name = "/".join(pick.filename.split("/")[-2:]) if "/__init__" in pick.filename else \
         pick.filename.rsplit("/", 1)[-1]
     return f" (at {name}:{pick.lineno})"
@@ -185,7 +192,9 @@ def serve(spec: str, requests: Any, replies: Any) -> None:
         try:
             request = json.loads(line)
             if request.get("type") == "build":  # the league's check before it starts
-                make_policy(spec)
+                probe = getattr(make_policy(spec), "probe", None)
+                if callable(probe):  # it can play: an sb3: model loads, an endpoint answers
+                    probe()
                 reply = {"ok": True}
             elif request.get("type") == "reset":
                 speech = bool(request.get("speech", True))
@@ -203,7 +212,8 @@ def serve(spec: str, requests: Any, replies: Any) -> None:
         except KeyboardInterrupt:  # Ctrl-C reaches the seats too: this process stops
             raise
         except BaseException as e:  # the policy's own failure, sys.exit too: this seat's fault
-            reply = {"error": f"{_said(e)[:160]}{_where(e, spec)}"[:300]}
+            where = _where(e, spec)
+            reply = {"error": f"{_said(e)[:300 - len(where)]}{where}"}
         write(reply)
 
 
