@@ -129,6 +129,42 @@ def test_recorded_model_decisions_are_exported_as_sent_and_answered(llm_league, 
     assert manifest["bySource"] == {"llm": 18} and manifest["onlyLlm"] is True
 
 
+def test_acts_a_fallback_played_are_flagged(tmp_path):
+    # A model whose every request fails: factor plays its seat's every decision, and those
+    # rows say so; factor's own seats played their own (scripted) acts.
+    out = tmp_path / "lg"
+    with FakeLLM(lifetime=60) as server:
+        assert main(["league", "--policies", f"llm:e500@{server.url},factor", "--episodes",
+                     "1", "--turns", "6", "--workers", "1", "--seed", "5", "--out",
+                     str(out)]) == 0
+    assert main(["export-sft", str(out), "--out", str(tmp_path / "sft"),
+                 "--val-fraction", "0"]) == 0
+    rows = read(tmp_path / "sft" / "train.jsonl")
+    fell = [r["meta"]["policy"].startswith("llm:") for r in rows]
+    assert sum(fell) == 18  # 3 seats x 6 turns
+    assert [r["meta"]["fallback"] for r in rows] == fell
+    assert all(r["meta"]["scripted"] and r["meta"]["source"] == "replay" for r in rows)
+
+
+@pytest.mark.parametrize("damage", ["not json", "gone"])
+def test_a_league_json_missing_or_damaged_is_one_line(baseline_league, tmp_path, capsys,
+                                                      damage):
+    import shutil
+
+    copy = tmp_path / "lg"
+    shutil.copytree(baseline_league, copy, ignore=shutil.ignore_patterns("sft", ".lock"))
+    if damage == "gone":
+        (copy / "league.json").unlink()
+    else:
+        (copy / "league.json").write_text("{", encoding="utf-8")
+    assert main(["export-sft", str(copy), "--out", str(tmp_path / "o")]) == 2
+    captured = capsys.readouterr()
+    line = captured.err.strip()
+    assert "Traceback" not in captured.err and len(line.splitlines()) == 1
+    assert ("has no league.json" if damage == "gone" else "is not valid JSON") in line
+    assert not (tmp_path / "o").exists()
+
+
 def test_a_broken_episode_is_skipped_and_counted(baseline_league, tmp_path: Path, capsys):
     import shutil
 

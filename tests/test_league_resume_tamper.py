@@ -393,13 +393,18 @@ def test_a_replay_that_is_a_device_or_a_fifo_is_refused_unread(crashed, tmp_path
 
 
 @pytest.mark.parametrize("make", [_zero, _fifo], ids=["dev-zero", "fifo"])
-@pytest.mark.parametrize("name", ["signature.json", "results.jsonl"])
-def test_a_signature_or_results_that_is_a_device_or_a_fifo_is_refused_unread(
+@pytest.mark.parametrize("name", ["signature.json", "results.jsonl", "league.json"])
+def test_a_signature_results_or_manifest_that_is_a_device_or_a_fifo_is_refused_unread(
         league12, tmp_path, capsys, make, name) -> None:
     out = copy_league(league12[0], tmp_path)
     make(out / name)
     line = _refused_unread(out, capsys)
     assert name in line and "regular file" in line
+    if name == "league.json":  # guild verify, which cannot go on without it, too
+        capsys.readouterr()
+        assert main(["verify", str(out)]) == 2
+        line = one_error_line(capsys.readouterr().err)
+        assert name in line and "regular file" in line
 
 
 def test_a_line_joined_to_the_next_by_a_carriage_return_is_refused(crashed, tmp_path,

@@ -7,14 +7,16 @@ form that fine-tuning libraries read (e.g. TRL's ``SFTTrainer``)::
      "completion": [{"role": "assistant", "content": "{\\"action\\": ..., \\"say\\": ...,
                                                        \\"notes\\": ...}"}],
      "meta": {"episode", "seed", "turn", "seat", "alias", "policy", "source", "scripted",
-              "intent", "reason"}}
+              "fallback", "intent", "reason"}}
 
 Where a language-model seat's decision was recorded (the replay's ``"llm"`` key), the prompt is
 exactly what the model was sent (with its operator guidance, without the retry's corrective
 line) and the completion its cleaned reply (``source: "llm"``). Every other act -- baselines,
 other policies, the turns a model lost to a fallback -- is rebuilt by replaying the episode:
 ``agents.llm.prompt``'s system message and the seat's ``observation_text`` at that turn, with
-the sentence played (and its spoken line) as the reply (``source: "replay"``). ``--only-llm``
+the sentence played (and its spoken line) as the reply (``source: "replay"``); ``fallback``
+marks an act the seat's fallback played for its policy (it failed, or the model gave no usable
+reply), which a fine-tune of that policy may want to leave out. ``--only-llm``
 keeps the model's own decisions only; an episode that does not re-derive is skipped and counted.
 
 The split is by game seed, so the six seat rotations of a league group never straddle it: an
@@ -30,7 +32,6 @@ import argparse
 import contextlib
 import hashlib
 import json
-import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -40,11 +41,10 @@ from typing import Any
 from league.core.atomic import replacing, write_atomic
 from league.core.errors import LeagueError
 from league.core.store import MANIFEST, REPLAYS, RESULTS, load_results
+from league.core.verify import league_manifest
 from sim import Game, GameConfig, ReplayMismatch, replay
 from sim.replay import _action  # the recorded act as replay plays it (sentence or structured)
 from sim.rules.world import SEATS, STANDARD_TOWN
-
-_log = logging.getLogger(__name__)
 
 FORMAT = "guild.sft.v1"
 SPLITS = ("train", "validation")
@@ -114,6 +114,7 @@ def export(root: str | Path, out: str | Path, val_fraction: float = 0.1,
         raise LeagueError(f"{root} is not a directory")
     if not (root / RESULTS).is_file():
         raise LeagueError(f"{root} has no {RESULTS}; is it a league's --out directory?")
+    league = _league(root)
     rows, _torn = load_results(root / RESULTS)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -146,7 +147,7 @@ def export(root: str | Path, out: str | Path, val_fraction: float = 0.1,
             handles[s].flush()
             os.fsync(handles[s].fileno())
     manifest = {
-        "format": FORMAT, "source": str(root.resolve()), "league": _league(root),
+        "format": FORMAT, "source": str(root.resolve()), "league": league,
         "episodes": len(rows), "skipped": len(skipped), "firstSkipped": skipped[0] if skipped
         else None, "onlyLlm": only_llm,
         "split": {"by": "seed", "valFraction": val_fraction, "rule": SPLIT_RULE},
@@ -161,15 +162,12 @@ def export(root: str | Path, out: str | Path, val_fraction: float = 0.1,
     return manifest
 
 
-def _league(root: Path) -> dict | None:
-    """What ``league.json`` says about the league (policies, seed, rules), if readable."""
-    try:
-        data = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):  # the export goes on; its manifest says "league": null
-        _log.warning("cannot read %s", root / MANIFEST, exc_info=True)
-        return None
+def _league(root: Path) -> dict:
+    """What ``league.json`` says about the league (policies, seed, rules), for the export's
+    provenance; ``LeagueError`` (one line) when it is missing or is no league's."""
+    data = league_manifest(root / MANIFEST)
     keys = ("policies", "seed", "turns", "thievery", "speech")
-    return {k: data[k] for k in keys if k in data} if isinstance(data, dict) else None
+    return {k: data[k] for k in keys if k in data}
 
 
 def _load(root: Path, row: dict) -> dict:
@@ -200,6 +198,17 @@ def chosen_number(game: Game, seat: int, rec: dict | None, event: dict) -> int |
     return choice_number(game, seat, sentence) if isinstance(sentence, str) else None
 
 
+def _fallback_seats(acts: list[dict], fallbacks: object) -> list[bool]:
+    """Per seat, whether its scripted acts are its fallback's, not its policy's: the results
+    line counts as many fallbacks as the replay marks scripted acts (a policy that is not
+    scripted by nature; every fallback is marked scripted). A scripted policy's acts are its
+    own: where it also fell back (rare), which acts did is not told, and none is flagged."""
+    marked = [sum(1 for e in acts if e.get("seat") == s and e.get("scripted"))
+              for s in range(SEATS)]
+    counts = fallbacks if isinstance(fallbacks, list) and len(fallbacks) == SEATS else [0] * SEATS
+    return [m > 0 and counts[s] == m for s, m in enumerate(marked)]
+
+
 def episode_rows(payload: dict, row: dict, only_llm: bool = False) -> Iterator[dict]:
     """The rows of one episode, in turn then seat order (see the module for what they hold)."""
     from agents.llm.prompt import Reply, system_prompt  # the system message the seats get
@@ -215,6 +224,7 @@ def episode_rows(payload: dict, row: dict, only_llm: bool = False) -> Iterator[d
                if isinstance(r, dict)}
     game = Game(cfg)
     acts = [e for e in events if e.get("kind") == "act"]
+    fell = _fallback_seats(acts, row.get("fallbacks"))
     for k in range(0, len(acts) - SEATS + 1, SEATS):
         batch = sorted(acts[k:k + SEATS], key=lambda e: e["seat"])
         for e in batch:
@@ -247,7 +257,9 @@ def episode_rows(payload: dict, row: dict, only_llm: bool = False) -> Iterator[d
                    "meta": {"episode": row["id"], "seed": row["seed"], "turn": e["turn"],
                             "seat": seat, "alias": game.aliases[seat],
                             "policy": row["lineup"][seat], "source": "llm" if own else "replay",
-                            "scripted": bool(e.get("scripted")), "intent": e.get("intent"),
+                            "scripted": bool(e.get("scripted")),
+                            "fallback": bool(e.get("scripted")) and fell[seat],
+                            "intent": e.get("intent"),
                             "reason": e.get("reason")}}
         # Play the recorded turn exactly as sim.replay does, to reach the next turn's state.
         game._play([_action(e) for e in batch], [e.get("say", "") for e in batch],

@@ -62,6 +62,7 @@ IDENTITY = ("format", "policies", "seed", "turns", "thievery", "speech", "decisi
 # league begun before leagues were signed lacks them all, and is signed from its next run on.
 SIGNED_IDENTITY = ("signedBy", "models")
 MAX_RESULTS_BYTES = 4 << 30  # about five million episodes
+MAX_MANIFEST_BYTES = 4 << 20  # league.json: policies, the draw's commitments, models' digests
 MAX_SCORE = 1e6  # far beyond any score the rules give; a bigger number is not a score
 ROW_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # ids name files: nothing else is accepted
 
@@ -90,6 +91,21 @@ def load_results(path: Path) -> tuple[list[dict], bool]:
             raise LeagueError(f"{path} line {n} is not a JSON object")
         rows.append(row)
     return rows, torn
+
+
+def read_manifest(path: Path) -> dict | None:
+    """``league.json`` at ``path``; None when there is none, ``LeagueError`` (one line) when it
+    is no regular file (a FIFO would block its reader), too large, or no JSON object."""
+    if not os.path.lexists(path):
+        return None
+    raw = read_regular(path, MAX_MANIFEST_BYTES, MANIFEST)
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):  # RecursionError: nested past any real manifest
+        raise LeagueError(f"{path} is not valid JSON (or is nested too deeply)") from None
+    if not isinstance(data, dict):
+        raise LeagueError(f"{path} is not a JSON object")
+    return data
 
 
 def _truncate(path: Path, size: int) -> None:
@@ -206,19 +222,7 @@ class LeagueDir:
         self.close()
 
     def read_manifest(self) -> dict | None:
-        try:
-            text = self.manifest_path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return None
-        except OSError as e:
-            raise LeagueError(f"cannot read {self.manifest_path}: {e.strerror or e}") from None
-        try:
-            data = json.loads(text)
-        except ValueError:
-            raise LeagueError(f"{self.manifest_path} is not valid JSON") from None
-        if not isinstance(data, dict):
-            raise LeagueError(f"{self.manifest_path} is not a JSON object")
-        return data
+        return read_manifest(self.manifest_path)
 
     def check_identity(self, manifest: dict) -> None:
         """Refuse a directory that holds another configuration's league (or is no league)."""

@@ -32,7 +32,14 @@ from league.core.errors import LeagueError
 from league.core.files import MAX_REPLAY_BYTES, read_regular
 from league.core.lineups import SECRET_SCHEME, Draw, EpisodeSpec, SecretDraw, episode_spec
 from league.core.signing import SIGNATURE
-from league.core.store import MANIFEST, REPLAYS, RESULTS, load_results, row_problem
+from league.core.store import (
+    MANIFEST,
+    REPLAYS,
+    RESULTS,
+    load_results,
+    read_manifest,
+    row_problem,
+)
 from sim import GameConfig, ReplayMismatch, replay
 from sim.rules.world import SEATS, STANDARD_TOWN
 
@@ -78,7 +85,7 @@ def verify_dir(root: str | Path, public_key: str | None = None) -> Report:
         raise LeagueError(f"{root} is not a directory")
     if not (root / RESULTS).is_file():
         raise LeagueError(f"{root} has no {RESULTS}; is it a league's --out directory?")
-    manifest = _manifest(root / MANIFEST)
+    manifest = league_manifest(root / MANIFEST)
     try:
         rows, torn = load_results(root / RESULTS)
     except RecursionError:
@@ -367,16 +374,13 @@ def _names(lineup: object) -> str:
     return ",".join(map(str, lineup)) if isinstance(lineup, (list, tuple)) else repr(lineup)
 
 
-def _manifest(path: Path) -> dict:
+def league_manifest(path: Path) -> dict:
     """``league.json``, which says what the league claims; without it there is nothing to check."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    data = read_manifest(path)
+    if data is None:
         raise LeagueError(f"{path.parent} has no {MANIFEST}; it says which episodes the "
-                          "league holds, so there is nothing to check against") from None
-    except (OSError, ValueError, RecursionError):
-        raise LeagueError(f"{path} is not valid JSON (or is nested too deeply)") from None
-    ok = (isinstance(data, dict) and isinstance(data.get("policies"), list)
+                          "league holds, so there is nothing to check against")
+    ok = (isinstance(data.get("policies"), list)
           and data["policies"] and all(isinstance(p, str) for p in data["policies"])
           and (isinstance(data.get("seed"), int) or (data.get("seed") is None
                                                       and data.get("draw") == SECRET_SCHEME))
