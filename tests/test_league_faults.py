@@ -305,6 +305,8 @@ def test_user_mistakes_exit_2_with_one_line(league12, tmp_path, capsys) -> None:
         "a file that is no model": (league_args(tmp_path / "a", policies=f"sb3:{a_file},factor"),
                                     "not a zip file"),
         "policy twice": (league_args(tmp_path / "a", policies="factor,factor"), "twice"),
+        "policy twice in two cases": (league_args(tmp_path / "a", policies="factor,Factor"),
+                                      "one policy twice, as 'factor' and 'Factor'"),
         "unwritable dir": (league_args(a_file / "sub"), "cannot write"),
         "no episodes": (league_args(tmp_path / "a", 0), "--episodes"),
         "too few turns": (league_args(tmp_path / "a", 6, "--turns", "3"), "--turns"),

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import overload
 
 from league.core.errors import LeagueError
+from sim.policies import POLICIES
 from sim.rules.world import SEATS
 
 SCHEME = "cyclic-fill-shuffle/sha256/v1"  # recorded in league.json; change it if the draw changes
@@ -63,12 +64,23 @@ def parse_policies(text: str) -> list[str]:
     names = [p.strip() for p in text.split(",")]
     if not text.strip() or any(not n for n in names):
         raise LeagueError(f"--policies needs a comma-separated list of policies; got {text!r}")
-    seen: set[str] = set()
+    seen: dict[str, str] = {}
     for n in names:
-        if n in seen:
-            raise LeagueError(f"--policies names {n!r} twice; list each policy once")
-        seen.add(n)
+        key = _policy_key(n)
+        if key in seen:
+            twice = f"{n!r} twice" if seen[key] == n else \
+                f"one policy twice, as {seen[key]!r} and {n!r}"
+            raise LeagueError(f"--policies names {twice}; list each policy once")
+        seen[key] = n
     return names
+
+
+def _policy_key(name: str) -> str:
+    """``name`` as the policy registry reads it: a registered name (or the prefix of a spec,
+    ``PPO:run.pt``) in any case, the rest as written (a module or a file name may differ in
+    case alone)."""
+    head, colon, rest = name.partition(":")
+    return head.lower() + colon + rest if head.strip().lower() in POLICIES.names() else name
 
 
 @dataclass(frozen=True)
