@@ -352,6 +352,23 @@ def test_two_runs_cannot_share_a_directory(league12, tmp_path, capsys) -> None:
     assert len(lines(out)) == 12
 
 
+@pytest.mark.parametrize("name", ["ladder.json", "signature.json", "replays/e000000.json"])
+def test_a_folder_with_a_league_file_but_no_league_json_is_refused_untouched(
+        tmp_path, capsys, name) -> None:
+    # A user's own ladder.json, or what is left of a league whose league.json was lost: no
+    # new league begins over it (its ladder written over, a secret drawn, then refused).
+    out = tmp_path / "mine"
+    (out / name).parent.mkdir(parents=True)
+    (out / name).write_text('{"mine": true}\n', encoding="utf-8")
+    assert main(["league", "--policies", "factor,magpie", "--episodes", "6", "--workers", "1",
+                 "--out", str(out)]) == 2  # a secret draw: its secret.json is not written
+    line = one_error_line(capsys.readouterr().err)
+    assert f"{out / name} exists but {out / 'league.json'} does not" in line
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")
+                  if p.name != ".lock") == sorted({"replays", name})
+    assert (out / name).read_text(encoding="utf-8") == '{"mine": true}\n'
+
+
 def test_foreign_or_damaged_results_files_are_refused(league12, tmp_path, capsys) -> None:
     out = copy_league(league12[0], tmp_path)
     (out / "league.json").unlink()

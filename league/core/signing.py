@@ -39,10 +39,9 @@ from typing import Any
 
 from league.core.atomic import write_atomic
 from league.core.errors import LeagueError
-from league.core.store import LADDER, MANIFEST, REPLAYS, RESULTS
+from league.core.store import LADDER, MANIFEST, REPLAYS, RESULTS, SIGNATURE
 
 ALGORITHM = "ed25519"
-SIGNATURE = "signature.json"
 SIGNATURE_FORMAT = "guild.signature.v1"
 SIGNED_FILES = (MANIFEST, RESULTS, LADDER)
 KEY_NAME = "league-key.pem"

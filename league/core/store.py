@@ -55,6 +55,7 @@ MANIFEST = "league.json"
 LADDER = "ladder.json"
 SECRETS = "secret.json"  # a secret draw's secrets (league.core.lineups.SecretDraw), mode 0600
 REPLAYS = "replays"
+SIGNATURE = "signature.json"  # league.core.signing
 # manifest keys that must match to resume
 IDENTITY = ("format", "policies", "seed", "turns", "thievery", "speech", "decisionTimeout",
             "episodeTimeout", "lineups", "fallback", "trust", "sandbox", "draw")
@@ -227,9 +228,12 @@ class LeagueDir:
     def check_identity(self, manifest: dict) -> None:
         """Refuse a directory that holds another configuration's league (or is no league)."""
         old = self.read_manifest()
-        if old is None and self.results.exists():
-            raise LeagueError(f"{self.results} exists but {self.manifest_path} does not; this "
-                              "is not a league directory of this program; use another --out")
+        if old is None:  # what a league writes, in a folder it did not begin: not ours
+            found = next((p for p in (self.results, self.root / LADDER, self.root / SIGNATURE)
+                          if os.path.lexists(p)), None) or next(self.replays.iterdir(), None)
+            if found is not None:
+                raise LeagueError(f"{found} exists but {self.manifest_path} does not; this is "
+                                  "not a league directory of this program; use another --out")
         if old is not None:
             for key in IDENTITY + SIGNED_IDENTITY:
                 if key in SIGNED_IDENTITY and "signedBy" not in old:
