@@ -44,8 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     accept_negative_seeds(p)  # --seeds -5..-1 as well as --seeds=-5..-1
     p.add_argument("spec", metavar="SPEC",
                    help="the policy: factor, magpie, random, champion, module.path:Name, "
-                   "llm:..., ... (module: and exec: policies run in this process with your "
-                   "rights and no time limit: for your own code; a league sandboxes others')")
+                   "llm:..., ... (a module: policy runs in this process, an exec: program as "
+                   "its child, with your rights and no time limit: for your own code; a league "
+                   "sandboxes others')")
     p.add_argument("--against", default="factor,magpie", metavar="P1,P2,...",
                    help="the other seats, cycling in seat order (factor,magpie)")
     p.add_argument("--seeds", type=parse_seeds, metavar="A..B",
