@@ -172,7 +172,7 @@ def test_models_are_loaded_once_per_file_version(model, tmp_path) -> None:
 
 
 
-def test_sb3_models_record_the_table_version_and_others_are_refused(tmp_path) -> None:
+def test_sb3_models_record_the_table_version_and_another_is_refused(tmp_path) -> None:
     needs_module("sb3_contrib", "torch==2.13.0, then pip install -e '.[train]'")
     import gymnasium
     from sb3_contrib import MaskablePPO
@@ -193,8 +193,10 @@ def test_sb3_models_record_the_table_version_and_others_are_refused(tmp_path) ->
     game = play_episode(GameConfig(seed=2), [f"sb3:{tmp_path / 'current.zip'}", "factor",
                                              "magpie", "factor", "magpie", "factor"])
     assert game.done
-    for name, words in (("unversioned", "does not record"), ("v1", "version 1")):
-        with pytest.raises(ValueError, match=words):
-            make_policy(f"sb3:{tmp_path / name}.zip").act(game, 0)
+    # without a version, its 267 actions tell: this table's (tests/test_sb3_sandbox.py has one
+    # of version 1's count, refused)
+    assert make_policy(f"sb3:{tmp_path / 'unversioned.zip'}").act(game, 0) is not None
+    with pytest.raises(ValueError, match="version 1"):
+        make_policy(f"sb3:{tmp_path / 'v1.zip'}").act(game, 0)
 
 
