@@ -332,7 +332,9 @@ try:
             return obs
 
         def step_async(self, actions: np.ndarray) -> None:
-            self._actions = np.asarray(actions, np.int64)
+            """Keep ``actions`` for ``step_wait``, refusing them now unless they are table
+            indices (a float would be cut to an index; MaskablePPO gives int arrays)."""
+            self._actions = self.env.check_actions(actions)
 
         def step_wait(self) -> tuple:
             obs, reward, done, _, info = self.env.step(self._actions)

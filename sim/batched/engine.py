@@ -20,7 +20,14 @@ from collections.abc import Callable
 import numpy as np
 
 from ..rules.offers import Offer
-from ..rules.world import COMMISSION_COUNT, MIN_TURNS, SEATS, STANDARD_TOWN, World
+from ..rules.world import (
+    COMMISSION_COUNT,
+    MAX_TURNS,
+    MIN_TURNS,
+    SEATS,
+    STANDARD_TOWN,
+    World,
+)
 from . import jit, source
 from .observe import all_seats, encode, legal_masks
 from .setup import check_seeds, towns_of
@@ -38,7 +45,7 @@ class BatchedGuild:
 
     Args:
         n: number of episodes (rows).
-        turns: the horizon of every episode (RULES §6.7; at least 6).
+        turns: the horizon of every episode (RULES §6.7; 6 to ``MAX_TURNS``, as ``GameConfig``).
         thievery: False plays the honest-town variant (§6.8).
         world: the town (default the standard one).
         seed: seeds the stream of game seeds drawn for new episodes (``reset()`` without
@@ -49,8 +56,10 @@ class BatchedGuild:
                  world: World | None = None, seed: int | None = None) -> None:
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise ValueError(f"n must be a positive int; got {n!r}")
-        if isinstance(turns, bool) or not isinstance(turns, int) or turns < MIN_TURNS:
-            raise ValueError(f"turns must be an int of at least {MIN_TURNS}; got {turns!r}")
+        if isinstance(turns, bool) or not isinstance(turns, int):
+            raise ValueError(f"turns must be an int; got {turns!r}")
+        if not MIN_TURNS <= turns <= MAX_TURNS:  # GameConfig's bound: the observation's too
+            raise ValueError(f"turns must be from {MIN_TURNS} to {MAX_TURNS}; got {turns!r}")
         if world is not None and not isinstance(world, World):
             raise ValueError(f"world must be a World; got {type(world).__name__}")
         self.n = int(n)
@@ -70,8 +79,13 @@ class BatchedGuild:
         """Start new episodes in ``rows`` (default all) from game ``seeds`` (default: drawn).
 
         Seed-compatible with ``Game(GameConfig(seed=s))``: the same town, turn 0 open.
+        ``rows`` are distinct ints from 0 to ``n - 1``, checked before anything changes (the
+        seed stream included).
         """
-        rows = self.rows if rows is None else np.asarray(rows, np.int64)
+        self._reset(seeds, self.rows if rows is None else self._check_rows(rows))
+
+    def _reset(self, seeds: np.ndarray | None, rows: np.ndarray) -> None:
+        """``reset`` of rows known to be good (checked, or ``reset_done``'s own)."""
         if seeds is None:
             seeds = self.seed_rng.integers(0, SEED_HIGH, size=rows.size)
         seeds = check_seeds(seeds)
@@ -87,7 +101,7 @@ class BatchedGuild:
             for a in st:
                 a.fill(0)
         else:
-            if rows.size == 1 and 0 <= rows[0] < self.n:  # a slice: cheaper than a list
+            if rows.size == 1:  # a slice: cheaper than a list
                 at = slice(int(rows[0]), int(rows[0]) + 1)
             for a in st:
                 a[at] = 0
@@ -105,11 +119,32 @@ class BatchedGuild:
         st.points[at] = source.scoring.score_points(
             self.world.start_coin, [0] * tb.n_goods, tb.values, [COMMISSION_COUNT] * 2, [0, 0])
 
+    def _check_rows(self, rows) -> np.ndarray:
+        """``rows`` as int64, or ValueError: a negative row would wrap to the end, a float be
+        cut, a repeated row start twice (the last seed winning)."""
+        r = np.asarray(rows)
+        if r.ndim != 1 or not (r.dtype.kind in "iu" or r.size == 0):  # ints, signed or not
+            raise ValueError(f"rows must be a 1-d array of ints; got {r.dtype} {r.shape}")
+        if r.size == 0:
+            return r.astype(np.int64)
+        bad = (r < 0) | (r >= self.n)
+        if bad.any():
+            raise ValueError(f"rows must be from 0 to {self.n - 1}; got row "
+                             f"{int(r[np.argmax(bad)])}")
+        r = r.astype(np.int64, copy=False)
+        if r.size > 1 and not (r[1:] > r[:-1]).all():  # increasing rows are distinct: no sort
+            s = np.sort(r)
+            twice = s[1:] == s[:-1]
+            if twice.any():
+                raise ValueError(f"rows must be distinct; got row {int(s[1:][twice][0])} "
+                                 "more than once")
+        return r
+
     def reset_done(self) -> np.ndarray:
         """Start new episodes in the rows that have ended; returns those rows."""
         rows = np.flatnonzero(self.state.done)
         if rows.size:
-            self.reset(rows=rows)
+            self._reset(None, rows)
         return rows
 
     # --- the turn (RULES §6) ------------------------------------------------------------------

@@ -25,10 +25,23 @@ from ..policies import POLICIES, is_policy_function
 from ..rules.world import MAX_SENTENCE_LEN, SEATS, World
 
 DEFAULT_OPPONENTS = ("factor", "magpie", "factor", "magpie", "factor")
+# The longest sentence text mode takes: its action space's ``Text(max_length=...)``.
+MAX_TEXT_ACTION = MAX_SENTENCE_LEN * 4
 
 
 # Everything below the surrogates (and newline) can appear in a sentence or a text view.
 TEXT_CHARSET = "\n" + "".join(chr(c) for c in range(0x20, 0xD800))
+
+
+def check_seat(seat: object) -> int | None:
+    """``seat`` as a plain int (0..5), or None; a float or bool is refused even where it
+    equals a seat (``1.0 in range(6)``), since it would fail only later, as an index."""
+    if seat is None:
+        return None
+    if isinstance(seat, bool) or not isinstance(seat, (int, np.integer)) or not (
+            0 <= seat < SEATS):
+        raise ValueError(f"seat must be an int 0..{SEATS - 1} or None; got {seat!r}")
+    return int(seat)
 
 
 def resolve_policy(spec):
@@ -59,7 +72,7 @@ def seat_spaces(world: World, text_mode: bool, flat: bool) -> tuple[spaces.Space
         obs = spaces.Dict({
             "observation_text": spaces.Text(max_length=60_000, charset=TEXT_CHARSET),
         })
-        return obs, spaces.Text(max_length=MAX_SENTENCE_LEN * 4, min_length=0,
+        return obs, spaces.Text(max_length=MAX_TEXT_ACTION, min_length=0,
                                 charset=TEXT_CHARSET)
     if flat:
         size = sum(shape[0] for shape, _ in lay.values())
@@ -76,6 +89,9 @@ class SeatFace:
     """What both environments share: a seat's observation, mask and action decoding."""
 
     def __init__(self, world: World, text_mode: bool, flat: bool) -> None:
+        if text_mode and flat:  # text mode's observation is a sentence: nothing to flatten
+            raise ValueError("flatten=True and text_mode=True exclude each other: text mode "
+                             "observes text, which has no flat vector")
         self.world = world
         self.text_mode = text_mode
         self.flat = flat
@@ -154,6 +170,9 @@ class SeatFace:
         if self.text_mode:
             if not isinstance(action, str):
                 raise ValueError(f"text mode takes a sentence (str); got {action!r}")
+            if len(action) > MAX_TEXT_ACTION:  # outside the action space's Text(max_length)
+                raise ValueError(f"a text-mode action may be at most {MAX_TEXT_ACTION} "
+                                 f"characters long; got a sentence of {len(action)}")
             return action
         return to_intent(self.index(action), self.world, seat, game.state.room[seat])
 

@@ -16,7 +16,7 @@ from ..game import Game, GameConfig
 from ..policies import BATCHED_POLICIES
 from ..rules.scoring import score
 from ..rules.world import SEATS, STANDARD_TOWN, World
-from .face import DEFAULT_OPPONENTS, SeatFace, resolve_policy, seat_spaces
+from .face import DEFAULT_OPPONENTS, SeatFace, check_seat, resolve_policy, seat_spaces
 from .row import RowEpisode
 
 
@@ -81,8 +81,7 @@ class GuildEnv(gym.Env):
                  turns: int = 14, thievery: bool = True, speech: bool = True,
                  world: World | None = None, text_mode: bool = False, flatten: bool = False,
                  reward: str = "dense", render_mode: str | None = None) -> None:
-        if seat is not None and (isinstance(seat, bool) or seat not in range(SEATS)):
-            raise ValueError(f"seat must be 0..5 or None; got {seat!r}")
+        seat = check_seat(seat)
         if reward not in ("dense", "terminal"):
             raise ValueError(f"reward must be 'dense' or 'terminal'; got {reward!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -173,6 +172,8 @@ class GuildEnv(gym.Env):
     def action_masks(self) -> np.ndarray:
         """The legal-action mask (sb3-contrib MaskablePPO calls this)."""
         if self._row is None:
+            if self._game is None:  # as step(): no episode to mask yet
+                raise RuntimeError("action_masks() called before reset(); call reset() first")
             return np.array(legal_mask(self._game.state, self.seat), bool)
         return self._mask.copy()
 

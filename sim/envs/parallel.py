@@ -95,6 +95,10 @@ class GuildParallelEnv(ParallelEnv):
         missing = [a for a in agents if a not in actions]
         if missing:
             raise ValueError(f"step needs an action for every agent; missing {missing}")
+        if len(actions) != len(agents):  # a key that is no agent would be dropped unplayed
+            unknown = [a for a in actions if a not in self.agents]
+            raise ValueError(f"step takes actions of the live agents {agents[0]}.."
+                             f"{agents[-1]} only; got unknown agents {unknown!r:.200}")
         picked = [actions[a] for a in agents]
         if self._row is None:
             game = self._game
@@ -123,6 +127,8 @@ class GuildParallelEnv(ParallelEnv):
     def action_masks(self, agent: str) -> np.ndarray:
         s = self.possible_agents.index(agent)
         if self._row is None:
+            if self._game is None:  # as step(): no episode to mask yet
+                raise RuntimeError("action_masks() called before reset(); call reset() first")
             return np.array(legal_mask(self._game.state, s), bool)
         return self._row.observe()[s, -self.face.n_actions:] > 0
 

@@ -18,7 +18,7 @@ truncate.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from gymnasium.utils import seeding
@@ -28,9 +28,9 @@ from gymnasium.vector.utils import batch_space
 from ..batched.engine import SEED_HIGH, BatchedGuild
 from ..batched.observe import all_seats, encode, offsets
 from ..codec.encode import slices
-from ..policies import BATCHED_POLICIES
+from ..policies import BATCHED_POLICIES, POLICIES
 from ..rules.world import SEATS, World
-from .face import DEFAULT_OPPONENTS, seat_spaces
+from .face import DEFAULT_OPPONENTS, check_seat, seat_spaces
 
 
 def make_batched_policy(spec):
@@ -39,8 +39,18 @@ def make_batched_policy(spec):
     object marked ``batched = True`` with ``act(engine, rows, seats) -> indices``.
 
     Scalar policies (``act(game, seat)``) are refused: calling them once per episode would undo
-    the batching.
+    the batching.  So is a spec of a kind with no batched form (``"llm:..."``), by name: read
+    as ``"module:Name"`` it would blame a module of that name instead.
     """
+    name = spec.get("name") if isinstance(spec, Mapping) else spec
+    if isinstance(name, str):
+        kind = name.strip().partition(":")[0].lower()
+        if ("." not in kind and kind not in BATCHED_POLICIES.names()
+                and kind in POLICIES.names()):
+            raise ValueError(f"policy {name!r:.80}: {kind}: policies have no batched form "
+                             f"(batched: {', '.join(BATCHED_POLICIES.names())}, or a batched "
+                             "'module:Name'); the scalar GuildEnv plays it "
+                             "(vectorization_mode='sync')")
     return BATCHED_POLICIES.make(spec)
 
 
@@ -49,7 +59,8 @@ class GuildVectorEnv(VectorEnv):
 
     Same spaces, observations, masks and rewards as ``sim.envs.gym.GuildEnv``; the five opponents
     are batched policies (``agents.baselines.batched``; default factor, magpie, factor, magpie,
-    factor as ``DEFAULT_OPPONENTS``).  Autoreset ``SAME_STEP`` (module docstring).
+    factor as ``DEFAULT_OPPONENTS``).  Autoreset ``NEXT_STEP``, as Gymnasium's default, or
+    ``SAME_STEP`` by ``autoreset_mode`` (module docstring).
 
     ``info``: ``seat``, ``score`` and ``game_seed`` per env, ``action_mask`` (``[n, actions]``
     int8); at an episode's end ``final_obs``/``_final_obs`` and ``final_info`` (``score``,
@@ -88,8 +99,7 @@ class GuildVectorEnv(VectorEnv):
             raise ValueError("text_mode needs the scalar engine: use vectorization_mode='sync'")
         if render_mode is not None:
             raise ValueError("the batched env does not render; use the scalar GuildEnv")
-        if seat is not None and (isinstance(seat, bool) or seat not in range(SEATS)):
-            raise ValueError(f"seat must be 0..5 or None; got {seat!r}")
+        seat = check_seat(seat)
         if reward not in ("dense", "terminal"):
             raise ValueError(f"reward must be 'dense' or 'terminal'; got {reward!r}")
         specs = list(DEFAULT_OPPONENTS if opponents is None else opponents)
@@ -142,10 +152,23 @@ class GuildVectorEnv(VectorEnv):
         self._pending[:] = False
         return self._observe(), self._info()
 
-    def step(self, actions):
+    def check_actions(self, actions) -> np.ndarray:
+        """``actions`` as an array of ``num_envs`` table indices, or ValueError naming the
+        first env whose action is none; ``step`` checks before any seat (an opponent's random
+        stream included) moves."""
         a = np.asarray(actions)
-        if a.shape != (self.num_envs,) or not np.issubdtype(a.dtype, np.integer):
-            raise ValueError(f"actions must be {self.num_envs} int indices; got {a!r:.80}")
+        if a.shape != (self.num_envs,) or a.dtype.kind not in "iu":  # no floats, no bools
+            raise ValueError(f"actions must be {self.num_envs} int indices; got "
+                             f"{a.dtype} {a.shape}: {a!r:.80}")
+        bad = (a < 0) | (a >= self.single_action_space.n)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ValueError(f"actions[{i}] (env {i}) must be a table index between 0 and "
+                             f"{self.single_action_space.n - 1}; got {int(a[i])}")
+        return a
+
+    def step(self, actions):
+        a = self.check_actions(actions)
         e = self.engine
         joint = np.empty((self.num_envs, SEATS), np.int64)
         joint[self._rows, self.seat] = a

@@ -1,0 +1,193 @@
+"""Bad input at the edges of the env faces (Gymnasium, PettingZoo, batched, SB3): each is refused
+with a ValueError naming the field and the value, before anything changes (docs/api.md)."""
+
+from __future__ import annotations
+
+import warnings
+
+import gymnasium
+import numpy as np
+import pytest
+from conftest import needs_module
+
+import sim
+from sim.batched.engine import BatchedGuild
+from sim.envs.gym import GuildEnv
+from sim.envs.parallel import GuildParallelEnv
+from sim.envs.vector import GuildSelfPlay, GuildVectorEnv, make_batched_policy
+from sim.rules.world import MAX_TURNS, SEATS
+
+RANDOM = ["random"] * (SEATS - 1)
+
+
+def _vec(**kwargs) -> GuildVectorEnv:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return gymnasium.make_vec("guild/Guild-v0", num_envs=3,
+                                  vectorization_mode="vector_entry_point", **kwargs)
+
+
+def _vec_scores(refuse) -> np.ndarray:
+    """Scores of 14 steps of random-opponent games, after one refused step if ``refuse``."""
+    v = _vec(opponents=RANDOM)
+    v.reset(seed=0)
+    if refuse is not None:
+        with pytest.raises(ValueError):
+            v.step(refuse)
+    scores = []
+    for _ in range(14):
+        *_, info = v.step(np.zeros(3, np.int64))
+        scores.append(info["score"].copy())
+    return np.array(scores)
+
+
+def test_vector_env_refuses_a_bad_learner_action_before_opponents_move() -> None:
+    """A refused step leaves the random opponents' streams where they were."""
+    clean = _vec_scores(None)
+    for bad in (np.array([0, 0, 267]), np.array([0.0, 0.0, 0.0]), np.zeros(3, bool),
+                np.zeros(2, np.int64)):
+        assert np.array_equal(_vec_scores(bad), clean), bad
+
+
+def test_vector_env_names_the_env_and_value_of_a_bad_action() -> None:
+    v = _vec()
+    v.reset(seed=0)
+    with pytest.raises(ValueError, match=r"actions\[2\] \(env 2\).* got -1$"):
+        v.step(np.array([0, 0, -1]))
+    with pytest.raises(ValueError, match=r"actions\[1\] \(env 1\).* got 267$"):
+        v.step(np.array([0, 267, 0]))
+    with pytest.raises(ValueError, match="int indices; got float64"):
+        v.step(np.array([1.0, 0.0, 0.0]))
+
+
+def test_turns_beyond_the_bound_are_refused_everywhere() -> None:
+    with pytest.raises(ValueError, match=f"turns must be from 6 to {MAX_TURNS}; got 1001"):
+        BatchedGuild(1, turns=MAX_TURNS + 1)
+    with pytest.raises(ValueError, match="turns must be from 6 to"):
+        GuildSelfPlay(1, turns=1500)
+    with pytest.raises(ValueError, match="turns must be from 6 to"):
+        _vec(turns=1500)
+    assert BatchedGuild(1, turns=MAX_TURNS).turns == MAX_TURNS
+
+
+@pytest.mark.parametrize("seat", [1.0, np.float32(3), np.float64(0.0), True])
+def test_a_seat_that_is_no_int_seat_is_refused_at_construction(seat) -> None:
+    with pytest.raises(ValueError, match="seat must be an int 0..5 or None"):
+        GuildEnv(seat=seat)
+    with pytest.raises(ValueError, match="seat must be an int 0..5 or None"):
+        GuildVectorEnv(1, seat=seat)
+
+
+def test_a_numpy_integer_seat_plays_as_an_int() -> None:
+    env = GuildEnv(seat=np.int64(2))
+    _, info = env.reset(seed=0)
+    assert info["seat"] == 2 and type(info["seat"]) is int
+    env.step(int(np.flatnonzero(env.action_masks())[0]))
+    v = GuildVectorEnv(2, seat=np.uint8(4))
+    _, info = v.reset(seed=0)
+    assert (info["seat"] == 4).all()
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"text_mode": True}, {"opponents": RANDOM}])
+def test_action_masks_before_reset_says_reset_first(kwargs: dict) -> None:
+    with pytest.raises(RuntimeError, match="before reset"):
+        GuildEnv(**kwargs).action_masks()
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"text_mode": True}])
+def test_parallel_action_masks_before_reset_says_reset_first(kwargs: dict) -> None:
+    with pytest.raises(RuntimeError, match="before reset"):
+        GuildParallelEnv(**kwargs).action_masks("seat_0")
+
+
+def test_sb3_vec_env_refuses_non_integer_actions() -> None:
+    needs_module("stable_baselines3", "torch==2.13.0, then pip install -e '.[train]'")
+    from agents.learn.sb3 import GuildVecEnv
+
+    venv = GuildVecEnv(2, seed=0, turns=6)
+    venv.reset()
+    for bad in (np.array([2.7, 0.0]), np.array([True, False]), np.array([0.0, 0.0])):
+        with pytest.raises(ValueError, match="int indices"):
+            venv.step_async(bad)
+    before = venv.env.engine.state.turns_played.copy()
+    obs, reward, done, infos = venv.step(np.array([0, 0], np.int64))  # MaskablePPO's kind
+    assert (venv.env.engine.state.turns_played == before + 1).all()
+    assert obs.shape[0] == 2 and reward.dtype == np.float32
+
+
+@pytest.mark.parametrize("spec", ["llm:local", {"name": "llm:local"}, "llm", "exec:x"])
+def test_a_kind_without_a_batched_form_is_named_so(spec) -> None:
+    with pytest.raises(ValueError, match="policies have no batched form") as err:
+        make_batched_policy(spec)
+    assert "has no" not in str(err.value)  # not read as a module named llm or exec
+    assert getattr(make_batched_policy("factor"), "batched", False) is True
+
+
+def test_parallel_env_refuses_an_action_of_no_live_agent() -> None:
+    env = sim.parallel_env(seed=0)
+    env.reset()
+    actions = dict.fromkeys(env.agents, 0)
+    with pytest.raises(ValueError, match="unknown agents \\['seat_9'\\]"):
+        env.step({**actions, "seat_9": 0})
+    assert env.game.state.turns_played == 0
+    env.step(actions)
+    assert env.game.state.turns_played == 1
+
+
+@pytest.mark.parametrize("make", [lambda **k: GuildEnv(**k), sim.parallel_env])
+def test_flatten_and_text_mode_are_refused_together(make) -> None:
+    with pytest.raises(ValueError, match="flatten=True and text_mode=True"):
+        make(flatten=True, text_mode=True)
+
+
+def test_a_sentence_longer_than_the_text_space_is_refused_unplayed() -> None:
+    """Refused with its length, and the random opponents have not drawn: the two envs go on
+    alike."""
+    refused, clean = (GuildEnv(text_mode=True, seat=0, opponents=RANDOM) for _ in range(2))
+    refused.reset(seed=4)
+    clean.reset(seed=4)
+    most = refused.action_space.max_length
+    long = "I wait." + " " * (most - 6)
+    assert not refused.action_space.contains(long)
+    with pytest.raises(ValueError, match=f"at most {most} .* of {len(long)}$"):
+        refused.step(long)
+    assert refused.game.state.turns_played == 0
+    fits = long[:most]
+    assert refused.action_space.contains(fits)
+    for env in (refused, clean):
+        env.step(fits)
+        env.step("I wait.")
+    assert refused.game.snapshot() == clean.game.snapshot()
+
+
+def _state(e: BatchedGuild) -> list:
+    return [a.copy() for a in e.state] + [e.seed_rng.bit_generator.state]
+
+
+@pytest.mark.parametrize("rows, match", [
+    ([-1], "from 0 to 3; got row -1"),
+    ([4], "from 0 to 3; got row 4"),
+    ([2, 0, 2], "distinct; got row 2"),
+    ([0.7], "1-d array of ints; got float64"),
+    ([[0]], "1-d array of ints"),
+    (np.array([True]), "1-d array of ints; got bool"),
+])
+def test_batched_reset_refuses_bad_rows_before_anything_changes(rows, match) -> None:
+    e = BatchedGuild(4, seed=0)
+    e.reset(np.arange(4))
+    e.step(np.zeros((4, SEATS), np.int64))
+    before = _state(e)
+    with pytest.raises(ValueError, match=match):
+        e.reset(rows=rows)  # seeds drawn from the stream: the stream must not move either
+    after = _state(e)
+    assert all(np.array_equal(a, b) for a, b in zip(before[:-1], after[:-1]))
+    assert before[-1] == after[-1]
+
+
+def test_batched_reset_takes_good_rows_in_any_order() -> None:
+    e = BatchedGuild(4, seed=0)
+    e.reset(np.arange(4))
+    e.reset(np.array([50, 70]), rows=np.array([3, 1], np.uint8))
+    assert e.seed.tolist() == [0, 70, 2, 50]
+    e.reset(np.array([], np.int64), rows=[])
+    assert e.seed.tolist() == [0, 70, 2, 50]
