@@ -183,16 +183,16 @@ def test_a_folder_name_that_is_not_utf8(league12, tmp_path: Path) -> None:
     out = Path(os.fsdecode(bytes(tmp_path) + b"/league-\xff"))
     shutil.copytree(league12[0], out)
     assert main(["report", str(out)]) == 0
-    page = tmp_path / "pages" / "r.html"
-    page.parent.mkdir()
+    page = Path(os.fsdecode(bytes(tmp_path) + b"/pages/r-\xff.html"))  # its viewer pages
+    page.parent.mkdir()  # go beside it, in r-\xff-view/
     done = subprocess.run([sys.executable, "-m", "league", "report", os.fsencode(out), "--out",
-                           str(page)], cwd=ROOT, capture_output=True, timeout=120,
+                           os.fsencode(page)], cwd=ROOT, capture_output=True, timeout=120,
                           env={**os.environ, "PYTHONIOENCODING": "utf-8:strict"})
     assert done.returncode == 0, done.stderr[-400:]
     assert done.stdout.decode("ascii").startswith("report: ")  # the path shown, escaped
     text = page.read_text(encoding="utf-8")
-    assert 'href="../league-%FF/view/e000000.html"' in text
-    assert (page.parent / "../league-\udcff/view/e000000.html").is_file()
+    assert 'href="r-%FF-view/e000000.html"' in text
+    assert (page.parent / "r-\udcff-view/e000000.html").is_file()
 
 
 def test_a_line_seating_a_policy_the_league_does_not_list_is_refused(league12, tmp_path: Path,

@@ -1,7 +1,9 @@
-"""``guild report``: the league's page says what ladder.json and results.jsonl say (every figure
-recomputed here from the files), links every replay's viewer page by a relative link, escapes
-every name from the folder, refuses a broken folder in one line with exit 2, and in a real
-headless Chromium shows the ladder, the drawn chart and links that open."""
+"""``guild report``: the league's page says what results.jsonl says (every figure recomputed
+here from the files, the ladder as ``league.core.ladder.build`` gives it), at any time (a league
+stopped before its ladder.json, one still playing), warns when ladder.json is not the ladder of
+the results, links every replay's viewer page by a relative link (beside a page written
+elsewhere), escapes every name from the folder, refuses a broken folder in one line with exit
+2, and in a real headless Chromium shows the ladder, the drawn chart and links that open."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import contextlib
 import html
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -25,6 +28,7 @@ from leagues import F, league_args, one_error_line, rename, rows
 
 from league.cli import report
 from league.cli.guild import MEASURES, main
+from league.core import ladder as ladders
 from sim.rules.world import SEATS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,6 +113,45 @@ def signed(x: float) -> str:
     return f"{x:+.3f}"
 
 
+def ladder_of(out: Path, lines: list[str] | None = None) -> dict:
+    """``ladder.build`` of the league's results (or of ``lines``), as guild league writes it
+    and guild verify recomputes it."""
+    manifest = json.loads((out / "league.json").read_text(encoding="utf-8"))
+    results = rows(out) if lines is None else [json.loads(x) for x in lines]
+    built = ladders.build(results, manifest["policies"],
+                          ladders.bootstrap_seed(manifest["seed"], manifest.get("commitments")))
+    return json.loads(json.dumps(built))
+
+
+def assert_ladder(page: str, ladder: dict) -> None:
+    """The page's ladder table is ``ladder``, row by row."""
+    shown = Tables(page).body("ladder-table")
+    assert [attrs["data-policy"] for attrs, _ in shown] == [e["policy"]
+                                                           for e in ladder["policies"]]
+    for e, (_, cells) in zip(ladder["policies"], shown):
+        rank, policy, mean, ci, episodes, seats, *_, faults, fallbacks = cells
+        assert rank[1] == ("-" if e["rank"] is None else str(e["rank"]))
+        assert policy[1] == e["policy"]
+        if e["meanScore"] is None:
+            assert mean[1] == "-" and "data-value" not in mean[0]
+        else:
+            assert float(mean[0]["data-value"]) == e["meanScore"]
+            assert mean[1] == signed(e["meanScore"])
+        if e["ci95"] is None:
+            assert ci[1] == "n/a"
+        else:
+            lo, hi = e["ci95"]
+            assert (float(ci[0]["data-lo"]), float(ci[0]["data-hi"])) == (lo, hi)
+            assert ci[1] == f"[{signed(lo)}, {signed(hi)}]"
+        assert (episodes[1], seats[1]) == (str(e["episodes"]), str(e["seats"]))
+        assert faults[1] == str(e["faults"])
+        assert fallbacks[1].startswith(str(e["fallbacks"]))
+
+
+def warnings_in(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("guild report: warning: ")]
+
+
 # --- what the page says ----------------------------------------------------------------------
 def test_guild_report_writes_the_page_and_a_viewer_page_per_replay(league: Path,
                                                                     capsys) -> None:
@@ -136,19 +179,8 @@ def test_guild_report_writes_the_page_and_a_viewer_page_per_replay(league: Path,
 
 def test_each_ladder_row_is_ladder_json(league: Path) -> None:
     ladder = json.loads((league / "ladder.json").read_text(encoding="utf-8"))
-    shown = Tables(page_of(league)).body("ladder-table")
-    assert [attrs["data-policy"] for attrs, _ in shown] == [e["policy"]
-                                                           for e in ladder["policies"]]
-    for e, (_, cells) in zip(ladder["policies"], shown):
-        rank, policy, mean, ci, *_, faults, fallbacks = cells
-        assert rank[1] == str(e["rank"]) and policy[1] == e["policy"]
-        assert float(mean[0]["data-value"]) == e["meanScore"]
-        assert mean[1] == signed(e["meanScore"])
-        lo, hi = e["ci95"]
-        assert (float(ci[0]["data-lo"]), float(ci[0]["data-hi"])) == (lo, hi)
-        assert ci[1] == f"[{signed(lo)}, {signed(hi)}]"
-        assert faults[1] == str(e["faults"])
-        assert fallbacks[1].startswith(str(e["fallbacks"]))
+    assert ladder == ladder_of(league)  # a league's own ladder: that of its results
+    assert_ladder(page_of(league), ladder)
 
 
 def test_head_to_head_cells_are_the_results(league: Path) -> None:
@@ -208,19 +240,50 @@ def test_the_episodes_table_links_every_replay_relatively(league: Path) -> None:
         assert [float(c[0]["data-score"]) for c in cells[2:2 + SEATS]] == r["scores"]
 
 
-def test_a_report_elsewhere_links_back_and_a_moved_folder_keeps_its_links(league: Path,
-                                                                          tmp_path: Path) -> None:
+def test_a_report_elsewhere_and_a_moved_folder_keep_their_links(league: Path,
+                                                                 tmp_path: Path) -> None:
     page = tmp_path / "pages" / "league.html"
     page.parent.mkdir()
     assert main(["report", str(league), "--out", str(page)]) == 0
     links = [c[0][0]["href"] for _, c in
              Tables(page.read_text(encoding="utf-8")).body("episodes-table")]
-    assert links and all(not Path(h).is_absolute() and ":" not in h for h in links)
-    assert all((page.parent / h).resolve().is_file() for h in links)
+    assert links == [f"league-view/{r['id']}.html" for r in rows(league)]
+    assert all((page.parent / h).is_file() for h in links)
+    site = tmp_path / "site"  # the page and its viewer pages move together
+    shutil.move(page.parent, site)
+    assert all((site / h).is_file() for h in links)
     moved = tmp_path / "moved"
     shutil.copytree(league, moved)
     assert all((moved / h).is_file() for _, c in Tables(page_of(moved)).body("episodes-table")
                for h in [c[0][0]["href"]])
+    # the league's own page, named: its viewer pages stay in DIR/view/
+    assert report.build_report(league, league / "report.html").views == league / "view"
+
+
+def test_a_read_only_league_is_reported_elsewhere(league12, tmp_path: Path, capsys) -> None:
+    """A published league is read, never written: with --out the viewer pages go beside the
+    page (a-view/ beside a.html), none into the league (which made "cannot make DIR/view")."""
+    out = tmp_path / "published"
+    shutil.copytree(league12[0], out)
+    files = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    folders = [out, *(p for p in out.rglob("*") if p.is_dir())]
+    site = tmp_path / "site"
+    site.mkdir()
+    for folder in folders:
+        folder.chmod(0o555)
+    try:
+        assert main(["report", str(out), "--out", str(site / "a.html")]) == 0
+    finally:
+        for folder in folders:
+            folder.chmod(0o755)
+    printed = capsys.readouterr().out
+    assert f"viewer pages in {site / 'a-view'}: 12 written" in printed
+    assert not (out / "view").exists() and not (out / "report.html").exists()
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == files
+    links = [c[0][0]["href"] for _, c in
+             Tables((site / "a.html").read_text(encoding="utf-8")).body("episodes-table")]
+    assert links == [f"a-view/{r['id']}.html" for r in rows(out)]
+    assert all("data-loaded" in (site / h).read_text(encoding="utf-8") for h in links)
 
 
 def test_the_page_needs_no_network(league: Path) -> None:
@@ -252,18 +315,215 @@ def test_a_name_full_of_html_is_shown_as_text(evil_league: Path) -> None:
 
 
 def test_an_unranked_policy_is_listed_below_with_its_reason(league: Path, tmp_path: Path) -> None:
+    """random's seats fell back in 3 of their 14 decisions (over 10%): results.jsonl, which
+    the ladder is computed from, unranks it, with the reason ladder.build gives."""
     out = tmp_path / "l"
     shutil.copytree(league, out)
-    ladder = json.loads((out / "ladder.json").read_text(encoding="utf-8"))
-    last = ladder["policies"][-1]
-    last.update(rank=None, ranked=False, unranked="40.0% of its decisions were not its own")
-    (out / "ladder.json").write_text(json.dumps(ladder), encoding="utf-8")
+    lines = []
+    for r in rows(out):
+        r["fallbacks"] = [3 if p == "random" else 0 for p in r["lineup"]]
+        lines.append(json.dumps(r) + "\n")
+    (out / "results.jsonl").write_text("".join(lines), encoding="utf-8")
+    want = ladder_of(out)
+    last = want["policies"][-1]
+    assert last["policy"] == "random" and last["rank"] is None and last["unranked"]
     assert main(["report", str(out)]) == 0
     page = page_of(out)
-    attrs, cells = Tables(page).body("ladder-table")[-1]
-    assert attrs["data-policy"] == last["policy"] and cells[0][1] == "-"
+    assert_ladder(page, want)
     reasons = page.split('<ul class="unranked">', 1)[1].split("</ul>")[0]
-    assert f"<b>{last['policy']}</b>: 40.0% of its decisions were not its own" in reasons
+    assert f"<b>random</b>: {html.escape(last['unranked'])}" in reasons
+
+
+# --- a league as it stands: stopped, still playing, edited -----------------------------------
+def test_a_league_stopped_before_its_ladder_is_reported_from_its_results(league12,
+                                                                         tmp_path: Path,
+                                                                         capsys) -> None:
+    """kill -9 in a league's first run leaves no ladder.json (nor signature.json) and the
+    results cut anywhere, the last line maybe torn: the page ranks the lines there are and
+    says the league is unfinished (refused before: "has no ladder.json")."""
+    out = tmp_path / "l"
+    shutil.copytree(league12[0], out)
+    (out / "ladder.json").unlink()
+    (out / "signature.json").unlink()
+    lines = (out / "results.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (out / "results.jsonl").write_text("".join(lines[:7]) + lines[7][:40], encoding="utf-8")
+    assert main(["report", str(out)]) == 0
+    printed = capsys.readouterr()
+    assert warnings_in(printed.err) == []
+    assert "(7 of 12 episodes: the league is unfinished; " in printed.out
+    page = page_of(out)
+    assert_ladder(page, ladder_of(out, lines[:7]))
+    assert "7 of 12 episodes (unfinished)" in page.split('id="meta">', 1)[1].split("</div>")[0]
+    assert "results.jsonl holds 7 of its 12 episodes" in page
+    assert len(Tables(page).body("episodes-table")) == 7
+    # stopped before its first episode ended: no results.jsonl yet
+    (out / "results.jsonl").unlink()
+    assert main(["report", str(out)]) == 0
+    assert "(0 of 12 episodes: the league is unfinished; " in capsys.readouterr().out
+    page = page_of(out)
+    assert "No episodes yet." in page and Tables(page).body("episodes-table") == []
+    assert_ladder(page, ladder_of(out, []))
+
+
+def test_results_that_are_not_ladder_json_s_are_shown_with_a_warning(league12, tmp_path: Path,
+                                                                     capsys) -> None:
+    """One score edited: the ladder (of the results) agrees with the seat table and the
+    episodes, and a line says ladder.json does not; results emptied: likewise."""
+    out = tmp_path / "l"
+    shutil.copytree(league12[0], out)
+    assert main(["report", str(out)]) == 0
+    assert warnings_in(capsys.readouterr().err) == []  # a league as it was written
+    claimed = json.loads((out / "ladder.json").read_text(encoding="utf-8"))
+    lines = (out / "results.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    row = json.loads(lines[2])
+    row["scores"][0] += 3.0
+    lines[2] = json.dumps(row) + "\n"
+    (out / "results.jsonl").write_text("".join(lines), encoding="utf-8")
+    want = ladder_of(out)
+    assert main(["report", str(out)]) == 0
+    printed = capsys.readouterr()
+    [warning] = warnings_in(printed.err)
+    assert warning.startswith("guild report: warning: ladder.json does not match "
+                              "results.jsonl (policies[")  # its first difference, as verify's
+    assert " but results.jsonl gives " in warning
+    assert warning.endswith(f"run guild verify {out}")
+    assert "(12 episodes; " in printed.out
+    page = page_of(out)
+    assert html.escape(warning.removeprefix("guild report: warning: ")) in page
+    assert_ladder(page, want)
+    assert want["policies"] != claimed["policies"]
+    everywhere = by_policy(Tables(page).body("seat-table"))
+    for e in want["policies"]:
+        assert float(everywhere[e["policy"]][-1][0]["data-mean"]) == \
+            pytest.approx(e["meanScore"], abs=1e-6)
+    shown = Tables(page).body("episodes-table")[2][1]
+    assert float(shown[2][0]["data-score"]) == row["scores"][0]
+    # emptied: no ladder of twelve episodes beside "0 episodes"
+    (out / "results.jsonl").write_text("", encoding="utf-8")
+    assert main(["report", str(out)]) == 0
+    [warning] = warnings_in(capsys.readouterr().err)
+    assert "(ladder.json counts 12 episodes, results.jsonl holds 0)" in warning
+    page = page_of(out)
+    assert_ladder(page, ladder_of(out, []))
+    assert html.escape(warning.removeprefix("guild report: warning: ")) in page
+
+
+def test_a_stopped_extension_is_held_to_its_earlier_ladder(league12, tmp_path: Path,
+                                                           capsys) -> None:
+    """A league of 12 extended to 24 and stopped at 18 holds the ladder.json of its first 12:
+    no warning, as long as it is that ladder."""
+    out = tmp_path / "l"
+    shutil.copytree(league12[0], out)
+    earlier = (out / "ladder.json").read_text(encoding="utf-8")
+    assert main(league_args(out, 24, workers=1)) == 0
+    lines = (out / "results.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (out / "results.jsonl").write_text("".join(lines[:18]), encoding="utf-8")
+    (out / "ladder.json").write_text(earlier, encoding="utf-8")
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 0
+    printed = capsys.readouterr()
+    assert warnings_in(printed.err) == []
+    assert "(18 of 24 episodes: the league is unfinished; " in printed.out
+    assert_ladder(page_of(out), ladder_of(out))
+    edited = json.loads(earlier)
+    edited["policies"][0]["meanScore"] += 0.5
+    (out / "ladder.json").write_text(json.dumps(edited), encoding="utf-8")
+    assert main(["report", str(out)]) == 0
+    [warning] = warnings_in(capsys.readouterr().err)
+    assert (f"(policies[{edited['policies'][0]['policy']}].meanScore is "
+            f"{edited['policies'][0]['meanScore']}") in warning
+
+
+def test_lines_that_cannot_give_a_ladder_show_ladder_json_unchecked(league12, tmp_path: Path,
+                                                                    capsys) -> None:
+    """A line without what the ladder adds up (hand-made, or of an older league): the page
+    shows ladder.json as it is, and says so; without ladder.json, no ladder."""
+    out = tmp_path / "l"
+    shutil.copytree(league12[0], out)
+    lines = (out / "results.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    row = json.loads(lines[4])
+    del row["questPoints"]
+    lines[4] = json.dumps(row) + "\n"
+    (out / "results.jsonl").write_text("".join(lines), encoding="utf-8")
+    assert main(["report", str(out)]) == 0
+    [warning] = warnings_in(capsys.readouterr().err)
+    assert warning == ("guild report: warning: results.jsonl line 5 has no questPoints by seat, "
+                       "so no ladder can be computed; the page shows ladder.json as it is, "
+                       "unchecked")
+    assert_ladder(page_of(out), json.loads((out / "ladder.json").read_text(encoding="utf-8")))
+    (out / "ladder.json").unlink()
+    assert main(["report", str(out)]) == 0
+    [warning] = warnings_in(capsys.readouterr().err)
+    assert warning.endswith("so no ladder can be computed; the page shows none")
+    page = page_of(out)
+    assert Tables(page).body("ladder-table") == []
+    assert len(Tables(page).body("episodes-table")) == 12
+
+
+def test_the_ladder_of_the_lines_is_ladder_build_s() -> None:
+    """Built policy by policy from compact lines, it is what ladder.build gives of the whole
+    file: leagues of many policies (some missing many groups), faults, fallbacks, unranked."""
+    rng = random.Random(5)
+    for _ in range(12):
+        policies = [f"p{k}" for k in range(rng.randint(2, 12))]
+        lines = []
+        for group in range(rng.randint(1, 40)):
+            lineup = [rng.choice(policies) for _ in range(SEATS)]
+            for rotation in range(rng.choice([SEATS, SEATS, 3])):
+                lines.append({
+                    "group": group, "turns": rng.choice([14, 14, 9]),
+                    "lineup": lineup[rotation:] + lineup[:rotation],
+                    "scores": [rng.randint(-40, 60) / 20 for _ in range(SEATS)],
+                    "questPoints": [rng.choice([0, 8, 20, 32]) for _ in range(SEATS)],
+                    "delivered": [rng.choice([0, 2]) for _ in range(SEATS)],
+                    "robberies": [rng.randint(0, 3) for _ in range(SEATS)],
+                    "robbed": [rng.randint(0, 3) for _ in range(SEATS)],
+                    "fallbacks": [rng.choice([0, 0, 0, 5]) for _ in range(SEATS)],
+                    "faults": [rng.choice([{}, {}, {"raised": 1, "timeout": 2}])
+                               for _ in range(SEATS)]})
+        held = report.LadderRows()
+        for line in lines:
+            assert report.LadderRows.problem(line) is None
+            held.add(line)
+        manifest = {"policies": policies, "seed": rng.randint(0, 99)}
+        mine = report.ladder_of(held, manifest)
+        want = ladders.build(lines, policies, manifest["seed"])
+        assert {**mine, "interval": None} == {**want, "interval": None}
+        first = rng.randint(0, len(lines))
+        assert {**report.ladder_of(held, manifest, first), "interval": None} == \
+            {**ladders.build(lines[:first], policies, manifest["seed"]), "interval": None}
+
+
+def test_a_secret_draw_says_what_seeds_its_intervals(league: Path, tmp_path: Path) -> None:
+    """No league seed: the bootstrap is seeded from the commitment to the secret, and the
+    page says so (it said "seeded from the league seed"); the intervals are ladder.json's."""
+    out = tmp_path / "secret"
+    assert main(["league", "--policies", "factor,magpie", "--episodes", "12", "--turns", "6",
+                 "--workers", "1", "--out", str(out)]) == 0
+    manifest = json.loads((out / "league.json").read_text(encoding="utf-8"))
+    assert manifest["seed"] is None and manifest["commitments"]
+    assert main(["report", str(out)]) == 0
+    page = html.unescape(page_of(out))
+    assert_ladder(page_of(out), json.loads((out / "ladder.json").read_text(encoding="utf-8")))
+    assert "league seed" not in page and "secret draw" in page
+    assert ("seeded from the commitment to the league's secret draw (league.json's first "
+            "sha256)" in page)
+    assert main(["verify", str(out)]) == 0  # ladder.json says it too, as verify derives it
+    assert "resamples, seeded from the league seed" in page_of(league)  # a public draw
+
+
+def test_the_seat_caption_says_initiative_rotates_as_the_replays_do(league: Path) -> None:
+    """RULES §6.3: the order of turn t is [(k + t) mod 6]; it said seat 0 acts first in every
+    turn, citing §6.6."""
+    caption = page_of(league).split('id="seats"', 1)[1].split("</p>", 1)[0]
+    assert "in turn t, seat t mod 6 acts first" in caption and "RULES §6.3" in caption
+    assert "every turn" not in caption
+    rules = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
+    assert "[(k + turn) mod 6 for k in 0..5]" in rules.split("### §6.3 ", 1)[1].split("### ")[0]
+    payload = json.loads((league / "replays" / "e000000.json").read_text(encoding="utf-8"))
+    acts = [e for e in payload["events"] if e["kind"] == "act"]
+    assert {e["turn"] for e in acts} == set(range(payload["config"]["turns"]))
+    assert all(e["order"] == (e["seat"] - e["turn"]) % SEATS for e in acts)
 
 
 # --- guild league --report ---------------------------------------------------------------------
@@ -326,13 +586,11 @@ BROKEN = {
     "league.json not JSON": (lambda o: _edit(o, "league.json", "{"), "league.json is not JSON"),
     "league.json no league": (lambda o: _edit(o, "league.json", "[1]"),
                               "does not describe a league"),
-    "no ladder": (lambda o: (o / "ladder.json").unlink(), "has no ladder.json"),
     "ladder deep": (lambda o: _edit(o, "ladder.json", "[" * 100_000 + "]" * 100_000),
                     "ladder.json is not valid JSON (or is nested too deeply)"),
     "ladder entry": (lambda o: _edit(o, "ladder.json", '{"policies": [{"policy": "x", '
                                      '"meanScore": "high"}]}'), "entry 1 has a mean score"),
     "ladder not UTF-8": (lambda o: _edit(o, "ladder.json", b"\xff\xfe{}"), "is not UTF-8"),
-    "no results": (lambda o: (o / "results.jsonl").unlink(), "results.jsonl: no such file"),
     "results line": (lambda o: _edit(o, "results.jsonl", "{}\n{\n"), "line 1 has no episode id"),
     "results JSON": (lambda o: _edit(o, "results.jsonl", "nope\n"),
                      "results.jsonl line 1 is not valid JSON"),
@@ -487,4 +745,18 @@ def test_a_name_full_of_html_does_not_run_in_chromium(evil_league: Path) -> None
         page.click("#episodes-table a >> nth=0")
         page.wait_for_selector("body[data-loaded=true]", timeout=10_000)
         assert page.evaluate("window.pwned") is None
+        assert errors == []
+
+
+def test_a_viewer_page_counts_robberies_in_words(league: Path) -> None:
+    """A seat robbed once, at the last frame: "robbed once", not "robbed 1 times"."""
+    def times(k: int) -> str:
+        return {1: "once", 2: "twice"}.get(k, f"{k} times")
+
+    ep, seat = next((r, s) for r in rows(league) for s in range(SEATS) if r["robbed"][s] == 1)
+    with _opened(league / "view" / f"{ep['id']}.html") as (page, errors):
+        page.wait_for_selector("body[data-loaded=true]", timeout=10_000)
+        page.click("#last")
+        title = page.get_attribute(f'#scoreboard tr[data-seat="{seat}"] td[title]', "title")
+        assert title == f"robbed once; robbed others {times(ep['robberies'][seat])}"
         assert errors == []

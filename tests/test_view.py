@@ -150,7 +150,7 @@ def test_one_robber_robbing_one_cog_again_and_again_is_one_highlight() -> None:
     assert [(h["when"], h["seat"], h["count"], h["outcome"]) for h in reel] == [
         ("Turns 1\u201310", 3, 10, "robbed B 10 times: 2 hides, 6 nails and 10 coin in all."),
         ("Turn 4", 0, 1, "delivered 2 rope to Guildmaster Vell: 16 commission points."),
-        ("Turn 9", 5, 1, "the attempt on B failed; paid a 8 coin fine."),
+        ("Turn 9", 5, 1, "the attempt on B failed; paid a fine of 8 coin."),
     ]
     assert reel[0]["frames"] == list(range(1, 11)) and reel[0]["salience"] == 100
     # the same act again and again: once, with how often
@@ -188,7 +188,7 @@ def test_outcomes_explain_failures_and_tell_successes() -> None:
     buy = {"intent": "buy", "reason": "ok", "item": 2, "qty": 2, "npc": 1, "coin": 17}
     assert viewer.outcome(buy, W, aliases, "x") == "bought 2 rope from Smith Bram for 17 coin."
     rob = {"intent": "rob", "reason": "robbery_failed", "other": 1, "coin": 8}
-    assert viewer.outcome(rob, W, aliases, "x") == "the attempt on B failed; paid a 8 coin fine."
+    assert viewer.outcome(rob, W, aliases, "x") == "the attempt on B failed; paid a fine of 8 coin."
     move = {"intent": "move", "reason": "no_such_exit"}
     assert viewer.outcome(move, W, aliases, "The Docks") == \
         "there is no road from The Docks to that place."

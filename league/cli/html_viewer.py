@@ -375,7 +375,7 @@ def outcome(e: dict, w: World, aliases: list[str], room_name: str) -> str:
     other = e.get("other", -1)
     cog = aliases[other] if isinstance(other, int) and 0 <= other < len(aliases) else "?"
     if kind == "rob" and reason == "robbery_failed":
-        return f"the attempt on {cog} failed; paid a {coin} coin fine."
+        return f"the attempt on {cog} failed; paid a fine of {coin} coin."
     if reason != "ok":
         return outcome_text(reason, room_name)
     if kind == "move":

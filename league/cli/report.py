@@ -2,17 +2,28 @@
 replay beside it.
 
 The page (``DIR/report.html`` by default; ``league.cli.report_html`` draws it) shows the
-ladder as ``ladder.json`` has it, each policy's score distribution, a head-to-head table, the
-results by seat position and every episode, linked to its viewer page ``DIR/view/<id>.html``
-(``guild view``'s page, rewritten only when its replay or the viewer changed). Links are
-relative, so the folder can be moved or published as it is; nothing is fetched.
+ladder, each policy's score distribution, a head-to-head table, the results by seat position
+and every episode, linked to its viewer page (``guild view``'s page, rewritten only when its
+replay or the viewer changed). Every table is of ``results.jsonl``: the ladder too is computed
+from it (``league.core.ladder.build``), so a page can be made at any time, of a league that is
+still playing or was stopped before it wrote ``ladder.json``, and never shows a ladder that
+its own tables contradict. A ``ladder.json`` that is not the ladder of the results is said in
+one line (run ``guild verify``); the report is a view, not a check, and goes on.
+
+The viewer pages go to ``DIR/view/`` for the league's own page, and beside any other page
+(``--out site/a.html``: ``site/a-view/``), so a league that cannot be written to (a published
+one) can be reported from elsewhere and two leagues' pages in one folder keep their own.
+Links are relative, so the page and its viewer pages can be moved together; nothing is fetched.
 
 A league folder is input from anyone: every file is read through a size cap (a regular file
 only, checked before it is opened: ``league.core.files.open_regular``), ``results.jsonl``
 one capped line at a time, twice (the tallies, then the episodes table, written straight to
-the page), so memory grows with the number of seats, not with the file. Anything wrong is a
-``LeagueError``: one line, exit 2. The page never replaces a file it did not write (``--out
-results.jsonl``), and every string from the folder is escaped (``report_html.esc``).
+the page). Memory grows with the number of seats, not with the file: what the ladder needs of
+a line is kept in flat arrays (:class:`LadderRows`), and the ladder is computed policy by
+policy over each one's lines, so its time grows with the seats, not with the policies times
+the lines. Anything wrong is a ``LeagueError``: one line, exit 2. The page never replaces a
+file it did not write (``--out results.jsonl``), and every string from the folder is escaped
+(``report_html.esc``).
 """
 
 from __future__ import annotations
@@ -22,14 +33,19 @@ import itertools
 import json
 import os
 import stat
+import sys
 from array import array
-from collections.abc import Iterator
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from league.cli import report_html
 from league.cli.html_viewer import write_view
+from league.core import ladder as ladders
+from league.core import verify_claims as claims
 from league.core.atomic import replacing
 from league.core.errors import LeagueError
 from league.core.files import open_regular, read_regular
@@ -44,14 +60,19 @@ from league.core.store import (
     is_number,
     row_problem,
 )
+from sim.rules.world import SEATS
 
 REPORT = "report.html"
-VIEWS = "view"  # DIR/view/<id>.html: the viewer page of each replay
+VIEWS = "view"  # DIR/view/<id>.html: the viewer page of each replay, for DIR/report.html
+VIEWS_SUFFIX = "-view"  # a page elsewhere, site/a.html: its viewer pages in site/a-view/
 MAX_JSON_BYTES = 64 << 20  # league.json, ladder.json: kilobytes in any real league
 MAX_LINE_BYTES = 1 << 20  # a results line is under a kilobyte, fault notes and all
 MAX_NAME_CHARS = 1024  # a policy spec (a name, a path, a URL); the page repeats each name
 PAGE_MARK = b"Written by `guild report`"  # in the head of every page the report writes
 MARK_BYTES = 8192  # the head read for it: the template's head with the longest title
+BY_SEAT = ("questPoints", "delivered", "robberies", "robbed", "fallbacks")  # counts the
+# ladder adds up seat by seat
+MAX_COUNT = (1 << 63) - 1  # what a count's array("q") holds
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -59,11 +80,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report", help="write a league's HTML page: ladder, score distributions, "
         "head-to-head, seat positions, every replay",
-        description="Write one static HTML page for a league (no network needed: inline CSS "
-        "and SVG, no script): the ladder with its intervals, faults and fallbacks; each "
-        "policy's score distribution; head-to-head mean score differences; mean scores by "
-        "seat; and every episode, linked to its replay's viewer page, written to DIR/view/ "
-        "(pages already up to date are kept). Links are relative: the folder can be moved.")
+        description="Write one static HTML page for a league, at any time (no network needed: "
+        "inline CSS and SVG, no script): the ladder of results.jsonl with its intervals, "
+        "faults and fallbacks; each policy's score distribution; head-to-head mean score "
+        "differences; mean scores by seat; and every episode, linked to its replay's viewer "
+        f"page, written to DIR/{VIEWS}/, or beside an --out page (FILE{VIEWS_SUFFIX}/; pages "
+        "already up to date are kept). Links are relative: the pages can be moved together.")
     p.add_argument("dir", metavar="DIR", help="a league's --out directory")
     p.add_argument("--out", metavar="FILE", help=f"where to write the page (DIR/{REPORT}); "
                    "an existing file is replaced only if it is such a page")
@@ -73,9 +95,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Handler of ``guild report``; a bad folder raises ``LeagueError`` (one line, exit 2)."""
     done = build_report(args.dir, args.out)
-    episodes = f"{done.episodes} episode{'' if done.episodes == 1 else 's'}"
+    for warning in done.warnings:  # the page says them too
+        print(f"guild report: warning: {warning}", file=sys.stderr)
+    n = done.episodes
+    episodes = f"{n} episode{'' if n == 1 else 's'}"
+    if done.unfinished:
+        episodes = f"{n} of {done.planned} episodes: the league is unfinished"
     print(f"report: {_shown(done.page)} ({episodes}; viewer pages in "
-          f"{_shown(done.views)}: {done.written} written, {done.episodes - done.written} "
+          f"{_shown(done.views)}: {done.written} written, {n - done.written} "
           "already up to date)")
     return 0
 
@@ -100,6 +127,13 @@ class Built:
     views: Path
     episodes: int
     written: int  # viewer pages written (the others were up to date)
+    planned: int | None = None  # the episodes league.json plans, when it says
+    warnings: tuple[str, ...] = ()  # what the page warns of, one line each
+
+    @property
+    def unfinished(self) -> bool:
+        """Fewer episodes than league.json plans (a run was stopped, or is still playing)."""
+        return self.planned is not None and self.episodes < self.planned
 
 
 def build_report(out: str | Path, page: str | Path | None = None) -> Built:
@@ -112,16 +146,23 @@ def build_report(out: str | Path, page: str | Path | None = None) -> Built:
     target = Path(page) if page is not None else root / REPORT
     _check_target(target, root)
     league = read_league(root)
-    views = root / VIEWS
+    views = views_of(root, target)
     if views.is_symlink():  # a folder from elsewhere must not send the pages elsewhere
         raise LeagueError(f"{views} is a symbolic link; the viewer pages go in a folder of "
-                          "the league's own")
-    try:
-        views.mkdir(exist_ok=True)
-    except OSError as e:
-        raise LeagueError(f"cannot make {views} ({e.strerror or e})") from None
+                          "their own")
     written = _write_page(league, target, views)
-    return Built(target, views, league.tally.episodes, written)
+    return Built(target, views, league.tally.episodes, written, league.planned,
+                 league.warnings)
+
+
+def views_of(root: Path, target: Path) -> Path:
+    """The folder of the viewer pages of a page at ``target``: ``DIR/view/`` for the league's
+    own page, else beside the page and named after it, so nothing is written in a league
+    that is only read (it may be read-only, or someone else's) and two leagues' pages in one
+    folder do not overwrite each other's viewer pages (their ids are the same)."""
+    if _resolved(target) == _resolved(root / REPORT):
+        return root / VIEWS
+    return target.parent / f"{target.stem}{VIEWS_SUFFIX}"
 
 
 def _check_target(target: Path, root: Path) -> None:
@@ -240,20 +281,180 @@ class League:
 
     root: Path
     manifest: dict
-    ladder: dict
+    ladder: dict  # of results.jsonl (as ladder.json has it only when the lines cannot say)
     tally: Tally
+    planned: int | None = None  # the episodes league.json plans, when it says
+    warnings: tuple[str, ...] = ()
 
 
 def read_league(root: Path) -> League:
-    """The league in ``root`` with its results tallied; ``LeagueError`` for a bad folder."""
+    """The league in ``root`` with its results tallied and ranked; ``LeagueError`` for a bad
+    folder."""
     manifest = _manifest(root / MANIFEST)
-    ladder = _ladder(root / LADDER)
-    order = list(dict.fromkeys([e["policy"] for e in ladder["policies"]]
-                               + manifest["policies"]))
-    tally = Tally(order)
-    for ep in episodes(root / RESULTS, frozenset(manifest["policies"])):
+    claimed = _ladder(root / LADDER) if os.path.lexists(root / LADDER) else None
+    tally = Tally(list(manifest["policies"]))
+    rows: LadderRows | None = LadderRows()
+    lacking = None  # why the ladder cannot be computed: a line lacks what it needs, say
+    for n, row, ep in _lines(root / RESULTS, frozenset(manifest["policies"])):
         tally.add(ep)
-    return League(root, manifest, ladder, tally)
+        if rows is not None:
+            problem = LadderRows.problem(row)
+            if problem is None:
+                rows.add(row)
+            else:  # no ladder of these lines: let the memory go
+                rows, lacking = None, f"{RESULTS} line {n} {problem}"
+    odd = next((p for p in manifest["policies"] if not _unicode(p)), None)
+    if rows is not None and odd is not None:  # its bootstrap seed hashes each name's UTF-8
+        rows = None
+        lacking = f"{MANIFEST} names a policy that is not Unicode text ({_quoted(odd)})"
+    warnings = []
+    if rows is not None:
+        ladder = ladder_of(rows, manifest)
+        differs = _mismatch(claimed, ladder, rows, manifest) if claimed is not None else None
+        if differs:
+            warnings.append(f"{LADDER} does not match {RESULTS} ({differs}); the page shows "
+                            f"the ladder of {RESULTS}: run guild verify {_shown(root)}")
+    else:
+        ladder = claimed if claimed is not None else {"policies": []}
+        warnings.append(f"{lacking}, so no ladder can be computed; "
+                        + (f"the page shows {LADDER} as it is, unchecked" if claimed is not None
+                           else "the page shows none"))
+    ranked = [e["policy"] for e in ladder["policies"]]
+    tally.order[:] = dict.fromkeys(ranked + tally.order)  # ladder order, then the rest
+    planned = manifest.get("episodes")
+    return League(root, manifest, ladder, tally, planned if is_count(planned) else None,
+                  tuple(warnings))
+
+
+def _unicode(text: str) -> bool:
+    """Whether ``text`` is Unicode text (JSON's ``"\\ud800"`` is not: a lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+class LadderRows(Sequence[dict]):
+    """The lines of ``results.jsonl`` as :func:`league.core.ladder.build` reads them, kept in
+    flat arrays: a few dozen numbers a line, where a parsed line takes kilobytes (a long
+    league's report stays small). A line is made a dict again each time it is read."""
+
+    _NO_FAULTS = ({},) * SEATS  # read only: the ladder adds them up
+
+    def __init__(self) -> None:
+        self.group = array("q")
+        self.turns = array("q")
+        self.lineup = array("I")  # SEATS policy numbers a line: indexes of ``names``
+        self.scores = array("d")
+        self.by_seat = {key: array("q") for key in BY_SEAT}
+        self.faults: dict[int, list[dict]] = {}  # only the lines with a fault
+        self.names: list[str] = []
+        self.number: dict[str, int] = {}
+        self.fallback_play = False  # some line has it: ranked by the rule (ladder_differences)
+        self.lines_of: dict[str, array] = {}  # each policy's lines, in order
+
+    @staticmethod
+    def problem(row: dict) -> str | None:
+        """What the ladder needs that a line (already :func:`row_problem`-checked) lacks."""
+        for key, what in (("group", "rotation group"), ("turns", "number of turns")):
+            if not (is_count(row.get(key)) and row[key] <= MAX_COUNT):
+                return f"has no {what}"
+        for key in BY_SEAT:
+            v = row.get(key)
+            if not (isinstance(v, list) and len(v) == SEATS
+                    and all(is_count(x) and x <= MAX_COUNT for x in v)):
+                return f"has no {key} by seat"
+        if row.get("faults") is None:  # its shape, when it is there: row_problem
+            return "has no faults by seat"
+        return None
+
+    def add(self, row: dict) -> None:
+        """Keep a line that :meth:`problem` passed."""
+        n = len(self.group)
+        self.group.append(row["group"])
+        self.turns.append(row["turns"])
+        for name in row["lineup"]:
+            if name not in self.number:
+                self.number[name] = len(self.names)
+                self.names.append(name)
+                self.lines_of[name] = array("Q")
+            lines = self.lines_of[name]
+            if not lines or lines[-1] != n:
+                lines.append(n)
+            self.lineup.append(self.number[name])
+        self.scores.extend(float(x) for x in row["scores"])
+        for key, values in self.by_seat.items():
+            values.extend(row[key])
+        if any(row["faults"]):
+            self.faults[n] = row["faults"]
+        self.fallback_play = self.fallback_play or "fallbackPlay" in row
+
+    def __len__(self) -> int:
+        return len(self.group)
+
+    def __getitem__(self, i: int) -> dict:  # type: ignore[override]  # no slices
+        if not 0 <= i < len(self.group):
+            raise IndexError(i)
+        seats = slice(SEATS * i, SEATS * (i + 1))
+        return {"group": self.group[i], "turns": self.turns[i],
+                "lineup": [self.names[k] for k in self.lineup[seats]],
+                "scores": list(self.scores[seats]),
+                **{key: list(values[seats]) for key, values in self.by_seat.items()},
+                "faults": self.faults.get(i, self._NO_FAULTS)}
+
+
+class _Some(Sequence[dict]):
+    """The lines of ``rows`` numbered ``numbers``."""
+
+    def __init__(self, rows: LadderRows, numbers: Sequence[int]) -> None:
+        self.rows, self.numbers = rows, numbers
+
+    def __len__(self) -> int:
+        return len(self.numbers)
+
+    def __getitem__(self, k: int) -> dict:  # type: ignore[override]  # no slices
+        return self.rows[self.numbers[k]]
+
+
+def ladder_of(rows: LadderRows, manifest: dict, first: int | None = None) -> dict:
+    """The ladder of the first ``first`` lines (all by default): what ``ladder.build`` gives
+    (a mean to its last rounded digit), built policy by policy, each over its own lines:
+    ``build`` reads every line for every policy, the square of a folder's many policies."""
+    seed = ladders.bootstrap_seed(manifest.get("seed"), _commitments(manifest))
+    n = len(rows) if first is None else min(first, len(rows))
+    entries = []
+    for name in manifest["policies"]:
+        lines = rows.lines_of.get(name, array("Q"))
+        entries += ladders.build(_Some(rows, lines[:bisect_left(lines, n)]), [name],
+                                 seed)["policies"]
+    entries.sort(key=lambda e: (not e["ranked"], e["meanScore"] is None,
+                                -(e["meanScore"] or 0.0), e["policy"]))
+    ranks = itertools.count(1)
+    sizes = Counter(rows.group[:n])
+    return {**ladders.build([], [], seed), "episodes": n, "groups": len(sizes),
+            "completeGroups": sum(1 for k in sizes.values() if k == SEATS),  # a rotation a seat
+            "policies": [{**e, "rank": next(ranks) if e["ranked"] else None} for e in entries]}
+
+
+def _commitments(manifest: dict) -> list[dict] | None:
+    """A secret draw's commitments, if league.json holds them as a league writes them."""
+    c = manifest.get("commitments")
+    return c if isinstance(c, list) and c and isinstance(c[0], dict) else None
+
+
+def _mismatch(claimed: dict, derived: dict, rows: LadderRows, manifest: dict) -> str | None:
+    """How ``ladder.json`` first differs from the ladder of the results, as ``guild verify``
+    compares them (None: it does not). One of fewer episodes than the results is held to the
+    ladder of its first lines: an earlier run wrote it, and a run stopped since (or still
+    playing) has not written its own."""
+    k, n = claimed.get("episodes"), len(rows)
+    if is_count(k) and k > n:
+        return f"{LADDER} counts {k} episodes, {RESULTS} holds {n}"
+    if is_count(k) and k < n:
+        derived = ladder_of(rows, manifest, k)
+    diffs = claims.ladder_differences(claimed, derived, rows.fallback_play)
+    return diffs[0] if diffs else None
 
 
 def _json_file(path: Path, what: str) -> Any:
@@ -289,9 +490,8 @@ def _quoted(text: str, limit: int = 40) -> str:
 
 
 def _ladder(path: Path) -> dict:
-    """``ladder.json``, each entry checked for what the page shows."""
-    if not path.exists():
-        raise LeagueError(f"{path.parent} has no {LADDER}; a league writes it after every run")
+    """``ladder.json``, each entry checked for what the page shows (when the lines cannot
+    give the ladder) and the comparison reads."""
     data = _json_file(path, "ladder")
     entries = data.get("policies") if isinstance(data, dict) else None
     if not isinstance(entries, list):
@@ -321,9 +521,17 @@ def _entry_problem(e: object) -> str | None:
 
 
 def episodes(path: Path, policies: frozenset[str]) -> Iterator[Episode]:
-    """Each complete line of ``results.jsonl``, checked (its lineup only of ``policies``, the
-    league's); a torn last line (a run stopped mid-append) is left out, as the league itself
-    leaves it."""
+    """Each complete line of ``results.jsonl``, checked (see :func:`_lines`)."""
+    return (ep for _, _, ep in _lines(path, policies))
+
+
+def _lines(path: Path, policies: frozenset[str]) -> Iterator[tuple[int, dict, Episode]]:
+    """Each complete line of ``results.jsonl``: its number, itself and what the page shows of
+    it, checked (its lineup only of ``policies``, the league's). A torn last line (a run
+    stopped mid-append) is left out, as the league itself leaves it; no file is no line yet
+    (a league stopped before its first episode ended)."""
+    if not os.path.lexists(path):
+        return
     with open_regular(path, MAX_RESULTS_BYTES, "results file") as f:
         read = 0
         for n in itertools.count(1):
@@ -331,7 +539,8 @@ def episodes(path: Path, policies: frozenset[str]) -> Iterator[Episode]:
             read += len(line)
             if not line.endswith(b"\n") or read > MAX_RESULTS_BYTES:
                 return
-            yield _episode(line, path, n, policies)
+            row = _row(line, path, n, policies)
+            yield n, row, _episode(row)
 
 
 def _line(f: Any, path: Path, n: int) -> bytes:
@@ -345,7 +554,7 @@ def _line(f: Any, path: Path, n: int) -> bytes:
     return line
 
 
-def _episode(line: bytes, path: Path, n: int, policies: frozenset[str]) -> Episode:
+def _row(line: bytes, path: Path, n: int, policies: frozenset[str]) -> dict:
     try:
         row = json.loads(line)
     except (ValueError, RecursionError):
@@ -359,6 +568,10 @@ def _episode(line: bytes, path: Path, n: int, policies: frozenset[str]) -> Episo
     if stranger is not None:  # a league seats only its own policies
         raise LeagueError(f"{path} line {n} seats {_quoted(stranger)}, a policy league.json "
                           "does not list")
+    return row
+
+
+def _episode(row: dict) -> Episode:
     return Episode(row["id"], row.get("seed"), tuple(row["lineup"]),
                    tuple(float(s) for s in row["scores"]),
                    sum(row.get("fallbacks") or ()),
@@ -375,8 +588,10 @@ def _write_page(league: League, target: Path, views: Path) -> int:
     written = 0
     try:
         with replacing(target) as tmp, open(tmp, "w", encoding="utf-8") as f:
+            _make(views)  # once the page's folder is known to take a file: it is beside it
             f.write(head)
-            f.write(report_html.summary(name, league.manifest, league.ladder, league.tally))
+            f.write(report_html.summary(name, league.manifest, league.ladder, league.tally,
+                                        warnings=league.warnings, planned=league.planned))
             f.write(report_html.episodes_head())
             for ep in _first(episodes(league.root / RESULTS,
                                       frozenset(league.manifest["policies"])),
@@ -389,6 +604,13 @@ def _write_page(league: League, target: Path, views: Path) -> int:
     except OSError as e:
         raise LeagueError(f"cannot write {target} ({e.strerror or e})") from None
     return written
+
+
+def _make(views: Path) -> None:
+    try:
+        views.mkdir(exist_ok=True)
+    except OSError as e:
+        raise LeagueError(f"cannot make {views} ({e.strerror or e})") from None
 
 
 def _first(items: Iterator[Episode], n: int) -> Iterator[Episode]:

@@ -55,24 +55,36 @@ def frame(name: str) -> tuple[str, str]:
     return head.replace("__TITLE__", esc(f"Guild league report: {name}")), tail
 
 
-def summary(name: str, manifest: dict, ladder: dict, tally: Tally) -> str:
-    """The header and every section before the episodes table."""
+def summary(name: str, manifest: dict, ladder: dict, tally: Tally,
+            warnings: Sequence[str] = (), planned: int | None = None) -> str:
+    """The header and every section before the episodes table; ``warnings`` (one line each)
+    head the page, ``planned`` is how many episodes league.json plans."""
     return "".join([
-        _header(name, manifest, tally),
+        _header(name, manifest, tally, planned),
         "<main>\n",
-        ladder_section(ladder, tally),
+        "".join(f'<p class="note warn" id="warning-{k}">{esc(w)}</p>\n'
+                for k, w in enumerate(warnings)),
+        ladder_section(ladder, tally, planned),
         chart_section(ladder, tally),
         head_to_head_section(tally),
         seats_section(tally),
     ])
 
 
-def _header(name: str, manifest: dict, tally: Tally) -> str:
+def unfinished(tally: Tally, planned: int | None) -> bool:
+    """Whether the results hold fewer episodes than league.json plans (a run was stopped, or
+    is still playing)."""
+    return planned is not None and tally.episodes < planned
+
+
+def _header(name: str, manifest: dict, tally: Tally, planned: int | None) -> str:
     seed = manifest.get("seed")
     draw = f"seed {seed} (public draw)" if seed is not None else "secret draw"
+    count = (f"{tally.episodes} of {planned} episodes (unfinished)"
+             if unfinished(tally, planned) else f"{tally.episodes} episodes")
     facts = [
         f"policies: {', '.join(str(p) for p in manifest['policies'])}",
-        f"{tally.episodes} episodes", draw,
+        count, draw,
         f"{manifest.get('turns', '?')} turns",
         "thievery allowed" if manifest.get("thievery", True) else "honest town",
         "speech on" if manifest.get("speech", True) else "speech off",
@@ -87,7 +99,7 @@ LADDER_HEAD = ("rank", "policy", "mean", "95% interval", "episodes", "seats", "c
                "robs/seat", "robbed/seat", "faults", "fallbacks")
 
 
-def ladder_section(ladder: dict, tally: Tally) -> str:
+def ladder_section(ladder: dict, tally: Tally, planned: int | None = None) -> str:
     entries = ladder["policies"]
     notes = [ladder.get(k) for k in ("statistic", "interval", "ranking")]
     rows = "".join(_ladder_row(e) for e in entries)
@@ -98,16 +110,18 @@ def ladder_section(ladder: dict, tally: Tally) -> str:
         "<p class=\"note\">Each policy's mean score over the seats it held, at mixed tables "
         "drawn from the whole list; unranked policies (too many decisions not their own) "
         "are listed below the ranked ones.</p>\n",
-        _table("ladder-table", [(h, h not in ("policy",)) for h in LADDER_HEAD], rows),
     ]
+    if unfinished(tally, planned):
+        n = tally.episodes
+        parts.append(f'<p class="note warn" id="unfinished">The league is unfinished: '
+                     f"results.jsonl holds {n} of its {planned} episodes (a run was stopped, "
+                     f"or is still playing). This ladder, like every table here, is of those "
+                     f"{n}.</p>\n")
+    parts.append(_table("ladder-table", [(h, h not in ("policy",)) for h in LADDER_HEAD],
+                        rows))
     if unranked:
         parts.append(f'<p class="note">Unranked:</p><ul class="unranked">{unranked}</ul>\n')
     parts += [f'<p class="note">{esc(n)}</p>\n' for n in notes if isinstance(n, str)]
-    claimed = ladder.get("episodes")
-    if isinstance(claimed, int) and claimed != tally.episodes:
-        warning = (f"ladder.json counts {claimed} episodes, results.jsonl holds "
-                   f"{tally.episodes}: the ladder is not of these results")
-        parts.append(f'<p class="note warn">{esc(warning)}</p>\n')
     parts.append("</section>\n")
     return "".join(parts)
 
@@ -304,8 +318,9 @@ def seats_section(tally: Tally) -> str:
         rows.append(f"<tr{_data(policy=name)}>{''.join(cells)}</tr>\n")
     head = [("policy", False)] + [(f"seat {s}", True) for s in range(SEATS)] + [("all", True)]
     return ('<section class="panel" id="seats"><h2>By seat position</h2>\n'
-            "<p class=\"note\">Mean score of each policy in each seat (seat 0 acts first in "
-            "every turn, RULES §6.6), with the number of seats it held there.</p>\n"
+            "<p class=\"note\">Mean score of each policy in each seat, with the number of "
+            "seats it held there. Initiative rotates: in turn t, seat t mod 6 acts first and "
+            "the others follow in seat order, wrapping round (RULES §6.3).</p>\n"
             f"{_table('seat-table', head, ''.join(rows))}</section>\n")
 
 

@@ -97,8 +97,7 @@ def build(rows: Sequence[dict], policies: Sequence[str], league_seed: int | str)
     ranks = iter(range(1, len(entries) + 1))
     return {"episodes": len(rows), "groups": len(groups), "completeGroups": full,
             "statistic": "mean episode score per seat (RULES §13)",
-            "interval": f"95% percentile bootstrap over rotation groups, {BOOTSTRAP_SAMPLES} "
-                        "resamples, seeded from the league seed",
+            "interval": interval(league_seed),
             "ranking": RANKING,
             "policies": [{"rank": next(ranks) if e["ranked"] else None, **e} for e in entries]}
 
@@ -128,6 +127,14 @@ def _bootstrap(sums: np.ndarray, counts: np.ndarray, seed: int) -> list[float] |
     means = s[idx].sum(axis=1) / c[idx].sum(axis=1)
     lo, hi = np.percentile(means, [2.5, 97.5])
     return [_round(float(lo)), _round(float(hi))]
+
+
+def interval(league_seed: int | str) -> str:
+    """What the ladder's intervals are, and what seeds them (:func:`bootstrap_seed`)."""
+    source = ("the league seed" if isinstance(league_seed, int) else
+              "the commitment to the league's secret draw (league.json's first sha256)")
+    return (f"95% percentile bootstrap over rotation groups, {BOOTSTRAP_SAMPLES} resamples, "
+            f"seeded from {source}")
 
 
 def bootstrap_seed(seed: int | None, commitments: list[dict] | None) -> int | str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ from agents import Factor, Magpie, RandomPolicy, is_scripted
 from agents.champion import Champion
 from league.core import ladder
 from league.core.episode import FAULT_KINDS, fallback_play
+from league.core.errors import LeagueError
+from league.core.files import read_regular
 from league.core.lineups import EpisodeSpec
 from league.core.store import LADDER, MANIFEST, RESULTS
 from sim.rules.world import SEATS
@@ -28,6 +31,7 @@ from sim.rules.world import SEATS
 _BUILT_IN = {cls.__name__.lower().removesuffix("policy"): is_scripted(cls)
              for cls in (Factor, Magpie, RandomPolicy, Champion)}
 LADDER_TOLERANCE = 1.5e-6  # ladder.json rounds to 6 decimals; allow one flip of the last digit
+MAX_LADDER_BYTES = 64 << 20  # ladder.json: kilobytes in any real league
 
 Marks = list[tuple[int, int]]  # per seat: (acts in the replay, acts marked scripted)
 
@@ -193,13 +197,15 @@ def ladder_problems(root: Path, rows: Sequence[dict], manifest: dict) -> list[st
     slack is the last rounded digit.
     """
     path = root / LADDER
-    try:
-        claimed = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return [f"{LADDER} is missing; the league writes it after every run"]
+    try:
+        claimed = json.loads(read_regular(path, MAX_LADDER_BYTES, LADDER))
+    except LeagueError as e:  # no regular file, or too large: unread
+        return [str(e)]
     except RecursionError:
         return [f"{LADDER} cannot be read as JSON (nested too deeply)"]
-    except (OSError, ValueError) as e:
+    except ValueError as e:
         return [f"{LADDER} cannot be read as JSON ({e})"]
     try:
         derived = ladder.build(rows, manifest["policies"],
@@ -208,16 +214,26 @@ def ladder_problems(root: Path, rows: Sequence[dict], manifest: dict) -> list[st
     except (KeyError, TypeError, IndexError, ValueError) as e:
         return [f"{LADDER} cannot be recomputed: {RESULTS} lacks what the ladder needs "
                 f"({type(e).__name__}: {e})"]
-    derived = json.loads(json.dumps(derived))
-    if (isinstance(claimed, dict) and "ranking" not in claimed
-            and not any("fallbackPlay" in r for r in rows)):
-        derived = _before_ranking(derived)  # a league played, and ranked, before the rule
-    diffs: list[str] = []
-    _diff(claimed, derived, "", diffs)
+    diffs = ladder_differences(claimed, derived, any("fallbackPlay" in r for r in rows))
     shown = [f"{LADDER}: {d}" for d in diffs[:5]]
     if len(diffs) > 5:
         shown[-1] += f" (and {len(diffs) - 5} more differences)"
     return shown
+
+
+def ladder_differences(claimed: object, derived: dict, fallback_play: bool) -> list[str]:
+    """Where ``claimed`` (``ladder.json`` as read) differs from ``derived`` (what
+    ``league.core.ladder.build`` gives for the results), a leaf each, numbers to their last
+    rounded digit. ``fallback_play``: some line has ``fallbackPlay``, so the league ranked by
+    the rule that leaves policies unranked, as a ladder without ``ranking`` did not."""
+    derived = json.loads(json.dumps(derived))
+    if isinstance(claimed, dict) and "ranking" not in claimed and not fallback_play:
+        derived = _before_ranking(derived)  # a league played, and ranked, before the rule
+    if isinstance(claimed, dict) and claimed.get("interval") == ladder.interval(0):
+        derived["interval"] = claimed["interval"]  # a secret draw's, worded before it was told
+    diffs: list[str] = []
+    _diff(claimed, derived, "", diffs)
+    return diffs
 
 
 NEW_KEYS = ("faults", "notOwnShare", "ranked", "unranked")  # of an entry, with the ranking rule
