@@ -94,6 +94,16 @@ def test_action_masks_before_reset_says_reset_first(kwargs: dict) -> None:
         GuildEnv(**kwargs).action_masks()
 
 
+def test_vector_env_step_before_reset_says_reset_first() -> None:
+    # Its learning seats and opponents' streams are drawn at reset: a step before it would
+    # play towns no seed chose.
+    env = GuildVectorEnv(2)
+    with pytest.raises(RuntimeError, match="before reset"):
+        env.step(np.zeros(2, np.int64))
+    env.reset(seed=0)
+    env.step(np.zeros(2, np.int64))
+
+
 @pytest.mark.parametrize("kwargs", [{}, {"text_mode": True}])
 def test_parallel_action_masks_before_reset_says_reset_first(kwargs: dict) -> None:
     with pytest.raises(RuntimeError, match="before reset"):

@@ -168,6 +168,8 @@ class GuildVectorEnv(VectorEnv):
         return a
 
     def step(self, actions):
+        if self._rngs is None:  # as GuildEnv: its seats and opponents are drawn at reset
+            raise RuntimeError("step() called before reset(); call reset() first")
         a = self.check_actions(actions)
         e = self.engine
         joint = np.empty((self.num_envs, SEATS), np.int64)
