@@ -568,3 +568,39 @@ def test_ctrl_c_before_the_game_says_interrupted_and_nothing_of_leagues(monkeypa
     monkeypatch.setattr(terminal, "opponent_specs", interrupted)
     assert main(["play", "--seed", "1"]) == 130
     assert capsys.readouterr().err.strip() == "guild play: interrupted"
+
+
+# --- the other seats decide while the person types ------------------------------------------
+
+def test_the_other_seats_decide_while_the_person_types(monkeypatch, capsys) -> None:
+    """Every seat acts on the turn's starting state, so the opponents are asked as the turn
+    opens: the person's line is read only once all five have answered, here (were they asked
+    after it, as they were, each slow model seat would add its wait to the person's)."""
+    import threading
+
+    answered: list[threading.Event] = []
+
+    class Slow:
+        concurrent = True  # as a language-model seat: a thread of its own
+
+        def __init__(self) -> None:
+            self.done = threading.Event()
+            answered.append(self.done)
+
+        def act(self, game, seat):
+            self.done.set()
+            return "I wait."
+
+    def person() -> str:
+        assert all(e.wait(30) for e in answered), "the person was asked first"
+        for e in answered:
+            e.clear()
+        return "I wait."
+
+    monkeypatch.setattr(terminal, "read_line", person)
+    policies = [None, *(Slow() for _ in range(SEATS - 1))]
+    game = Game(GameConfig(seed=3, turns=6))
+    code, why = terminal.play(game, 0, policies)
+    assert (code, game.turn) == (0, 6) and why.startswith("the episode ended")
+    acts = [e for e in game.events if e["kind"] == "act"]
+    assert len(acts) == 6 * SEATS and not any(a["scripted"] for a in acts)

@@ -35,9 +35,11 @@ import os
 import re
 import secrets
 import sys
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from agents import Decision, as_decision, is_scripted, make_policy
 from agents.baselines.rules import WAIT
@@ -67,6 +69,7 @@ COMMANDS = {"quit": "quit", "exit": "quit", "q": "quit", "help": "help", "?": "h
             "h": "help", "moves": "moves", "m": "moves", "town": "town", "t": "town"}
 _NUMBER = re.compile(r"[0-9]{1,9}")  # ASCII digits only: int() reads other scripts' digits too
 MAX_WHY = 200  # characters of an opponent's error shown to the person
+WAIT_NOTE_AFTER = 1.0  # seconds the person waits for the other seats before being told why
 
 
 @dataclass(frozen=True)
@@ -259,6 +262,7 @@ def play(game: Game, seat: int, policies: list) -> tuple[int, str]:
         view = game.observe(seat)
         show(RULE)
         show(turn_text(view, before, game.world))
+        deciding = Deciding(game, seat, policies)  # while the person reads and types
         try:
             line = choose(game, seat)
         except EOFError:
@@ -267,7 +271,7 @@ def play(game: Game, seat: int, policies: list) -> tuple[int, str]:
         if line is None:
             return 0, "you quit"
         before = view
-        for s, why in play_turn(game, seat, line, policies).items():
+        for s, why in play_turn(game, seat, line, policies, deciding.answers()).items():
             if s not in told:
                 told.add(s)
                 show(failure_text(game, s, f"failed ({why})"))
@@ -276,12 +280,55 @@ def play(game: Game, seat: int, policies: list) -> tuple[int, str]:
     return 0, f"the episode ended ({game.results()['reason']})"
 
 
-def play_turn(game: Game, seat: int, line: Line, policies: list) -> dict[int, str]:
+class Deciding:
+    """The opponents' answers to this turn, asked in the background as soon as the turn
+    opens: every seat acts on the state at the turn's start (RULES §6), so they need not wait
+    for the person's move, and the person waits for the slowest seat, if at all, not for each
+    in turn. Seats that may run at once (``concurrent``, language-model seats) get a thread
+    each. The threads are daemons: a person who quits does not wait for them."""
+
+    def __init__(self, game: Game, seat: int, policies: list) -> None:
+        self._got: dict[int, tuple[Any, BaseException | None]] = {}
+        self._thread = threading.Thread(target=self._all, args=(game, seat, policies),
+                                        name="guild-play-seats", daemon=True)
+        self._thread.start()
+
+    def _all(self, game: Game, seat: int, policies: list) -> None:
+        others = [s for s in range(len(policies)) if s != seat]
+        apart = [threading.Thread(target=self._one, args=(game, s, policies[s]), daemon=True)
+                 for s in others if getattr(policies[s], "concurrent", False)]
+        for t in apart:
+            t.start()
+        for s in others:
+            if not getattr(policies[s], "concurrent", False):
+                self._one(game, s, policies[s])
+        for t in apart:
+            t.join()
+
+    def _one(self, game: Game, s: int, policy: Any) -> None:
+        try:
+            self._got[s] = (policy.act(game, s), None)
+        except BaseException as e:  # noqa: BLE001 - a policy's failure, even sys.exit: it waits
+            self._got[s] = (None, e)
+
+    def answers(self) -> dict[int, tuple[Any, BaseException | None]]:
+        """Each opponent's answer, or what it raised; says once that the person waits for
+        them when they take a while."""
+        self._thread.join(WAIT_NOTE_AFTER)
+        if self._thread.is_alive():
+            show("(the other seats are still deciding...)")
+            self._thread.join()
+        return self._got
+
+
+def play_turn(game: Game, seat: int, line: Line, policies: list,
+              decided: Mapping[int, tuple[Any, BaseException | None]] | None = None
+              ) -> dict[int, str]:
     """One turn: the person's move and each opponent's answer (a sentence, an intent or a
-    decision with its spoken line and notes, as ``agents.play_episode`` takes it).  An
-    opponent whose policy raises or answers what the rules refuse waits instead (marked
-    scripted, as a league's fallback is), so the person's game goes on; the seats that did,
-    with why."""
+    decision with its spoken line and notes, as ``agents.play_episode`` takes it), asked here
+    unless ``decided`` holds them (:class:`Deciding`).  An opponent whose policy raises or
+    answers what the rules refuse waits instead (marked scripted, as a league's fallback is),
+    so the person's game goes on; the seats that did, with why."""
     failed: dict[int, str] = {}
     answers: list[Decision | None] = []
     for s, p in enumerate(policies):
@@ -289,7 +336,13 @@ def play_turn(game: Game, seat: int, line: Line, policies: list) -> dict[int, st
             answers.append(None)
             continue
         try:
-            answer = as_decision(p.act(game, s))
+            if decided is None:
+                answer = as_decision(p.act(game, s))
+            else:
+                got, error = decided.get(s, (None, RuntimeError("it gave no answer")))
+                if error is not None:
+                    raise error
+                answer = as_decision(got)
             game.intent_for(answer.action, s)  # the rules' own check of an action
             if not (isinstance(answer.say, str) and isinstance(answer.notes, str)):
                 raise TypeError("its say and notes must be text")
