@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from league.apart import sandbox
@@ -225,8 +226,9 @@ def run_league(o: LeagueOptions, *, on_note: Note | None = None,
 
     built = check_options(o)
     # A new league's policies must be able to play before its folder is made; a league begun
-    # before is checked once its missing episodes are known: re-ranking a finished one (for a
-    # --report, a --plot) needs no server.
+    # before is checked once it is known to have episodes to play (missing, or lost replays),
+    # still before anything is written: re-ranking a finished one (--report, --plot) needs no
+    # server.
     begun = os.path.exists(os.path.join(o.out, MANIFEST))
     if not begun:
         reach_policies(built)
@@ -247,6 +249,9 @@ def run_league(o: LeagueOptions, *, on_note: Note | None = None,
         if o.fallback is None and rows and "fallbackPlay" not in rows[0]:
             o = replace(o, fallback="factor")  # begun before --fallback: factor played them all
         key = draw.seat_key() if isinstance(draw, SecretDraw) else None  # of group 0's secret
+        if begun and (len(rows) < o.episodes or _lost(d, rows)):  # it will play: can it?
+            reach_policies(built)  # before anything is written, as for a new league
+        del built  # built to be checked; the episodes build their own
         _replay_lost(d, o, rows, note, draw, key, signed)
         d.tidy()
         if torn:
@@ -257,9 +262,6 @@ def run_league(o: LeagueOptions, *, on_note: Note | None = None,
         manifest = {**manifest, "episodes": max(o.episodes, before)}
         d.write_manifest(_with_draw(manifest, commitments))
         specs = schedule(o.policies, draw, before, o.episodes)
-        if specs and begun:
-            reach_policies(built)
-        del built  # built to be checked; the episodes build their own
         try:
             if specs:
                 _play_into(d, o, specs, rows, on_progress, key)
@@ -395,14 +397,14 @@ def _replay_lost(d: LeagueDir, o: LeagueOptions, rows: list[dict], note: Note, d
     replays it wrote are removed again.
     """
     lost = [episode_spec(o.policies, draw, n) for n, r in enumerate(rows)
-            if not (d.replays / f"{r['id']}.json").is_file()]
+            if not _replay_of(d, r).is_file()]
     if not lost:
         return
     wrong: dict[int, str] = {}
     with contextlib.closing(_episodes(d, o, lost, key)) as batches:
         for batch in batches:
             for row, replay_text in batch:
-                path = d.replays / f"{row['id']}.json"
+                path = _replay_of(d, row)
                 if replay_text is not None:  # under the league's lock: the only writer
                     write_atomic(path, replay_text, sync=False, sole=True)
                 n, old = row["index"], rows[row["index"]]
@@ -426,6 +428,15 @@ def _replay_lost(d: LeagueDir, o: LeagueOptions, rows: list[dict], note: Note, d
     sync_files(d.replays, [f"{s.id}.json" for s in lost])
     note(f"league: played {len(lost)} episodes again whose replay was missing "
          f"({', '.join(s.id for s in lost[:5])}{', ...' * (len(lost) > 5)})")
+
+
+def _replay_of(d: LeagueDir, row: dict) -> Path:
+    return d.replays / f"{row['id']}.json"
+
+
+def _lost(d: LeagueDir, rows: list[dict]) -> bool:
+    """Whether a finished episode's replay is gone (the run plays it again)."""
+    return any(not _replay_of(d, r).is_file() for r in rows)
 
 
 def _first_difference(line: dict, played: dict) -> str:
