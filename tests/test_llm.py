@@ -331,6 +331,7 @@ def test_guild_evaluate_says_when_the_fallback_played_not_the_model(server, mode
     code = main(["evaluate", f"llm:{model}@{server.url}", "--seeds", "0..1", "--turns", "6"])
     captured = capsys.readouterr()
     assert code == 1 and "paired difference +0.000" in captured.out  # factor against factor
+    assert captured.out.startswith(f"evaluate: llm:{model}@{server.url} in factor's place")
     err = captured.err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(
         f"evaluate: error: llm:{model}@{server.url}: its fallback (factor) played 72 of its 72 "

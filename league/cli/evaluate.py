@@ -121,8 +121,9 @@ def language_models(specs: list[Any]) -> dict[str, Any]:
     names = [s for s in specs if isinstance(s, str)]  # not an sb3: model loaded by guard
     models = {name: make_policy(name) for name in dict.fromkeys(names)
               if name.strip().lower().startswith("llm:")}
-    for model in models.values():
+    for name, model in models.items():
         model.probe()
+        model.name = name  # what the figures call it (paired_evaluation reads ``name``)
     return models
 
 
