@@ -102,3 +102,10 @@ class DeepRaiser:
 
     def act(self, game: Game, seat: int) -> str:
         return json.loads("{not json")
+
+
+class LongRaiser:
+    """Raises with a message longer than any fault note."""
+
+    def act(self, game: Game, seat: int) -> str:
+        raise KeyError("k" * 500)

@@ -249,6 +249,19 @@ def test_the_fault_note_names_the_exception_and_the_file_and_line(tmp_path) -> N
         assert row["faultNotes"][seat] == expected[name.removeprefix(T)]
 
 
+def test_a_seat_process_s_long_message_is_cut_and_keeps_its_place(tmp_path) -> None:
+    # Apart, in its seat process: the host cuts the message, not the place, and the league's
+    # note (its own words, the message, the place) still fits its 300 characters.
+    from faulty_policies import LongRaiser
+
+    spec = episode_spec([f"{F}LongRaiser", "factor"], 0, 0)
+    row, _ = play_episode_spec(spec, Settings(policies=tuple(spec.lineup), turns=6))
+    seat = row["lineup"].index(f"{F}LongRaiser")
+    note = row["faultNotes"][seat]
+    assert note.startswith("turn 0: its policy failed: KeyError: 'kkk") and len(note) <= 300
+    assert note.endswith(f"(at faulty_policies.py:{_line_of(LongRaiser.act, 'raise')})")
+
+
 def test_a_long_exception_message_is_cut_and_keeps_its_place() -> None:
     from league.apart.calls import explain
 

@@ -150,6 +150,9 @@ def _said(e: BaseException) -> str:
     return f"{type(e).__name__}: {msg}" if msg else type(e).__name__
 
 
+# Of an error's text: a refusal's whole line (a module not found: about 210), and room for the
+# place and the league's own words ("turn 13: its policy failed: ") in its 300-character notes.
+MAX_SAID = 220
 _OURS = tuple(str(Path(__file__).resolve().parents[2] / package) + os.sep
               for package in ("agents", "feasibility", "league", "sim"))
 
@@ -212,8 +215,7 @@ def serve(spec: str, requests: Any, replies: Any) -> None:
         except KeyboardInterrupt:  # Ctrl-C reaches the seats too: this process stops
             raise
         except BaseException as e:  # the policy's own failure, sys.exit too: this seat's fault
-            where = _where(e, spec)
-            reply = {"error": f"{_said(e)[:300 - len(where)]}{where}"}
+            reply = {"error": f"{_said(e)[:MAX_SAID]}{_where(e, spec)}"}
         write(reply)
 
 
