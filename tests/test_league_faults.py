@@ -382,6 +382,13 @@ def test_a_folder_with_a_league_file_but_no_league_json_is_refused_untouched(
     assert (out / name).read_text(encoding="utf-8") == '{"mine": true}\n'
 
 
+def test_a_fresh_folder_with_a_placeholder_in_replays_takes_a_league(tmp_path) -> None:
+    out = tmp_path / "fresh"
+    (out / "replays").mkdir(parents=True)
+    (out / "replays" / ".gitkeep").write_text("")
+    assert main(league_args(out, 6, workers=1)) == 0
+
+
 def test_foreign_or_damaged_results_files_are_refused(league12, tmp_path, capsys) -> None:
     out = copy_league(league12[0], tmp_path)
     (out / "league.json").unlink()

@@ -586,11 +586,6 @@ BROKEN = {
     "league.json not JSON": (lambda o: _edit(o, "league.json", "{"), "league.json is not JSON"),
     "league.json no league": (lambda o: _edit(o, "league.json", "[1]"),
                               "does not describe a league"),
-    "ladder deep": (lambda o: _edit(o, "ladder.json", "[" * 100_000 + "]" * 100_000),
-                    "ladder.json is not valid JSON (or is nested too deeply)"),
-    "ladder entry": (lambda o: _edit(o, "ladder.json", '{"policies": [{"policy": "x", '
-                                     '"meanScore": "high"}]}'), "entry 1 has a mean score"),
-    "ladder not UTF-8": (lambda o: _edit(o, "ladder.json", b"\xff\xfe{}"), "is not UTF-8"),
     "results line": (lambda o: _edit(o, "results.jsonl", "{}\n{\n"), "line 1 has no episode id"),
     "results JSON": (lambda o: _edit(o, "results.jsonl", "nope\n"),
                      "results.jsonl line 1 is not valid JSON"),
@@ -599,8 +594,6 @@ BROKEN = {
     "short lineup": (lambda o: _row_edit(o, {"lineup": ["factor"]}), "has no lineup of 6"),
     "long line": (lambda o: _edit(o, "results.jsonl", "[" + " " * report.MAX_LINE_BYTES + "]\n"),
                   "line 1 is over 1,048,576 bytes"),
-    "huge ladder": (lambda o: os.truncate(o / "ladder.json", report.MAX_JSON_BYTES + 1),
-                    "is over 67,108,864 bytes"),
     "no replay": (lambda o: (o / "replays" / "e000005.json").unlink(),
                   "e000005.json: no such file"),
     "tampered replay": (_tampered, "e000004.json: the replay does not re-derive"),
@@ -608,6 +601,37 @@ BROKEN = {
     "results a directory": (lambda o: ((o / "results.jsonl").unlink(),
                                        (o / "results.jsonl").mkdir()), "is a directory"),
 }
+
+
+UNREADABLE_LADDER = {  # the page is made all the same, of the results, with a warning
+    "truncated": (lambda o: _edit(o, "ladder.json", (o / "ladder.json").read_text()[:200]),
+                  "ladder.json is not JSON"),
+    "deep": (lambda o: _edit(o, "ladder.json", "[" * 100_000 + "]" * 100_000),
+             "ladder.json is not valid JSON (or is nested too deeply)"),
+    "entry": (lambda o: _edit(o, "ladder.json", '{"policies": [{"policy": "x", '
+                              '"meanScore": "high"}]}'), "entry 1 has a mean score"),
+    "not UTF-8": (lambda o: _edit(o, "ladder.json", b"\xff\xfe{}"), "is not UTF-8"),
+    "huge": (lambda o: os.truncate(o / "ladder.json", report.MAX_JSON_BYTES + 1),
+             "is over 67,108,864 bytes"),
+    "a FIFO": (lambda o: ((o / "ladder.json").unlink(), os.mkfifo(o / "ladder.json")),
+               "not a regular file"),
+}
+
+
+@pytest.mark.parametrize("case", list(UNREADABLE_LADDER))
+def test_an_unreadable_ladder_json_is_a_warning_and_the_page_is_made(
+        league12, tmp_path: Path, capsys, case: str) -> None:
+    out = tmp_path / "l"
+    shutil.copytree(league12[0], out)
+    want = ladder_of(out)
+    breaks, words = UNREADABLE_LADDER[case]
+    breaks(out)
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 0
+    [warning] = warnings_in(capsys.readouterr().err)
+    assert words in warning and warning.endswith(f"the page shows the ladder of results.jsonl: "
+                                                 f"run guild verify {out}")
+    assert_ladder(page_of(out), want)
 
 
 @pytest.mark.parametrize("case", list(BROKEN))
@@ -650,7 +674,8 @@ def test_devices_and_fifos_are_refused_before_reading(league12, tmp_path: Path) 
         (out / name).unlink()
         make(out / name)
         done = _guild_process("report", str(out))
-        assert done.returncode == 2, done.stderr[-500:]
+        # ladder.json: a warning, the page made of the results; results.jsonl: refused
+        assert done.returncode == (0 if name == "ladder.json" else 2), done.stderr[-500:]
         line = one_error_line(done.stderr)
         assert "not a regular file" in line and name in line, line
 
@@ -760,3 +785,28 @@ def test_a_viewer_page_counts_robberies_in_words(league: Path) -> None:
         title = page.get_attribute(f'#scoreboard tr[data-seat="{seat}"] td[title]', "title")
         assert title == f"robbed once; robbed others {times(ep['robberies'][seat])}"
         assert errors == []
+
+
+def test_a_league_from_before_the_ranking_rule_is_shown_ranked_as_it_was(tmp_path: Path,
+                                                                         capsys) -> None:
+    """Lines without fallbackPlay and a ladder.json without ranking: the league ranked every
+    policy by its mean, as guild verify accepts; the page shows that, with no warning (it
+    showed a policy that always fell back as unranked, unlike ladder.json, and said nothing)."""
+    from league.core.verify_claims import before_ranking
+
+    out = tmp_path / "old"
+    assert main(league_args(out, 12, "--turns", "6", "--trust",
+                            policies=f"factor,magpie,{F}Raiser", workers=1)) == 0
+    lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    (out / "results.jsonl").write_text("".join(
+        json.dumps({k: v for k, v in r.items() if k != "fallbackPlay"}) + "\n" for r in lines))
+    built = json.loads((out / "ladder.json").read_text(encoding="utf-8"))
+    assert any(not e["ranked"] for e in built["policies"])  # the rule would unrank Raiser
+    old = before_ranking(built)
+    (out / "ladder.json").write_text(json.dumps(old), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 0
+    assert warnings_in(capsys.readouterr().err) == []
+    shown = Tables(page_of(out)).body("ladder-table")
+    assert [(attrs["data-policy"], cells[0][1]) for attrs, cells in shown] == [
+        (e["policy"], str(e["rank"])) for e in old["policies"]]

@@ -266,3 +266,13 @@ def test_fallbacks_follow_the_scripted_marks() -> None:
     many = [{}, {}, {"timeout": 4}, {}, {}, {}]
     assert "at most one fault" in fallback_problems([_row(lineup, [0, 0, 2, 0, 0, 0], many)],
                                                     ok)[0]
+
+
+def test_a_policy_name_in_a_ladder_difference_cannot_act_on_the_terminal() -> None:
+    from league.core.verify_claims import ladder_differences
+
+    name = "evil\x1b[2J\x1b[31m"
+    derived = {"policies": [{"policy": name, "meanScore": 1.0}]}
+    claimed = {"policies": [{"policy": name, "meanScore": 2.0}]}
+    [diff] = ladder_differences(claimed, derived, True)
+    assert "\x1b" not in diff and "policies[evil\\u001b[2J\\u001b[31m].meanScore is 2.0" in diff

@@ -291,7 +291,12 @@ def read_league(root: Path) -> League:
     """The league in ``root`` with its results tallied and ranked; ``LeagueError`` for a bad
     folder."""
     manifest = _manifest(root / MANIFEST)
-    claimed = _ladder(root / LADDER) if os.path.lexists(root / LADDER) else None
+    claimed, unread = None, None  # ladder.json, or why it cannot be read: a view goes on
+    if os.path.lexists(root / LADDER):
+        try:
+            claimed = _ladder(root / LADDER)
+        except LeagueError as e:
+            unread = str(e)
     tally = Tally(list(manifest["policies"]))
     rows: LadderRows | None = LadderRows()
     lacking = None  # why the ladder cannot be computed: a line lacks what it needs, say
@@ -310,14 +315,18 @@ def read_league(root: Path) -> League:
     warnings = []
     if rows is not None:
         ladder = ladder_of(rows, manifest)
+        if claimed is not None and "ranking" not in claimed and not rows.fallback_play:
+            ladder = claims.before_ranking(ladder)  # ranked, as it was, before the rule
         differs = _mismatch(claimed, ladder, rows, manifest) if claimed is not None else None
-        if differs:
-            warnings.append(f"{LADDER} does not match {RESULTS} ({differs}); the page shows "
-                            f"the ladder of {RESULTS}: run guild verify {_shown(root)}")
+        if differs or unread:
+            warnings.append((f"{LADDER} does not match {RESULTS} ({differs})" if differs else
+                             unread) + f"; the page shows the ladder of {RESULTS}: run guild "
+                            f"verify {_shown(root)}")
     else:
         ladder = claimed if claimed is not None else {"policies": []}
         warnings.append(f"{lacking}, so no ladder can be computed; "
                         + (f"the page shows {LADDER} as it is, unchecked" if claimed is not None
+                           else f"the page shows none ({unread})" if unread
                            else "the page shows none"))
     ranked = [e["policy"] for e in ladder["policies"]]
     tally.order[:] = dict.fromkeys(ranked + tally.order)  # ladder order, then the rest

@@ -78,7 +78,8 @@ def parse_policies(text: str) -> list[str]:
 def _policy_key(name: str) -> str:
     """``name`` as the policy registry reads it: a registered name (or the prefix of a spec,
     ``PPO:run.pt``) in any case, the rest as written (a module or a file name may differ in
-    case alone)."""
+    case alone). ``trusted:factor`` beside ``factor`` is two entries on purpose: the same
+    code, a control beside itself."""
     head, colon, rest = name.partition(":")
     return head.lower() + colon + rest if head.strip().lower() in POLICIES.names() else name
 

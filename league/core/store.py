@@ -230,7 +230,7 @@ class LeagueDir:
         old = self.read_manifest()
         if old is None:  # what a league writes, in a folder it did not begin: not ours
             found = next((p for p in (self.results, self.root / LADDER, self.root / SIGNATURE)
-                          if os.path.lexists(p)), None) or next(self.replays.iterdir(), None)
+                          if os.path.lexists(p)), None) or next(self.replays.glob("*.json"), None)
             if found is not None:
                 raise LeagueError(f"{found} exists but {self.manifest_path} does not; this is "
                                   "not a league directory of this program; use another --out")

@@ -228,7 +228,7 @@ def ladder_differences(claimed: object, derived: dict, fallback_play: bool) -> l
     the rule that leaves policies unranked, as a ladder without ``ranking`` did not."""
     derived = json.loads(json.dumps(derived))
     if isinstance(claimed, dict) and "ranking" not in claimed and not fallback_play:
-        derived = _before_ranking(derived)  # a league played, and ranked, before the rule
+        derived = before_ranking(derived)  # a league played, and ranked, before the rule
     if isinstance(claimed, dict) and claimed.get("interval") == ladder.interval(0):
         derived["interval"] = claimed["interval"]  # a secret draw's, worded before it was told
     diffs: list[str] = []
@@ -239,7 +239,7 @@ def ladder_differences(claimed: object, derived: dict, fallback_play: bool) -> l
 NEW_KEYS = ("faults", "notOwnShare", "ranked", "unranked")  # of an entry, with the ranking rule
 
 
-def _before_ranking(derived: dict) -> dict:
+def before_ranking(derived: dict) -> dict:
     """The ladder as it was written before unranked policies: every policy ranked by mean
     score, without the keys the rule added."""
     entries = [{k: v for k, v in e.items() if k not in NEW_KEYS} for e in derived["policies"]]
@@ -263,7 +263,8 @@ def _diff(claimed: Any, derived: Any, where: str, out: list[str]) -> None:
             out.append(f"{where} has {len(claimed)} entries but {RESULTS} gives {len(derived)}")
             return
         for i, (c, d) in enumerate(zip(claimed, derived)):
-            label = d.get("policy") if isinstance(d, dict) and where == "policies" else i
+            label = (_cut(json.dumps(str(d.get("policy")))[1:-1], 60)  # escapes show, none acts
+                     if isinstance(d, dict) and where == "policies" else i)
             _diff(c, d, f"{where}[{label}]", out)
     elif _close(claimed, derived):
         return
