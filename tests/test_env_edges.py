@@ -201,3 +201,22 @@ def test_batched_reset_takes_good_rows_in_any_order() -> None:
     assert e.seed.tolist() == [0, 70, 2, 50]
     e.reset(np.array([], np.int64), rows=[])
     assert e.seed.tolist() == [0, 70, 2, 50]
+
+
+@pytest.mark.parametrize("said", ["hello \U0001f600 world", "ring \x07 the bell",
+                                  "caf\u00e9 \u2603"])
+def test_text_mode_holds_any_speech_in_its_spaces(said: str) -> None:
+    # What a seat says comes back in every listener's view as it was said (the rules flatten
+    # line breaks only): the observation stays in its space, the sentence was in the action's.
+    env = GuildEnv(text_mode=True, seat=0, opponents=RANDOM)
+    env.reset(seed=1)
+    sentence = f'I say "{said}"'
+    assert env.action_space.contains(sentence)
+    obs, *_ = env.step(sentence)
+    assert said.split()[1] in obs["observation_text"]
+    assert env.observation_space.contains(obs)
+    assert not env.action_space.contains("I say \ud800")  # a lone surrogate is no text
+    penv = GuildParallelEnv(text_mode=True)
+    penv.reset(seed=1)
+    obs, *_ = penv.step({a: sentence for a in penv.agents})
+    assert all(penv.observation_space(a).contains(o) for a, o in obs.items())

@@ -6,6 +6,7 @@ module of ``sim`` imports ``agents``.
 
 from __future__ import annotations
 
+import re
 from operator import itemgetter
 
 import numpy as np
@@ -29,8 +30,24 @@ DEFAULT_OPPONENTS = ("factor", "magpie", "factor", "magpie", "factor")
 MAX_TEXT_ACTION = MAX_SENTENCE_LEN * 4
 
 
-# Everything below the surrogates (and newline) can appear in a sentence or a text view.
+# What a text space samples from: newline and the printable Basic Multilingual Plane.
 TEXT_CHARSET = "\n" + "".join(chr(c) for c in range(0x20, 0xD800))
+_NOT_TEXT = re.compile("[\ud800-\udfff]")  # lone surrogates, which the rules replace
+
+
+class AnyText(spaces.Text):
+    """Gymnasium's ``Text`` that holds any Unicode text of its lengths. A seat's view repeats
+    what other seats said, emoji and control characters included (the rules flatten line
+    breaks and replace lone surrogates, nothing else), and a sentence may hold them too; a
+    ``charset`` listing all of Unicode would be a million characters. It samples from
+    ``TEXT_CHARSET``."""
+
+    def __init__(self, max_length: int, min_length: int = 0) -> None:
+        super().__init__(max_length=max_length, min_length=min_length, charset=TEXT_CHARSET)
+
+    def contains(self, x: object) -> bool:
+        return (isinstance(x, str) and self.min_length <= len(x) <= self.max_length
+                and _NOT_TEXT.search(x) is None)
 
 
 def check_seat(seat: object) -> int | None:
@@ -69,11 +86,8 @@ def seat_spaces(world: World, text_mode: bool, flat: bool) -> tuple[spaces.Space
     lay = layout(world)
     if text_mode:
         # No mask here: the action is a sentence; info["admissible"] lists the legal ones.
-        obs = spaces.Dict({
-            "observation_text": spaces.Text(max_length=60_000, charset=TEXT_CHARSET),
-        })
-        return obs, spaces.Text(max_length=MAX_TEXT_ACTION, min_length=0,
-                                charset=TEXT_CHARSET)
+        obs = spaces.Dict({"observation_text": AnyText(max_length=60_000)})
+        return obs, AnyText(max_length=MAX_TEXT_ACTION)
     if flat:
         size = sum(shape[0] for shape, _ in lay.values())
         high = np.concatenate([np.full(shape, hi, np.float32) for shape, hi in lay.values()])
