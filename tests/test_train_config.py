@@ -243,7 +243,49 @@ def test_a_resume_refuses_other_hyperparameters_and_keeps_its_own(tmp_path, caps
     assert summary["config"]["sha256"] == hashlib.sha256(config.read_bytes()).hexdigest()
     code, printed = _train(out, "--resume", "--steps", str(3 * UPDATE))  # nothing asked
     assert code == 0, printed
-    assert _summary(out)["hyperparameters"]["lr"] == 1e-3 and _summary(out)["config"] is None
+    summary = _summary(out)  # the run's file is still where its options came from
+    assert summary["hyperparameters"]["lr"] == 1e-3 and summary["steps"] == 3 * UPDATE
+    assert summary["config"]["sha256"] == hashlib.sha256(config.read_bytes()).hexdigest()
+    code, printed = _train(out, "--resume")  # the documented form: it finishes the run asked
+    assert code == 0, printed
+    assert _summary(out)["steps"] == 3 * UPDATE  # not the default 100M steps, nor 10 minutes
+
+
+def test_a_run_killed_before_its_first_checkpoint_leaves_a_folder_a_new_run_takes(
+        tmp_path) -> None:
+    # Its snapshots and TensorBoard log, but no checkpoint: the folder was refused as not a
+    # training run's, by --resume and a new run alike; a new run now clears them and begins.
+    out = tmp_path / "run"
+    (out / "snapshots").mkdir(parents=True)
+    (out / "snapshots" / "step-0000099999.pt").write_bytes(b"a dead run's")
+    (out / "tb").mkdir()
+    (out / "tb" / "events.out.tfevents.1.dead").write_bytes(b"a dead run's")
+    code, printed = _train(out, "--steps", "1")
+    assert code == 0, printed
+    assert not (out / "snapshots" / "step-0000099999.pt").exists()
+    assert not (out / "tb" / "events.out.tfevents.1.dead").exists()
+    assert "step-0000099999.pt" not in json.dumps(_summary(out))
+
+
+def test_envs_times_episodes_is_bounded_before_any_work(tmp_path, capsys) -> None:
+    # Each alone in its range, together 26 GB of rollouts: refused at once, not after them.
+    assert guild_train(["--out", str(tmp_path / "run"), "--envs", "1024", "--episodes", "1000",
+                        "--steps", "1"]) == (2, "")
+    line = _one_line(capsys.readouterr().err)
+    assert "envs x episodes must be at most 16,384" in line and "1,024 x 1,000" in line
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_run_without_a_checkpoint_is_not_sent_to_resume(tmp_path, capsys) -> None:
+    # A model.pt without checkpoint.pt: "add --resume" led to "--resume: no checkpoint".
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "model.pt").write_bytes(b"a model")
+    assert _train(out, "--steps", "1")[0] == 2
+    line = _one_line(capsys.readouterr().err)
+    assert "no checkpoint to resume it from): choose a new --out" in line and "add --resume" \
+        not in line
+    assert (out / "model.pt").read_bytes() == b"a model"
 
 
 def test_a_library_resume_compares_what_differs_from_the_defaults(tmp_path) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.learn.ppo import MAX_MODEL_BYTES, ModelError, atomic_save, check_archive, load_error
+from agents.learn.train_options import TENSORBOARD
 from sim.codec.action_table import TABLE_VERSION
 
 CHECKPOINT_NAME = "checkpoint.pt"
@@ -137,7 +138,7 @@ class Board:
 
             # purge_step: a resumed run drops what the killed one logged past its checkpoint
             # (the checkpoint's own step stays: the update that reached it is in the run)
-            self.writer = SummaryWriter(str(out / "tb"),
+            self.writer = SummaryWriter(str(out / TENSORBOARD),
                                         purge_step=start_step + 1 if start_step else None)
 
     @property

@@ -126,7 +126,8 @@ def _ppo(name: str, metavar: str, help: str) -> Option:
 
 # The run's options: their order is --help's.
 RUN_OPTIONS = (
-    _run("steps", "N", "learning-seat steps at most, whole run (--minutes usually stops first)"),
+    _run("steps", "N", "learning-seat steps, whole run: it stops at the first whole update that "
+         "reaches N (--minutes usually stops first)"),
     _run("minutes", "M", "wall time for training, whole run, evaluation excluded"),
     _run("seed", "S", "training seed"),
     Option("out", "output directory", _folder, _folder, "DIR"),

@@ -51,6 +51,10 @@ class TrainingError(ValueError):
     ``--out`` unusable, or ``--resume`` with no usable checkpoint or other hyperparameters."""
 
 
+SNAPSHOTS = "snapshots"  # OUT/snapshots/step-N.pt: the league's and self-play's past selves
+TENSORBOARD = "tb"  # OUT/tb: TensorBoard's event files (agents.learn.ppo_records.Board)
+
+
 @dataclass(frozen=True)
 class TrainOptions:
     """What :func:`train` does; the defaults are those of ``guild train``.
@@ -95,6 +99,10 @@ class TrainOptions:
                                 "plays the learner against itself and its snapshots")
         if not isinstance(self.ppo, PPOConfig):
             raise TrainingError(f"ppo must be a PPOConfig; got {type(self.ppo).__name__}")
+        if self.envs * self.ppo.episodes > MAX_ENVS:  # an update's rollouts are held at once
+            raise TrainingError(f"envs x episodes must be at most {MAX_ENVS:,}, the episodes "
+                                f"an update holds in memory; got {self.envs:,} x "
+                                f"{self.ppo.episodes:,}")
 
 
 def check_against(against: object) -> tuple[str, ...]:
@@ -136,7 +144,8 @@ def opponent_digests(against: tuple[str, ...]) -> dict[str, str]:
 
 def run_options(options: TrainOptions, checkpoint: dict | None, warn: Say) -> TrainOptions:
     """The options a resumed run continues with: the run's own seed, envs, self-play,
-    hyperparameters and evaluation seeds (its "before" figures were played on them). A
+    hyperparameters and evaluation seeds (its "before" figures were played on them), and its
+    ``--steps``, ``--minutes`` and config file unless this resume names others. A
     different seed, envs, self-play or evaluation count asked for is named and ignored; a
     different hyperparameter is refused (:class:`TrainingError`): the update would change
     under the run, and its weights would equal no uninterrupted run's."""
@@ -168,6 +177,11 @@ def run_options(options: TrainOptions, checkpoint: dict | None, warn: Say) -> Tr
             warn(f"train: --resume: opponent {spec!r:.120} is not the file the run began with "
                  f"({'missing' if now is None else 'its sha256 changed'}); the run goes on "
                  "against the file as it is now and will not equal an uninterrupted one")
+    for name in ("steps", "minutes"):  # the run's budget, unless this resume asks another
+        if name in run and not _asked(options, TrainOptions(), name, options.asked):
+            kept[name] = run[name]
+    if options.config_file is None and run.get("config_file"):
+        kept["config_file"] = tuple(run["config_file"])  # where its options came from
     threads = run.get("threads", options.threads)
     if threads != options.threads:  # float sums differ with the thread count
         warn(f"train: the run used {threads} torch threads, this resume {options.threads}: "
@@ -200,4 +214,7 @@ def run_record(options: TrainOptions) -> dict:
     return {"seed": options.seed, "envs": options.envs, "self_play": options.self_play,
             "league": options.league, "against": list(options.against),
             "opponents": opponent_digests(options.against),
-            "threads": options.threads, "ppo": options.ppo.to_dict()}
+            "threads": options.threads, "ppo": options.ppo.to_dict(),
+            # the run asked for: a resume that names none finishes it
+            "steps": options.steps, "minutes": options.minutes,
+            "config_file": list(options.config_file) if options.config_file else None}

@@ -41,6 +41,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import sys
 import threading
@@ -57,7 +58,13 @@ from agents.learn.train_args import (  # noqa: F401 (league.cli.train adds them 
     build_parser,
     options_from_args,
 )
-from agents.learn.train_options import DEVICES, TrainingError, TrainOptions
+from agents.learn.train_options import (
+    DEVICES,
+    SNAPSHOTS,
+    TENSORBOARD,
+    TrainingError,
+    TrainOptions,
+)
 
 Say = Callable[[str], None]
 Progress = Callable[[float, dict], None]
@@ -121,8 +128,12 @@ def train(options: TrainOptions, *, say: Say = _quiet, log: Say = _quiet, warn: 
             checkpoint = None
             kept = [name for name in RUN_FILES if (out / name).exists()]
             if kept:
+                resumable = RUN_FILES[0] in kept  # the checkpoint
                 raise TrainingError(f"--out {options.out!r} holds another run ({', '.join(kept)}"
-                                    "): add --resume to continue it, or choose a new --out")
+                                    + ("): add --resume to continue it, or choose a new --out"
+                                       if resumable else "; no checkpoint to resume it from): "
+                                       "choose a new --out, or delete its files"))
+            _clear_leftovers(out)
         threads = torch.get_num_threads()
         torch.set_num_threads(options.threads)
         try:
@@ -169,10 +180,26 @@ LOCK_NAME = ".train.lock"
 LOCK_TRIES = 8  # runs that end while this one opens the lock file, before it gives up
 # All a run may leave: its files, plot, TensorBoard folder and lock, and the temporary files of
 # its atomic writes (".model.pt.tmp1234", agents.learn.ppo.atomic_save, ppo_records.write_text).
-OWN_NAMES = (*RUN_FILES, "curve.png", "tb", LOCK_NAME)
+OWN_NAMES = (*RUN_FILES, "curve.png", TENSORBOARD, SNAPSHOTS, LOCK_NAME)
 _OWN_TEMP = re.compile(rf"\.(?:{'|'.join(map(re.escape, RUN_FILES))})\.tmp\d+")
 # A league's folder holds these (league.core.store.MANIFEST, RESULTS; agents never imports league).
 LEAGUE_FILES = ("league.json", "results.jsonl")
+
+
+def _clear_leftovers(out: Path) -> None:
+    """Remove what a run killed before its first checkpoint left (its TensorBoard log, its
+    snapshots): a new run in that folder would show two runs' curves as one, and list the
+    dead run's snapshots as its own."""
+    for name in (TENSORBOARD, SNAPSHOTS):
+        path = out / name
+        try:
+            if path.is_symlink() or path.is_file():
+                path.unlink()
+            elif path.is_dir():
+                shutil.rmtree(path)
+        except OSError as e:
+            raise TrainingError(f"cannot clear {str(path)!r}, left by a run stopped before "
+                                f"its first checkpoint ({e.strerror})") from None
 
 
 def check_out(out: Path) -> None:
@@ -293,8 +320,13 @@ def run(args: argparse.Namespace) -> int:
     except TrainingError as e:
         return _refuse(e)
     except KeyboardInterrupt as e:  # (_write: on its own line, above the progress bar)
-        _write(f"train: {'terminated' if isinstance(e, Terminated) else 'interrupted'}; add "
-               f"--resume to continue from the last checkpoint in {options.out}", sys.stderr)
+        how = "terminated" if isinstance(e, Terminated) else "interrupted"
+        if (Path(options.out) / RUN_FILES[0]).is_file():
+            _write(f"train: {how}; add --resume to continue from the last checkpoint in "
+                   f"{options.out}", sys.stderr)
+        else:  # stopped before its first checkpoint (in the first evaluation, say)
+            _write(f"train: {how} before its first checkpoint: run the same command again to "
+                   "begin anew", sys.stderr)
         return 128 + signal.SIGTERM if isinstance(e, Terminated) else 130
     finally:
         if bar is not None:

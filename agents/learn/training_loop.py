@@ -29,6 +29,8 @@ from agents.learn.ppo_records import (
 from agents.learn.train_options import (
     EVAL_OPPONENTS,
     EVAL_SEED0,
+    SNAPSHOTS,
+    TENSORBOARD,
     TrainingError,
     TrainOptions,
     run_options,
@@ -38,7 +40,6 @@ from sim.codec.action_table import TABLE_VERSION
 
 Say = Callable[[str], None]
 DIGESTS = 3        # updates whose weights' digest summary.json records (a re-run's check)
-SNAPSHOTS = "snapshots"
 
 
 def evaluate(policy: Any, seeds: range) -> dict:
@@ -117,7 +118,7 @@ def run_training(options: TrainOptions, out: Path, device: str, checkpoint: dict
                               "turns": 14},
                "before": before, "after": after, "hyperparameters": o.ppo.to_dict(),
                "config": _config_record(o.config_file),
-               "tensorboard": str(out / "tb") if board.enabled else None}
+               "tensorboard": str(out / TENSORBOARD) if board.enabled else None}
     write_text(out / "summary.json", json.dumps(summary, indent=1) + "\n")
     return summary
 
