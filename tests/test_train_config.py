@@ -276,6 +276,29 @@ def test_envs_times_episodes_is_bounded_before_any_work(tmp_path, capsys) -> Non
     assert not (tmp_path / "run").exists()
 
 
+def test_a_file_error_mid_run_is_one_line_and_leaves_no_temp_file(tmp_path, monkeypatch,
+                                                                    capsys) -> None:
+    import errno
+
+    from agents.learn import training_loop
+    from agents.learn.ppo_records import write_text
+
+    blocked = tmp_path / "blocked"
+    (blocked / "inside").mkdir(parents=True)  # a folder where a file should be replaced
+    with pytest.raises(OSError):
+        write_text(blocked, "text")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["blocked"]  # no .blocked.tmpN
+
+    def full(path: Path, text: str) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(training_loop, "write_text", full)
+    code, _ = _train(tmp_path / "run", "--steps", "1")
+    line = _one_line(capsys.readouterr().err)
+    assert code == 1 and "train: the run stopped on a file error" in line
+    assert "No space left on device; fix it" in line and "add --resume" in line
+
+
 def test_a_run_without_a_checkpoint_is_not_sent_to_resume(tmp_path, capsys) -> None:
     # A model.pt without checkpoint.pt: "add --resume" led to "--resume: no checkpoint".
     out = tmp_path / "run"

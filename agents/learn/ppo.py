@@ -144,11 +144,15 @@ def save_model(net: PolicyNet, path: str | os.PathLike, provenance: Mapping[str,
 def atomic_save(obj: Any, path: Path) -> None:
     """``torch.save`` to ``path`` so that a reader never sees half a file, even after a kill."""
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "wb") as f:
-        torch.save(obj, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            torch.save(obj, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:  # a full disk, a file that cannot be replaced: no temp file left
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def read_model(path: str | os.PathLike) -> tuple[PolicyNet, dict]:

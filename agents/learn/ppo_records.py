@@ -90,11 +90,15 @@ def write_text(path: Path, text: str) -> None:
     """Write ``path`` atomically (a temporary file, then ``os.replace``): a kill mid-write
     leaves the previous file whole."""
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:  # a full disk, a file that cannot be replaced: no temp file left
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def plot_curve(path: Path, curve: Sequence[Sequence[float]], factor: float,

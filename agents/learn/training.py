@@ -328,6 +328,12 @@ def run(args: argparse.Namespace) -> int:
             _write(f"train: {how} before its first checkpoint: run the same command again to "
                    "begin anew", sys.stderr)
         return 128 + signal.SIGTERM if isinstance(e, Terminated) else 130
+    except OSError as e:  # a full disk, a file made read-only under the run: not a traceback
+        where = f" {e.filename}" if e.filename else ""
+        _write(f"train: the run stopped on a file error{where}: {e.strerror or e}; fix it "
+               "(space, permissions), then add --resume to continue from its last checkpoint",
+               sys.stderr)
+        return 1
     finally:
         if bar is not None:
             bar.close()
