@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import os
+import time
 from contextlib import redirect_stdout
 from dataclasses import replace
 from pathlib import Path
@@ -340,6 +341,10 @@ def test_tensorboard_holds_the_evaluation_at_the_steps_it_was_measured(tmp_path)
     out = tmp_path / "run"
     assert _train(out, "--steps", str(UPDATE))[0] == 0
     first = _summary(out)
+    # TensorBoard reads a folder's event files in name order, "...<unix second>.<host>.<pid>.
+    # <writer count>": two sessions of one process in one second can sort out of order (a
+    # count of 10 before one of 9). Runs of people are minutes apart; these are not.
+    time.sleep(1.05)
     assert _train(out, "--steps", str(2 * UPDATE), "--resume")[0] == 0
     summary = _summary(out)
     assert summary["tensorboard"] == str(out / "tb")
