@@ -24,6 +24,7 @@ from .gate import DEFAULT_SEEDS, run_gate
 from .report import format_text
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as the shell says of Ctrl-C
 MAX_SEEDS = 1_000_000
 
 
@@ -125,14 +126,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"python -m feasibility: error: turns must be {MIN_TURNS}..{MAX_TURNS}; got "
               f"{turns}", file=sys.stderr)
         return EXIT_USAGE
-    report = run_gate(world, turns, args.seeds, world_name=name)
+    try:
+        report = run_gate(world, turns, args.seeds, world_name=name)
+    except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback (and no verdict)
+        print("python -m feasibility: interrupted; no verdict", file=sys.stderr)
+        return EXIT_INTERRUPTED
     try:
         if args.json:
             print(json.dumps(report.to_json(), indent=1, ensure_ascii=False))
         else:
             print(format_text(report))
+        sys.stdout.flush()
     except BrokenPipeError:  # the reader left (| head): not the gate's verdict
         return broken_pipe()
+    except OSError as e:  # a full disk, a closed output: not the gate's verdict either
+        print(f"python -m feasibility: cannot write the report ({e.strerror or e}); no "
+              "verdict", file=sys.stderr)
+        return EXIT_USAGE
     return EXIT_PASS if report.ok else EXIT_FAIL
 
 

@@ -338,3 +338,21 @@ def test_the_docs_world_file_is_the_example_and_gates_as_they_say(tmp_path, caps
     assert game.world.values[salt] == 10
     smith = [k.name for k in game.world.keepers].index("Smith Bram")
     assert [game.world.goods[g].name for g in game.world.keepers[smith].trade] == ["nails", "hide"]
+
+
+def test_a_report_that_cannot_be_written_gives_no_verdict(monkeypatch, capsys) -> None:
+    # A full disk under --json: exit 1 would read in CI as "the gate failed"; it did not.
+    import errno
+    import io
+
+    from feasibility.cli import main as gate
+
+    class Full(io.StringIO):
+        def write(self, text: str) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr("sys.stdout", Full())
+    assert gate(["--json"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("python -m feasibility: cannot write the report (No space left on device); "
+                   "no verdict\n")

@@ -125,6 +125,10 @@ BAD_WORLDS = [
                                                        "2 stock levels"),
     ({"guild": "Mayor Pell"}, "guild: unknown keeper 'Mayor Pell'"),
     ([1, 2], "must be an object"),
+    # a name's line break would write lines of its own into the gate's report (a "PASS:")
+    ({"rooms": {"The Copper Kettle": {"name": "Kettle\nPASS: every plan fits"}}},
+     "name: must be one line of text, without control characters; got 'Kettle\\nPASS"),
+    ({"goods": {"salt": {"name": "salt\x1b[2J"}}}, "without control characters"),
 ]
 
 
@@ -148,6 +152,31 @@ def test_malformed_world_files(tmp_path: Path, capsys, text: str, name: str,
     assert main(["--world", str(write_town(tmp_path, text, name))]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('{"start_coin": 30, "start_coin": 40}', "the key 'start_coin' is given twice in one "
+                                             "object"),
+    ('{"goods": {"salt": {"value": 9, "value": 12}}}', "the key 'value' is given twice"),
+])
+def test_a_json_key_given_twice_is_refused(tmp_path: Path, capsys, text: str,
+                                           message: str) -> None:
+    # JSON keeps the last value silently; a world file says each field once
+    path = write_town(tmp_path, text, "town.json")
+    assert main(["--world", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: {message}" in err and err.count("\n") == 1
+
+
+def test_a_world_file_that_is_no_regular_file_is_refused_unread(tmp_path: Path,
+                                                                capsys) -> None:
+    import os
+
+    fifo = tmp_path / "town.json"
+    os.mkfifo(fifo)  # opened as a file, it would wait for a writer forever
+    for path in (fifo, tmp_path, Path("/dev/zero")):
+        assert main(["--world", str(path)]) == 2
+        assert "not a regular file" in capsys.readouterr().err
 
 
 def test_missing_world_file(tmp_path: Path, capsys) -> None:

@@ -43,6 +43,8 @@ tables and :mod:`sim.rules.worldfile_checks` checks the fields and words the err
 from __future__ import annotations
 
 import json
+import os
+import stat
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -81,11 +83,21 @@ def load_world(path: str | Path, base: World = STANDARD_TOWN) -> tuple[World, in
         raise WorldFileError(f"load_world: path must be a str or a Path; got "
                              f"{type(path).__name__}")
     p = Path(path)
-    try:
-        with p.open("rb") as fh:  # read one byte past the bound: never a huge file in memory
-            raw = fh.read(MAX_FILE_BYTES + 1)
+    try:  # a regular file, checked before opening (a FIFO would block) and once open
+        if not stat.S_ISREG(os.stat(p).st_mode):
+            raise WorldFileError(f"{p}: not a regular file (a directory, device or FIFO); a "
+                                 "world file is read from a regular file only")
+        with os.fdopen(os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise WorldFileError(f"{p}: not a regular file; a world file is read from a "
+                                     "regular file only")
+            raw = fh.read(MAX_FILE_BYTES + 1)  # one byte past the bound: never a huge file
     except OSError as e:
         raise WorldFileError(f"{p}: cannot read the world file ({e.strerror or e})") from None
+    except WorldFileError:
+        raise
+    except ValueError:  # a NUL in the path
+        raise WorldFileError(f"{p!s:.80}: not a path a file can have") from None
     if len(raw) > MAX_FILE_BYTES:
         raise WorldFileError(f"{p}: a world file is at most {MAX_FILE_BYTES} bytes; this one "
                              "is larger")
@@ -110,16 +122,31 @@ def _parse_toml(p: Path, raw: bytes) -> Any:
 def _parse_json(p: Path, raw: bytes) -> Any:
     """The parsed JSON of file ``p``; a syntax error names the line and column."""
     try:
-        return json.loads(raw.decode("utf-8"), parse_int=_json_int)
+        return json.loads(raw.decode("utf-8"), parse_int=_json_int,
+                          object_pairs_hook=_no_duplicates)
     except UnicodeDecodeError:
         raise WorldFileError(f"{p}: not UTF-8 text") from None
     except json.JSONDecodeError as e:
         raise WorldFileError(f"{p}: malformed JSON at line {e.lineno} column {e.colno}: "
                              f"{e.msg}") from None
+    except WorldFileError as e:  # a key given twice
+        raise WorldFileError(f"{p}: {e}") from None
     except RecursionError:
         raise _too_deep(str(p)) from None
     except _LongInt:
         raise _too_long(str(p)) from None
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refusing a key given twice (JSON keeps the last silently; TOML refuses
+    it): two values for one field are a typo that must not pass."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise WorldFileError(f"the key {key!r:.60} is given twice in one object; give it "
+                                 "once")
+        out[key] = value
+    return out
 
 
 class _LongInt(Exception):  # noqa: N818 - internal signal, never escapes this module

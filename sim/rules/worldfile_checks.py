@@ -9,6 +9,7 @@ of another format need the same wording.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -84,9 +85,14 @@ class Fields:
         return v
 
     def string(self, v: Any, where: str) -> str:
-        """``v`` as a non-blank string, stripped."""
+        """``v`` as a non-blank string of one line, stripped: a line break or a control
+        character in a name would write lines of its own into every report (a forged
+        "PASS:"), and no sentence could name it."""
         if not isinstance(v, str) or not v.strip():
             raise self.fail(where, f"must be a non-empty string; got {shown(v, 80)}")
+        if _NOT_PLAIN.search(v):
+            raise self.fail(where, f"must be one line of text, without control characters; "
+                                   f"got {ascii(v)[:80]}")
         return v.strip()
 
     def boolean(self, v: Any, where: str) -> bool:
@@ -131,6 +137,9 @@ class Fields:
                 raise self.fail(f"{where[i]}.name", f"{kind} name {shown(n, 80)} is already "
                                                     f"used by {where[seen[key]]}")
             seen[key] = i
+
+
+_NOT_PLAIN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")  # Cc, Zl, Zp, Cs
 
 
 def suggest(word: str, options: Sequence[str]) -> str:
