@@ -23,7 +23,7 @@ import os
 import stat
 import threading
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -143,14 +143,21 @@ def save_model(net: PolicyNet, path: str | os.PathLike, provenance: Mapping[str,
 
 def atomic_save(obj: Any, path: Path) -> None:
     """``torch.save`` to ``path`` so that a reader never sees half a file, even after a kill."""
+    atomic_write(path, lambda f: torch.save(obj, f))
+
+
+def atomic_write(path: Path, fill: Callable[[BinaryIO], object]) -> None:
+    """Write ``path`` through ``fill`` atomically: a temporary file beside it, synced, then
+    ``os.replace``. A kill mid-write leaves the previous file whole; a failed write (a full
+    disk, a file that cannot be replaced) leaves no temporary file."""
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
         with open(tmp, "wb") as f:
-            torch.save(obj, f)
+            fill(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:  # a full disk, a file that cannot be replaced: no temp file left
+    except BaseException:
         tmp.unlink(missing_ok=True)
         raise
 

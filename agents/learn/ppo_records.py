@@ -20,7 +20,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agents.learn.ppo import MAX_MODEL_BYTES, ModelError, atomic_save, check_archive, load_error
+from agents.learn.ppo import (
+    MAX_MODEL_BYTES,
+    ModelError,
+    atomic_save,
+    atomic_write,
+    check_archive,
+    load_error,
+)
 from agents.learn.train_options import TENSORBOARD
 from sim.codec.action_table import TABLE_VERSION
 
@@ -87,18 +94,8 @@ def write_curve(path: Path, curve: Sequence[Sequence[float]]) -> None:
 
 
 def write_text(path: Path, text: str) -> None:
-    """Write ``path`` atomically (a temporary file, then ``os.replace``): a kill mid-write
-    leaves the previous file whole."""
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:  # a full disk, a file that cannot be replaced: no temp file left
-        tmp.unlink(missing_ok=True)
-        raise
+    """Write ``path`` atomically (:func:`agents.learn.ppo.atomic_write`), as UTF-8."""
+    atomic_write(path, lambda f: f.write(text.encode("utf-8")))
 
 
 def plot_curve(path: Path, curve: Sequence[Sequence[float]], factor: float,
