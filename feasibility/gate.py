@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from sim.rules.setup import draw_town
-from sim.rules.world import DEFAULT_TURNS, SEATS, STANDARD_TOWN, World
+from sim.rules.world import DEFAULT_TURNS, MAX_TURNS, MIN_TURNS, SEATS, STANDARD_TOWN, World
 
 from .greedy import Source, cheapest_source, greedy_plan
 from .optimal import OptimalSearch
@@ -266,7 +266,18 @@ def failure_json(report: GateReport, o: Outcome) -> dict:
 def run_gate(world: World = STANDARD_TOWN, turns: int = DEFAULT_TURNS,
              seeds: range | None = DEFAULT_SEEDS, exhaustive: bool = True,
              world_name: str = "standard town") -> GateReport:
-    """Run the gate of RULES §18 (seeded cases, and the exhaustive ones unless disabled)."""
+    """Run the gate of RULES §18 (seeded cases, and the exhaustive ones unless disabled).
+
+    ``ValueError`` for what the command line cannot ask: turns out of the game's range, seeds
+    that are not a range of step 1 (the report says "seeds A..B"), or nothing to check (a
+    PASS over no case would be no verdict)."""
+    if isinstance(turns, bool) or not isinstance(turns, int) or not (
+            MIN_TURNS <= turns <= MAX_TURNS):
+        raise ValueError(f"turns must be an int {MIN_TURNS}..{MAX_TURNS}; got {turns!r:.40}")
+    if seeds is not None and not (isinstance(seeds, range) and seeds.step == 1):
+        raise ValueError(f"seeds must be a range of step 1 (or None); got {seeds!r:.60}")
+    if not seeds and not exhaustive:
+        raise ValueError("nothing to check: give seeds, or leave exhaustive on")
     checker = Checker(world, turns)
     seeded_cases = checker.seeded_cases(seeds or ())
     every_cases = checker.exhaustive_cases() if exhaustive else []

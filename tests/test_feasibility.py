@@ -356,3 +356,16 @@ def test_a_report_that_cannot_be_written_gives_no_verdict(monkeypatch, capsys) -
     err = capsys.readouterr().err
     assert err == ("python -m feasibility: cannot write the report (No space left on device); "
                    "no verdict\n")
+
+
+@pytest.mark.parametrize(("kwargs", "words"), [
+    ({"turns": -5}, "turns must be an int 6..1000"),
+    ({"turns": True}, "turns must be an int"),
+    ({"seeds": range(0, 10, 2)}, "seeds must be a range of step 1"),
+    ({"seeds": [1, 2, 3]}, "seeds must be a range of step 1"),
+    ({"seeds": None, "exhaustive": False}, "nothing to check"),
+])
+def test_run_gate_refuses_what_would_be_no_verdict(kwargs: dict, words: str) -> None:
+    # Each was accepted: -5 turns as -7 allowed, "seeds 0..9" over five, a PASS over nothing
+    with pytest.raises(ValueError, match=words):
+        run_gate(**kwargs)

@@ -6,8 +6,9 @@ opponent beats it (Vinyals et al., 2019, "hard" weighting ``(1 - p)^2``, where `
 agent's chance to beat the opponent). The guild game has six seats and no winner, so ``p`` is
 counted seat against seat: over every row where the learner and opponent ``k`` both sit, each
 pair (learning seat, seat of ``k``) is a win when the learner ends with the higher score, half
-a win for a tie. Each update moves ``p`` toward that share (an exponential average, rate
-:data:`RATE`), so the weights follow the learner as it improves.
+a win for a tie. Each rollout (one an update, unless ``--episodes``) moves ``p`` toward that
+share (an exponential average, rate :data:`RATE`), so the weights follow the learner as it
+improves.
 
 An opponent seat is drawn from the pool with probability
 
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 FIXED_SHARE = 0.5  # the fixed opponents' guaranteed share of the opponent seats
-RATE = 0.2         # how far each update moves a member's win share toward the update's
+RATE = 0.2         # how far each rollout moves a member's win share toward the rollout's
 FLOOR = 0.02       # keeps every member drawn now and then: its share is measured, not assumed
 SELF = "self"
 
