@@ -337,7 +337,7 @@ try:
             self._actions = self.env.check_actions(actions)
 
         def step_wait(self) -> tuple:
-            obs, reward, done, _, info = self.env.step(self._actions)
+            obs, reward, done, _, info = self.env.step_checked(self._actions)
             infos: list[dict] = [{} for _ in range(self.num_envs)]
             for i in np.flatnonzero(done).tolist():
                 score = float(info["final_info"]["score"][i])

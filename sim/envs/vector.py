@@ -168,9 +168,13 @@ class GuildVectorEnv(VectorEnv):
         return a
 
     def step(self, actions):
+        return self.step_checked(self.check_actions(actions))
+
+    def step_checked(self, a: np.ndarray):
+        """``step`` with actions :meth:`check_actions` returned (a caller that checked them
+        already, as SB3's ``step_async`` does, need not pay for it twice a step)."""
         if self._rngs is None:  # as GuildEnv: its seats and opponents are drawn at reset
             raise RuntimeError("step() called before reset(); call reset() first")
-        a = self.check_actions(actions)
         e = self.engine
         joint = np.empty((self.num_envs, SEATS), np.int64)
         joint[self._rows, self.seat] = a
