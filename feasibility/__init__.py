@@ -8,13 +8,22 @@ seeded seats and over every (starting room, commission pair); ``python -m feasib
 command line.  This package imports only ``sim``.
 """
 
-from .gate import DEFAULT_SEEDS, Case, Checker, GateReport, Outcome, Summary, run_gate
+from .gate import (
+    DEFAULT_SEARCH_STEPS,
+    DEFAULT_SEEDS,
+    Case,
+    Checker,
+    GateReport,
+    Outcome,
+    Summary,
+    run_gate,
+)
 from .greedy import Source, cheapest_source, greedy_plan
-from .optimal import OptimalSearch, optimal_plan
+from .optimal import OptimalSearch, OutOfEffort, SearchEffort, optimal_plan
 from .plan import TURN_MARGIN, UNITS, Plan, Step, allowance
 
 __all__ = [
-    "DEFAULT_SEEDS", "TURN_MARGIN", "UNITS", "Case", "Checker", "GateReport", "OptimalSearch",
-    "Outcome", "Plan", "Source", "Step", "Summary", "allowance", "cheapest_source",
-    "greedy_plan", "optimal_plan", "run_gate",
+    "DEFAULT_SEARCH_STEPS", "DEFAULT_SEEDS", "TURN_MARGIN", "UNITS", "Case", "Checker",
+    "GateReport", "OptimalSearch", "OutOfEffort", "Outcome", "Plan", "SearchEffort", "Source",
+    "Step", "Summary", "allowance", "cheapest_source", "greedy_plan", "optimal_plan", "run_gate",
 ]

@@ -3,13 +3,13 @@
 Exit status: 0 when every plan fits, 1 when any does not, 2 for bad arguments or a bad world
 file (one line on stderr, no traceback).  The turn count is ``--turns``, else the world file's
 ``turns``, else 14; it is 6..``MAX_TURNS`` (1000), the bound on every game.  ``--seeds -5..-1``
-and ``--seeds=-5..-1`` are the same.
+and ``--seeds=-5..-1`` are the same.  ``--search-steps`` bounds the optimal plans' search (the
+verdict is the greedy plans'); ``--json`` is written one failure at a time.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from collections.abc import Sequence
@@ -20,12 +20,13 @@ from sim.rules.setup import seed_in_range
 from sim.rules.world import DEFAULT_TURNS, MAX_TURNS, MIN_TURNS, STANDARD_TOWN
 from sim.rules.worldfile import WorldFileError, load_world
 
-from .gate import DEFAULT_SEEDS, run_gate
+from .gate import DEFAULT_SEARCH_STEPS, DEFAULT_SEEDS, run_gate
 from .report import format_text
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as the shell says of Ctrl-C
 MAX_SEEDS = 1_000_000
+MAX_SEARCH_STEPS = 10**12  # far past any search a machine finishes
 
 
 class UsageError(Exception):
@@ -72,6 +73,17 @@ def parse_turns(text: str) -> int:
     return n
 
 
+def parse_search_steps(text: str) -> int | None:
+    """``--search-steps``: a whole number 0..10**12 (``_`` and ``,`` allowed), or ``none``."""
+    word = text.strip().replace("_", "").replace(",", "")
+    if word.lower() == "none":
+        return None
+    if not word.isdigit() or len(word) > 13 or int(word) > MAX_SEARCH_STEPS:
+        raise argparse.ArgumentTypeError(f"expected a whole number 0..{MAX_SEARCH_STEPS:,} or "
+                                         f"'none'; got {text[:40]!r}")
+    return int(word)
+
+
 # argparse takes any word that starts with "-" and is not a plain negative number for an
 # option, so "--seeds -5..-1" would read as "--seeds" with no value.  A parser that also takes
 # a negative "A..B" for a value accepts both spellings.
@@ -98,6 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seeds to draw seats from, inclusive (default 0..199)")
     p.add_argument("--world", metavar="FILE", default=None,
                    help="a world file (.json, or .toml) overriding the standard town")
+    p.add_argument("--search-steps", type=parse_search_steps, default=DEFAULT_SEARCH_STEPS,
+                   metavar="N", help="steps the optimal plans' search may take in all (default "
+                   f"{DEFAULT_SEARCH_STEPS:,}, about a minute at most; 'none': no bound). The "
+                   "verdict is the greedy plans' and does not depend on it: a case the search "
+                   "did not reach is reported as not searched")
     p.add_argument("--json", action="store_true", help="print the full report as JSON")
     return accept_negative_seeds(p)
 
@@ -127,13 +144,15 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{turns}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        report = run_gate(world, turns, args.seeds, world_name=name)
+        report = run_gate(world, turns, args.seeds, world_name=name,
+                          search_steps=args.search_steps)
     except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback (and no verdict)
         print("python -m feasibility: interrupted; no verdict", file=sys.stderr)
         return EXIT_INTERRUPTED
     try:
         if args.json:
-            print(json.dumps(report.to_json(), indent=1, ensure_ascii=False))
+            report.write_json(sys.stdout)  # streamed: one failure at a time
+            print()
         else:
             print(format_text(report))
         sys.stdout.flush()

@@ -11,23 +11,35 @@ For each case the greedy plan of RULES §18 must fit in ``turns - 2`` turns and 
 coin (and, for variant towns, the four units it carries at once must fit the carry limit).  The
 optimal plan (:mod:`feasibility.optimal`) is reported beside it, with the slack of each, so a
 failure says whether the town is impossible or only the greedy route is too slow or too dear.
+
+The verdict is the greedy plans' alone; the optimal plans only explain it.  Their search is
+bounded by :data:`DEFAULT_SEARCH_STEPS` (``search_steps``): a town too large to search within
+it gets its verdict all the same, and the cases left unsearched are counted and named as such.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TextIO
 
 from sim.rules.setup import draw_town
 from sim.rules.world import DEFAULT_TURNS, MAX_TURNS, MIN_TURNS, SEATS, STANDARD_TOWN, World
 
 from .greedy import Source, cheapest_source, greedy_plan
-from .optimal import OptimalSearch
+from .optimal import OptimalSearch, OutOfEffort, SearchEffort
 from .plan import UNITS, Plan, allowance
 
 DEFAULT_SEEDS = range(0, 200)
 """RULES §18: seeds 0..199 x 6 seats = 1,200 seat-seeds."""
+
+DEFAULT_SEARCH_STEPS = 20_000_000
+"""The optimal search's steps for a whole gate (:class:`feasibility.optimal.SearchEffort`), about
+a minute of search at most.  The standard town's gate spends 6,351; a town of 64 rooms and 32
+commission goods whose 8 keepers each sell every good spends 9.5 million, and one of 16 such
+keepers would need 66 million (64 such keepers: 4 billion)."""
 
 
 @dataclass(frozen=True)
@@ -45,12 +57,16 @@ class Case:
 
 @dataclass(frozen=True)
 class Outcome:
-    """The verdict on one case: both plans and, if the greedy plan fails, why."""
+    """The verdict on one case: both plans and, if the greedy plan fails, why.
+
+    ``optimal`` is ``None`` when no plan fits the purse, or when the search's steps ran out
+    before this case (``searched`` false: the optimal plan is not known)."""
 
     case: Case
     greedy: Plan | None
     optimal: Plan | None
     problems: tuple[str, ...]  # empty when the greedy plan fits
+    searched: bool = True
 
     @property
     def ok(self) -> bool:
@@ -62,23 +78,30 @@ def pair_name(world: World, goods: Iterable[int]) -> str:
     return "+".join(world.goods[g].name for g in sorted(goods))
 
 
-class Checker:
-    """Checks cases against one world and turn count; results are cached per (room, goods)."""
+_Checked = tuple[Plan | None, Plan | None, tuple[str, ...], bool]
 
-    def __init__(self, world: World = STANDARD_TOWN, turns: int = DEFAULT_TURNS) -> None:
+
+class Checker:
+    """Checks cases against one world and turn count; results are cached per (room, goods).
+
+    ``search_steps`` bounds the optimal search over every case this checker sees (``None``:
+    no bound)."""
+
+    def __init__(self, world: World = STANDARD_TOWN, turns: int = DEFAULT_TURNS,
+                 search_steps: int | None = DEFAULT_SEARCH_STEPS) -> None:
         self.world = world
         self.turns = turns
         self.allowed = allowance(turns)
+        self.effort = SearchEffort(search_steps)
         self._searches: dict[tuple[int, ...], OptimalSearch] = {}
-        self._cache: dict[tuple[int, tuple[int, int]], tuple[Plan | None, Plan | None,
-                                                              tuple[str, ...]]] = {}
+        self._cache: dict[tuple[int, tuple[int, int]], _Checked] = {}
 
     def check(self, case: Case) -> Outcome:
         key = (case.start, case.goods)
         if key not in self._cache:
             self._cache[key] = self._check(case.start, case.goods)
-        greedy, optimal, problems = self._cache[key]
-        return Outcome(case, greedy, optimal, problems)
+        greedy, optimal, problems, searched = self._cache[key]
+        return Outcome(case, greedy, optimal, problems, searched)
 
     def check_all(self, cases: list[Case]) -> list[Outcome]:
         """``check`` of every case, one commission pair at a time: each pair's search (its
@@ -94,16 +117,18 @@ class Checker:
         self._searches = {}
         return [self.check(c) for c in cases]
 
-    def _check(self, start: int, goods: tuple[int, int]
-               ) -> tuple[Plan | None, Plan | None, tuple[str, ...]]:
+    def _check(self, start: int, goods: tuple[int, int]) -> _Checked:
         w = self.world
         pair = tuple(sorted(goods))
         if pair not in self._searches:
-            self._searches[pair] = OptimalSearch(w, (pair[0], pair[1]))
-        optimal = self._searches[pair].plan(start)
+            self._searches[pair] = OptimalSearch(w, (pair[0], pair[1]), effort=self.effort)
+        try:
+            optimal, searched = self._searches[pair].plan(start), True
+        except OutOfEffort:
+            optimal, searched = None, False
         g = greedy_plan(w, start, goods)
         if isinstance(g, str):
-            return None, optimal, (g,)
+            return None, optimal, (g,), searched
         problems = []
         if g.turns > self.allowed:
             problems.append(f"needs {g.turns} turns > {self.allowed} allowed "
@@ -113,7 +138,7 @@ class Checker:
         carried = len(goods) * UNITS
         if carried > w.carry_limit:
             problems.append(f"carries {carried} units at once > carry limit {w.carry_limit}")
-        return g, optimal, tuple(problems)
+        return g, optimal, tuple(problems), searched
 
     def seeded_cases(self, seeds: Iterable[int]) -> list[Case]:
         """The setup draw (RULES §4) of each seed: one case per seat."""
@@ -138,6 +163,7 @@ class Summary:
 
     cases: int = 0
     without_plan: int = 0
+    unsearched: int = 0  # optimal only: cases the search's steps did not reach
     distribution: dict[int, int] = field(default_factory=dict)
     worst_turns: int | None = None
     worst_turns_case: Case | None = None
@@ -154,6 +180,9 @@ class Summary:
         dist: Counter[int] = Counter()
         for o in outcomes:
             p = o.greedy if oracle == "greedy" else o.optimal
+            if oracle == "optimal" and not o.searched:
+                s.unsearched += 1
+                continue
             if p is None:
                 s.without_plan += 1
                 continue
@@ -190,10 +219,17 @@ class GateReport:
     sources: dict[int, Source | None]
     seeded: list[Outcome]
     exhaustive: list[Outcome]
+    search_steps: int | None = DEFAULT_SEARCH_STEPS  # the optimal search's bound (None: none)
+    search_used: int = 0                             # steps it spent
 
     @property
     def allowed(self) -> int:
         return allowance(self.turns)
+
+    @property
+    def unsearched(self) -> int:
+        """Cases whose optimal plan is not known: the search's steps ran out first."""
+        return sum(not o.searched for o in self.seeded + self.exhaustive)
 
     @property
     def failures(self) -> list[Outcome]:
@@ -209,6 +245,27 @@ class GateReport:
 
     def to_json(self) -> dict:
         """A JSON-ready dict of the whole report (``python -m feasibility --json``)."""
+        return {**self._json_head(), "failures": [failure_json(self, o) for o in self.failures]}
+
+    def write_json(self, out: TextIO) -> None:
+        """Write ``json.dumps(self.to_json(), indent=1, ensure_ascii=False)`` to ``out``, one
+        failure at a time: a failing gate over many seeds has hundreds of thousands, each with
+        two plans, and their whole list would take gigabytes."""
+        head = json.dumps({**self._json_head(), "failures": []}, indent=1, ensure_ascii=False)
+        fails = self.failures
+        if not fails:
+            out.write(head)
+            return
+        empty = "[]\n}"
+        assert head.endswith(empty)
+        out.write(head[:-len(empty)] + "[\n")
+        for i, o in enumerate(fails):
+            text = json.dumps(failure_json(self, o), indent=1, ensure_ascii=False)
+            out.write("  " + text.replace("\n", "\n  ") + (",\n" if i < len(fails) - 1 else "\n"))
+        out.write(" ]\n}")
+
+    def _json_head(self) -> dict:
+        """Everything of :meth:`to_json` but the failures."""
         w = self.world
         return {
             "ok": self.ok,
@@ -224,7 +281,8 @@ class GateReport:
                        for o in ("greedy", "optimal")},
             "exhaustive": {o: _summary_json(w, self.summary("exhaustive", o))
                            for o in ("greedy", "optimal")},
-            "failures": [failure_json(self, o) for o in self.failures],
+            "search_steps": {"limit": self.search_steps, "used": self.search_used,
+                             "unsearched_cases": self.unsearched},
         }
 
 
@@ -236,7 +294,7 @@ def _case_json(world: World, case: Case | None) -> dict | None:
 
 
 def _summary_json(world: World, s: Summary) -> dict:
-    return {"cases": s.cases, "without_plan": s.without_plan,
+    return {"cases": s.cases, "without_plan": s.without_plan, "unsearched": s.unsearched,
             "distribution": {str(k): v for k, v in s.distribution.items()},
             "worst_turns": s.worst_turns, "worst_turns_case": _case_json(world, s.worst_turns_case),
             "worst_coin": s.worst_coin, "worst_coin_case": _case_json(world, s.worst_coin_case),
@@ -258,15 +316,21 @@ def failure_json(report: GateReport, o: Outcome) -> dict:
         reason="; ".join(o.problems),
         greedy=o.greedy.to_json(w) if o.greedy else None,
         optimal=o.optimal.to_json(w) if o.optimal else None,
-        optimal_fits=bool(o.optimal and o.optimal.turns <= report.allowed),
+        optimal_searched=o.searched,
+        optimal_fits=(bool(o.optimal and o.optimal.turns <= report.allowed) if o.searched
+                      else None),
     )
     return d
 
 
 def run_gate(world: World = STANDARD_TOWN, turns: int = DEFAULT_TURNS,
              seeds: range | None = DEFAULT_SEEDS, exhaustive: bool = True,
-             world_name: str = "standard town") -> GateReport:
+             world_name: str = "standard town",
+             search_steps: int | None = DEFAULT_SEARCH_STEPS) -> GateReport:
     """Run the gate of RULES §18 (seeded cases, and the exhaustive ones unless disabled).
+
+    ``search_steps`` bounds the optimal plans' search (``None``: no bound; 0: none searched);
+    the verdict, the greedy plans', does not depend on it.
 
     ``ValueError`` for what the command line cannot ask: turns out of the game's range, seeds
     that are not a range of step 1 (the report says "seeds A..B"), or nothing to check (a
@@ -278,11 +342,12 @@ def run_gate(world: World = STANDARD_TOWN, turns: int = DEFAULT_TURNS,
         raise ValueError(f"seeds must be a range of step 1 (or None); got {seeds!r:.60}")
     if not seeds and not exhaustive:
         raise ValueError("nothing to check: give seeds, or leave exhaustive on")
-    checker = Checker(world, turns)
+    checker = Checker(world, turns, search_steps)
     seeded_cases = checker.seeded_cases(seeds or ())
     every_cases = checker.exhaustive_cases() if exhaustive else []
     outcomes = checker.check_all(seeded_cases + every_cases)
     seeded, every = outcomes[:len(seeded_cases)], outcomes[len(seeded_cases):]
     sources = {g: cheapest_source(world, g) for g in world.quest_items}
     span = (seeds.start, seeds.stop - 1) if seeds else None
-    return GateReport(world, world_name, turns, span, sources, seeded, every)
+    return GateReport(world, world_name, turns, span, sources, seeded, every, search_steps,
+                      checker.effort.used)

@@ -21,6 +21,13 @@ matters (the coin spent is kept), so the states grow with the shelves of the tow
 power of its keepers.  A transition walks the shortest route to the keeper or the guild
 (``Dist``) and spends one turn acting there, so the result equals a turn-by-turn search over
 ``(room, units bought, coin)``.  One memo serves every starting room.
+
+The states grow with the shelves that sell each commission good: a few hundred in the standard
+town, about a hundred thousand a pair in a legal town of 64 keepers that each sell every good
+(tens of seconds a pair, hours for its every pair).  A :class:`SearchEffort` shared by the
+searches bounds the work in all: each state searched spends one step and one more for each
+shelf it looks at, and a search that would overspend raises :class:`OutOfEffort`.  Counting
+steps, not seconds, keeps the result the same on every machine.
 """
 
 from __future__ import annotations
@@ -30,6 +37,33 @@ from dataclasses import dataclass
 from sim.rules.world import World
 
 from .plan import UNITS, Plan, Step, buy_cost
+
+
+class OutOfEffort(Exception):  # noqa: N818 - a budget spent, not an error in the input
+    """The search's :class:`SearchEffort` is spent; the plan is not known."""
+
+
+class SearchEffort:
+    """A budget of search steps shared by the searches of one gate (see the module docstring).
+
+    ``limit`` is the steps allowed (``None``: no bound); ``used`` counts those spent, up to the
+    limit: once a search is refused, ``used == limit`` and ``spent`` is true."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
+                                  or limit < 0):
+            raise ValueError(f"search steps must be an int >= 0 or None; got {limit!r:.40}")
+        self.limit = limit
+        self.used = 0
+        self.spent = False
+
+    def spend(self, steps: int) -> None:
+        """Spend ``steps`` or, past the limit, raise :class:`OutOfEffort` (for good)."""
+        if self.limit is not None and self.used + steps > self.limit:
+            self.used, self.spent = self.limit, True
+            raise OutOfEffort
+        self.used += steps
+
 
 _Key = tuple[int, tuple[int, ...], tuple[tuple[int, int], ...], tuple[int, ...], int]
 _Value = tuple[int, int, tuple]  # (turns to go, final coin, action)
@@ -51,7 +85,7 @@ class OptimalSearch:
     """The optimal-plan search for one world, one pair of commission goods and one purse."""
 
     def __init__(self, world: World, goods: tuple[int, int], budget: int | None = None,
-                 units: int = UNITS) -> None:
+                 units: int = UNITS, effort: SearchEffort | None = None) -> None:
         self.world = world
         self.goods = tuple(goods)
         self.units = units
@@ -69,6 +103,7 @@ class OptimalSearch:
         self._by_index = tuple(tuple(si for si, s in enumerate(self.slots) if s.index == i)
                                for i in range(len(self.goods)))
         self.memo: dict[_Key, _Value | None] = {}
+        self.effort = effort if effort is not None else SearchEffort()
 
     def _open_slots(self, got: tuple[int, ...]) -> list[int]:
         """The slots of the commissions still short of units (the others cannot sell)."""
@@ -106,11 +141,13 @@ class OptimalSearch:
             best: _Value | None = (0, spent, ())
             self.memo[key] = best
             return best
+        open_slots = self._open_slots(got)
+        self.effort.spend(1 + len(open_slots))
         held = [got[i] - delivered[i] for i in range(len(self.goods))]
         free = self.world.carry_limit - sum(held)
         best = None
         had = dict(bought)
-        for si in self._open_slots(got):
+        for si in open_slots:
             s = self.slots[si]
             d = dist[s.room]
             qmax = min(units - got[s.index], s.stock - had.get(si, 0), free)
@@ -139,7 +176,10 @@ class OptimalSearch:
         return best
 
     def plan(self, start: int) -> Plan | None:
-        """The optimal plan from ``start``, or ``None`` when no plan fits the purse at all."""
+        """The optimal plan from ``start``, or ``None`` when no plan fits the purse at all.
+
+        :class:`OutOfEffort` when the search's effort runs out first (the states searched so
+        far stay in the memo: they are exact)."""
         got = (0,) * len(self.goods)
         bought: tuple[tuple[int, int], ...] = ()
         delivered = (0,) * len(self.goods)

@@ -21,7 +21,9 @@ def describe_case(world: World, case: Case) -> str:
 
 def describe_failure(report: GateReport, o: Outcome) -> str:
     """One line: the case, why the greedy plan fails, and what the optimal plan would need."""
-    if o.optimal is None:
+    if not o.searched:
+        best = "optimal plan not searched (the search's steps ran out)"
+    elif o.optimal is None:
         best = f"no plan at all within {report.world.start_coin} coin"
     else:
         fits = "fits" if o.optimal.turns <= report.allowed else "does not fit either"
@@ -42,6 +44,8 @@ def _oracle_rows(g: Summary, o: Summary) -> list[str]:
             f"{'slack coin':>10}  plan lengths"]
     for name, s in (("greedy", g), ("optimal", o)):
         extra = f"  ({s.without_plan} without a plan)" if s.without_plan else ""
+        if s.unsearched:
+            extra += f"  ({s.unsearched} of {s.cases} not searched)"
         rows.append(f"  {name:<8} {_num(s.worst_turns):>11} {_num(s.worst_coin):>10} "
                     f"{_num(s.slack_turns):>11} {_num(s.slack_coin):>10}  {_dist(s)}{extra}")
     return rows
@@ -91,6 +95,11 @@ def format_text(report: GateReport) -> str:
             ot = f"{_num(o.pair_turns.get(pair))}/{_num(o.pair_coin.get(pair))}"
             lines.append(f"  {pair:<14} {gt:>18} {ot:>19}")
 
+    if report.unsearched:
+        lines.append(f"optimal search: stopped at its {report.search_steps:,} steps with "
+                     f"{report.unsearched} of {len(report.seeded) + len(report.exhaustive)} "
+                     "cases not searched (--search-steps N searches further; the verdict is "
+                     "the greedy plans' and stands)")
     fails = report.failures
     if not fails:
         lines.append("failures: none")

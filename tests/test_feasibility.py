@@ -23,6 +23,7 @@ from feasibility import (
     run_gate,
 )
 from feasibility.cli import main
+from feasibility.report import describe_failure, format_text
 from sim.rules.prices import ask_at
 from sim.rules.world import STANDARD_TOWN, Room, World
 
@@ -369,3 +370,133 @@ def test_run_gate_refuses_what_would_be_no_verdict(kwargs: dict, words: str) -> 
     # Each was accepted: -5 turns as -7 allowed, "seeds 0..9" over five, a PASS over nothing
     with pytest.raises(ValueError, match=words):
         run_gate(**kwargs)
+
+
+# --- the optimal search's bound and the streamed JSON -----------------------------------------
+
+def _verdicts(report) -> list:
+    """What the verdict rests on: each case with its greedy plan and problems."""
+    return [(o.case, o.greedy, o.problems) for o in report.seeded + report.exhaustive]
+
+
+@pytest.fixture(scope="module")
+def eleven_turns():
+    return run_gate(turns=11, search_steps=None)  # 264 failures, every case searched
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 7000))
+def test_search_steps_bound_the_search_and_never_the_verdict(eleven_turns, steps: int) -> None:
+    full = eleven_turns
+    r = run_gate(turns=11, search_steps=steps)
+    assert r.ok is full.ok is False and _verdicts(r) == _verdicts(full)
+    assert r.search_used <= steps and r.search_steps == steps
+    cut = [o for o in r.seeded + r.exhaustive if not o.searched]
+    assert r.unsearched == len(cut) and all(o.optimal is None for o in cut)
+    for got, want in zip(r.seeded + r.exhaustive, full.seeded + full.exhaustive, strict=True):
+        if got.searched:  # what the search did reach is exact
+            assert got.optimal == want.optimal
+    if steps >= full.search_used:  # the standard town's 6,351 steps
+        assert not cut and r.search_used == full.search_used
+    else:
+        assert cut and r.search_used == steps
+
+
+def _wide_town(keepers: int = 8) -> World:
+    """16 rooms in a ring of 8-room rows, 8 commission goods, and ``keepers`` keepers that each
+    sell every good: the optimal search's states grow with the shelves of each good."""
+    from sim.rules.worldfile import world_from_dict
+
+    rooms = [{"name": f"Room {i}", "exits": sorted({(i + 1) % 16, (i - 1) % 16, (i + 8) % 16}),
+              "x": i % 8 * 10, "y": i // 8 * 10, "dark": i in (3, 9)} for i in range(16)]
+    goods = [{"name": f"ware{g}", "plural": f"ware{g}s", "keywords": [f"w{g}"], "value": 5 + g}
+             for g in range(8)]
+    shops = [{"name": f"Keeper {k}", "room": k * 2, "trade": list(range(8)),
+              "opening": [3] * 8} for k in range(keepers)]
+    return world_from_dict({"rooms": rooms, "goods": goods, "keepers": shops,
+                            "quest_items": list(range(8)), "guild": 0})[0]
+
+
+def test_a_wide_town_gets_its_verdict_within_the_steps(capsys) -> None:
+    # 8 keepers selling all 8 goods: the whole search spends 481,249 steps; bounded
+    # at 20,000 the gate still gives the same verdict on every case, and says what it skipped.
+    w = _wide_town()
+    r = run_gate(w, seeds=range(20), search_steps=20_000)
+    assert r.search_used == 20_000 and 0 < r.unsearched < len(r.seeded) + len(r.exhaustive)
+    full = Checker(w, 14, search_steps=None)
+    for o in r.failures[:40]:
+        assert full.check(o.case).problems == o.problems and full.check(o.case).greedy == o.greedy
+    text = format_text(r)
+    assert (f"optimal search: stopped at its 20,000 steps with {r.unsearched} of "
+            f"{len(r.seeded) + len(r.exhaustive)} cases not searched") in text
+    cut = next(o for o in r.failures if not o.searched)
+    assert describe_failure(r, cut).endswith("optimal plan not searched (the search's steps "
+                                             "ran out)")
+    d = r.to_json()
+    assert d["search_steps"] == {"limit": 20_000, "used": 20_000,
+                                 "unsearched_cases": r.unsearched}
+    f = next(f for f in d["failures"] if not f["optimal_searched"])
+    assert f["optimal"] is None and f["optimal_fits"] is None
+    assert d["exhaustive"]["optimal"]["unsearched"] + d["seeded"]["optimal"]["unsearched"] == \
+        r.unsearched
+
+
+@pytest.mark.parametrize("limit", [-1, 1.5, True, "10"])
+def test_search_effort_refuses_what_is_no_bound(limit) -> None:
+    with pytest.raises(ValueError, match="search steps must be an int >= 0 or None"):
+        run_gate(search_steps=limit)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"turns": 11}, {"turns": 11, "search_steps": 2000},
+                                    {"world": _wide_town(4), "seeds": range(3)}])
+def test_json_is_written_as_dumps_would_write_it(kwargs: dict) -> None:
+    import io
+
+    r = run_gate(**kwargs)
+    out = io.StringIO()
+    r.write_json(out)
+    assert out.getvalue() == json.dumps(r.to_json(), indent=1, ensure_ascii=False)
+
+
+def test_cli_json_streams_the_failures(monkeypatch, capsys) -> None:
+    # The whole list of a failing gate over many seeds took gigabytes; the command line writes
+    # one failure at a time and never builds it.
+    from feasibility.gate import GateReport, failure_json
+
+    want = run_gate(turns=11, seeds=range(10))
+
+    def whole(self) -> dict:
+        raise AssertionError("the command line built the whole report")
+
+    monkeypatch.setattr(GateReport, "to_json", whole)
+    assert main(["--json", "--turns", "11", "--seeds", "0..9"]) == 1
+    r = json.loads(capsys.readouterr().out)
+    assert r["ok"] is False and r["seeds"] == [0, 9]
+    assert r["failures"] == [failure_json(want, o) for o in want.failures]
+    assert {f["scope"] for f in r["failures"]} == {"seeded", "exhaustive"}
+
+
+@pytest.mark.parametrize(("word", "steps"), [("none", None), ("None", None), ("0", 0),
+                                              ("1_000", 1000), ("2,000,000", 2_000_000)])
+def test_cli_search_steps(monkeypatch, capsys, word: str, steps) -> None:
+    seen = {}
+    real = run_gate
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr("feasibility.cli.run_gate", spy)
+    assert main(["--search-steps", word, "--seeds", "0..1"]) == 0
+    assert seen["search_steps"] == steps
+    out = capsys.readouterr().out
+    needed = run_gate(seeds=range(2), search_steps=None).search_used
+    assert ("not searched" in out) is (steps is not None and steps < needed)
+
+
+@pytest.mark.parametrize("word", ["-1", "x", "1e9", "10000000000001", "1.5", ""])
+def test_cli_bad_search_steps_exit_2(capsys, word: str) -> None:
+    assert main(["--search-steps", word]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("python -m feasibility: error: argument --search-steps: expected a "
+                          "whole number 0..1,000,000,000,000 or 'none'") and err.count("\n") == 1
