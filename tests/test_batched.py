@@ -114,6 +114,29 @@ def test_bad_actions_raise() -> None:
         e.step(np.zeros((3, SEATS), np.int64))
 
 
+def test_a_refused_action_is_named_and_changes_nothing() -> None:
+    # The message named min..max over every index; it names the first bad one, where it is.
+    from sim.envs.vector import GuildSelfPlay
+
+    e = BatchedGuild(2, seed=4)
+    before = e.export(1)
+    a = np.zeros((2, SEATS), np.int64)
+    a[1, 3], a[1, 5] = -2, N_ACTIONS + 7
+    with pytest.raises(ValueError, match=rf"^actions\[1, 3\] \(episode 1, seat 3\) must be a "
+                                         rf"table index between 0 and {N_ACTIONS - 1}; got -2$"):
+        e.step(a)
+    assert e.export(1) == before and (e.turn == 0).all()
+    sp = GuildSelfPlay(2, seed=4)
+    sp.reset()
+    rows = np.zeros(2 * SEATS, np.int64)
+    rows[10] = N_ACTIONS
+    with pytest.raises(ValueError, match=rf"^actions\[10\] \(episode 1, seat 4\) must be a "
+                                         rf"table index between 0 and {N_ACTIONS - 1}; got "
+                                         rf"{N_ACTIONS}$"):
+        sp.step(rows)
+    assert (sp.engine.turn == 0).all()
+
+
 
 def test_tables_are_the_rules_checks_and_classes() -> None:
     """Every action's checked kind in every room, and every kind's class, come from the rules:

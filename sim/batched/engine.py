@@ -163,9 +163,12 @@ class BatchedGuild:
         if a.shape != (self.n, SEATS) or not np.issubdtype(a.dtype, np.integer):
             raise ValueError(f"actions must be an int array of shape ({self.n}, {SEATS}); "
                              f"got {a.dtype} {a.shape}")
-        if a.size and (a.min() < 0 or a.max() >= self.tables.n_actions):
-            raise ValueError(f"action indices must be between 0 and "
-                             f"{self.tables.n_actions - 1}; got {int(a.min())}..{int(a.max())}")
+        bad = (a < 0) | (a >= self.tables.n_actions)
+        if bad.any():  # the first one, by episode then seat
+            row, seat = (int(i) for i in np.unravel_index(int(np.argmax(bad)), bad.shape))
+            raise ValueError(f"actions[{row}, {seat}] (episode {row}, seat {seat}) must be a "
+                             f"table index between 0 and {self.tables.n_actions - 1}; got "
+                             f"{int(a[row, seat])}")
         ended = self.state.done.copy()
         if ended.any() and not skip_done:
             raise ValueError("step: some episodes have ended; call reset_done() first")

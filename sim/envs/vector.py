@@ -297,6 +297,12 @@ class GuildSelfPlay:
         if a.shape != (self.num_agents,) or not np.issubdtype(a.dtype, np.integer):
             raise ValueError(f"actions must be {self.num_agents} int indices; got "
                              f"{a.dtype} {a.shape}")
+        n = self.engine.tables.n_actions
+        bad = (a < 0) | (a >= n)
+        if bad.any():  # named by agent row, as the caller holds them
+            i = int(np.argmax(bad))
+            raise ValueError(f"actions[{i}] (episode {i // SEATS}, seat {i % SEATS}) must be a "
+                             f"table index between 0 and {n - 1}; got {int(a[i])}")
         e = self.engine
         rewards, done = e.step(a.reshape(self.num_envs, SEATS), autoreset=False)
         if self.reward_mode == "terminal":
