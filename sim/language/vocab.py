@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from ..rules.world import QTY_ALL, World, per_world
+from ..rules.world import QTY_ALL, Good, World, per_world
 
 # ---------------------------------------------------------------------------------------------
 # §4 speech lifting: the characters that count as a straight double quote.
@@ -235,15 +235,37 @@ def _phrases(entries: Sequence[tuple[int, Sequence[str]]]) -> tuple[Phrase, ...]
     return tuple(out)
 
 
-@per_world
-def world_phrases(world: World) -> WorldPhrases:
-    """§6 rooms (keywords then name), goods (keywords), NPCs (keywords then name) of ``world``,
-    built once per world instance."""
+def _good_phrases(goods: Sequence[Good]) -> tuple[Phrase, ...]:
+    """§6 goods: each good's keywords, then its name and its plural unless a keyword already
+    says them.  The game writes a count with the name or the plural (``2 pepper``, RULES §2.2),
+    so a seat names a good by them even when a town's keywords leave them out (a world file
+    that renames salt to pepper); in the standard town they are always keywords, so its list is
+    exactly the keywords of SENTENCES §6."""
+    out: list[Phrase] = []
+    for g in goods:
+        mine = [toks for toks in map(tokenize, g.keywords) if toks]
+        for text in (g.name, g.plural):
+            toks = tokenize(text)
+            if toks and toks not in mine:
+                mine.append(toks)
+        out.extend((toks, g.id) for toks in mine)
+    return tuple(out)
+
+
+def phrase_lists(world: World) -> WorldPhrases:
+    """§6 rooms (keywords then name), goods (keywords, then name and plural when no keyword
+    says them), NPCs (keywords then name) of ``world``; :func:`world_phrases` caches it."""
     return WorldPhrases(
         rooms=_phrases([(r.id, (*r.keywords, r.name)) for r in world.rooms]),
-        goods=_phrases([(g.id, g.keywords) for g in world.goods]),
+        goods=_good_phrases(world.goods),
         npcs=_phrases([(k.id, (*k.keywords, k.name)) for k in world.keepers]),
     )
+
+
+@per_world
+def world_phrases(world: World) -> WorldPhrases:
+    """:func:`phrase_lists` of ``world``, built once per world instance."""
+    return phrase_lists(world)
 
 
 def cog_phrases(aliases: Sequence[str]) -> tuple[Phrase, ...]:

@@ -19,11 +19,15 @@ unknown key is an error, so a typo never passes silently::
     }
 
 ``rooms``, ``goods`` and ``keepers`` are each an object that *patches* the standard entries
-(keys name an entry by id ``"5"``, name or keyword; values give only the fields to change) or a
-list that *replaces* the table (entry i gets id i; an ``id`` field, if given, must be i).
-Fields: rooms ``name exits keywords x y dark desc``; goods ``name plural keywords value``;
-keepers ``name room trade opening keywords``.  Inside entries, references are ids, names (any
-case) or unique keywords of the *resulting* tables; exits are stored ascending (RULES §2.1).
+(keys name an entry by id ``"5"``, name or keyword, each entry under one key only: ``salt`` and
+``brine`` both name salt; values give only the fields to change) or a list that *replaces* the
+table (entry i gets id i; an ``id`` field, if given, must be i).  Fields: rooms ``name exits
+keywords x y dark desc``; goods ``name plural keywords value``; keepers ``name room trade
+opening keywords``.  A good's plural defaults to its name + "s" and its keywords to both forms,
+also when a patch renames it (``{"salt": {"name": "pepper"}}`` is pepper/peppers, and salt's old
+words no longer name it); a sentence names a good by its name and plural whatever its keywords
+(SENTENCES §6).  Inside entries, references are ids, names (any case) or unique keywords of the
+*resulting* tables; exits are stored ascending (RULES §2.1).
 
 Limits (``sim.rules.world``; ``World`` itself enforces the sizes, which keep the batched arrays,
 the action table and the planner proportional to a real town): a file of at most 1 MiB, 8
@@ -33,8 +37,12 @@ x/y 0..100.  Each failed check raises :class:`WorldFileError` naming the file an
 besides types and ranges, unknown references; self, duplicate or one-way exits; duplicate
 names; two keepers in one room; a trade list and its opening stock of different lengths; fewer
 than 2 commission goods, or one that no keeper trades; fewer than 8 rooms or 6 goods (setup,
-RULES §4, puts loose goods in rooms 0, 4-7 and uses good 5 as the extra relic).  Whether a seat
-can still finish its commissions is the feasibility gate's question, not checked here.
+RULES §4, puts loose goods in rooms 0, 4-7 and uses good 5 as the extra relic); and words a
+sentence could not use (:mod:`sim.language.worldwords`): a name or keyword without a word, one
+naming two rooms, two goods or two keepers, a lone count or little word (``a``, ``12``,
+``the``), a coin or offer word in a good's or keeper's words, a keeper's words naming a good.
+Whether a seat can still finish its commissions is the feasibility gate's question, not checked
+here.
 
 This module reads the file and detects its format; :mod:`sim.rules.worldfile_build` builds the
 tables and :mod:`sim.rules.worldfile_checks` checks the fields and words the errors.

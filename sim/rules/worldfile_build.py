@@ -2,14 +2,15 @@
 
 One function per concern: the room, good and keeper tables (a list replaces a table, an object
 patches it), then the settings that refer across tables (commission goods, the guild keeper) and
-the plain numbers.  The checks run in a fixed order (goods, rooms, keepers, commissions, guild,
-numbers) so a file with several mistakes always reports the same first one.
+the plain numbers, then the words of the finished town (``WORD_CHECKS``).  The checks run in a
+fixed order (goods, rooms, keepers, commissions, guild, numbers, words) so a file with several
+mistakes always reports the same first one.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .errors import shown
@@ -41,6 +42,19 @@ KEEPER_KEYS = ("id", "name", "keywords", "room", "trade", "opening")
 # The size bounds live in sim.rules.world (World itself enforces them); checked here first so
 # that a file gets a message naming its entry.
 TABLE_CAPS = {"rooms": MAX_ROOMS, "goods": MAX_GOODS, "keepers": MAX_KEEPERS}
+# A patch that renames a good and leaves these fields out gets them as a new good would (the
+# plural name + "s", the keywords both forms): salt's "salts" and "brine" would otherwise name
+# the renamed good, and its new name would be printed ("2 pepper") but name nothing.
+RENAMED_GOOD_DEFAULTS = ("plural", "keywords")
+
+WordCheck = Callable[[World, Callable[[str, int], str]], tuple[str, str] | None]
+# The checks of a town's words: whether every name and keyword can be said in a sentence and
+# names one entry (sim.language.worldwords, which appends its check here when sim.language is
+# imported; ``import sim`` imports it before any world file can be read).  The rules may not
+# import the parser (import-linter's sim-wings layers), so the language wing hands its check
+# down.  A check takes the town and ``locate(table, id)`` (where the file gives that entry) and
+# returns ``(where, message)`` for the first word it refuses, or ``None``.
+WORD_CHECKS: list[WordCheck] = []
 
 
 # --- rows: the file form of one entry (also what world_to_dict writes) ---------------------
@@ -83,9 +97,10 @@ def build_world(data: Any, source: str, base: World) -> tuple[World, int | None]
     """Apply a parsed world file over ``base``; return the town and the turn count (or None)."""
     f = Fields(source)
     _check_top(f, data)
-    goods = build_goods(f, data, base.goods)
-    rooms = build_rooms(f, data, base.rooms)
-    keepers = build_keepers(f, data, base.keepers, room_names(rooms), good_names(goods))
+    goods, goods_at = build_goods(f, data, base.goods)
+    rooms, rooms_at = build_rooms(f, data, base.rooms)
+    keepers, keepers_at = build_keepers(f, data, base.keepers, room_names(rooms),
+                                        good_names(goods))
     quest = _quest_items(f, data, base.quest_items, goods, keepers)
     guild = _guild(f, data, base.guild, keepers)
     turns = f.integer(data["turns"], "turns", MIN_TURNS, MAX_TURNS) if "turns" in data else None
@@ -95,6 +110,11 @@ def build_world(data: Any, source: str, base: World) -> tuple[World, int | None]
                   keeper_start_coin=_setting(f, data, "keeper_start_coin",
                                              base.keeper_start_coin, 0, MAX_COIN),
                   carry_limit=_setting(f, data, "carry_limit", base.carry_limit, 1, MAX_CARRY))
+    where = {"rooms": rooms_at, "goods": goods_at, "keepers": keepers_at}
+    for check in WORD_CHECKS:
+        problem = check(world, lambda table, i: where[table][i])
+        if problem is not None:
+            raise f.fail(*problem)
     return world, turns
 
 
@@ -151,19 +171,22 @@ def _guild(f: Fields, data: Mapping, default: int, keepers: Sequence[Keeper]) ->
 # --- tables: a list replaces, an object patches ---------------------------------------------
 
 def table(f: Fields, data: Mapping, key: str, base_rows: list[dict], base_names: Names,
-          allowed: Sequence[str]) -> tuple[list[dict], list[str]]:
-    """Raw rows after a list replacement or an object patch, with each row's location."""
+          allowed: Sequence[str], renamed: Sequence[str] = ()) -> tuple[list[dict], list[str]]:
+    """Raw rows after a list replacement or an object patch, with each row's location;
+    ``renamed``: the fields a patch that renames an entry resets to their defaults unless it
+    gives them."""
     if key not in data:
         return base_rows, [f"{key}[{i}]" for i in range(len(base_rows))]
     if isinstance(data[key], Mapping):
-        return _patched(f, data[key], key, base_rows, base_names, allowed)
+        return _patched(f, data[key], key, base_rows, base_names, allowed, renamed)
     return _listed(f, data[key], key, allowed)
 
 
 def _patched(f: Fields, spec: Mapping, key: str, base_rows: list[dict], base_names: Names,
-             allowed: Sequence[str]) -> tuple[list[dict], list[str]]:
+             allowed: Sequence[str], renamed: Sequence[str]) -> tuple[list[dict], list[str]]:
     """``base_rows`` with the fields of each entry that ``spec`` names (by id, name, keyword)
-    changed; a patched row is located by the reference the file used."""
+    changed; a patched row is located by the reference the file used.  Two keys naming one
+    entry (``salt`` and its keyword ``brine``) are refused: one would silently win."""
     rows = [dict(r) for r in base_rows]
     where = [f"{key}[{i}]" for i in range(len(rows))]
     for ref, patch in spec.items():
@@ -172,17 +195,31 @@ def _patched(f: Fields, spec: Mapping, key: str, base_rows: list[dict], base_nam
         if i is None:
             hint = suggest(ref, base_names.known()) if isinstance(ref, str) else ""
             raise f.fail(w, f"unknown {base_names.kind} {shown(ref, 80)} to change"
-                            f"{hint} (to add "
+                            f"{hint}{base_names.shared_note(ref)} (to add "
                             f"entries give '{key}' as a full list)")
+        if where[i] != f"{key}[{i}]":
+            raise f.fail(w, f"names the same {base_names.kind} as {where[i]} "
+                            f"({base_rows[i].get('name')!r}, id {i}); give its changes "
+                            "under one key")
         if not isinstance(patch, Mapping):
             raise f.fail(w, f"must be an object of fields to change; got "
                             f"{shown(patch, 80)}")
         f.keys(patch, allowed, w)
         if "id" in patch and patch["id"] != i:
             raise f.fail(f"{w}.id", f"ids cannot change; {shown(ref, 80)} is {i}")
+        if _renames(rows[i], patch):
+            for field in renamed:
+                rows[i].pop(field, None)
         rows[i].update(patch)
         where[i] = w
     return rows, where
+
+
+def _renames(row: Mapping, patch: Mapping) -> bool:
+    """Whether ``patch`` gives ``row`` another name (not only another case or spacing)."""
+    new, old = patch.get("name"), row.get("name")
+    return (isinstance(new, str) and isinstance(old, str)
+            and " ".join(new.lower().split()) != " ".join(old.lower().split()))
 
 
 def _listed(f: Fields, spec: Any, key: str,
@@ -208,27 +245,29 @@ def _listed(f: Fields, spec: Any, key: str,
 
 # --- goods ---------------------------------------------------------------------------------
 
-def build_goods(f: Fields, data: Mapping, base: Sequence[Good]) -> list[Good]:
-    """The goods table; setup needs at least ``RELIC + 1`` goods (RULES §4)."""
+def build_goods(f: Fields, data: Mapping, base: Sequence[Good]) -> tuple[list[Good], list[str]]:
+    """The goods table and where the file gives each good; setup needs at least ``RELIC + 1``
+    goods (RULES §4)."""
     rows, where = table(f, data, "goods", [good_row(g) for g in base], good_names(base),
-                        GOOD_KEYS)
+                        GOOD_KEYS, RENAMED_GOOD_DEFAULTS)
     out = [_good(f, i, row, w) for i, (row, w) in enumerate(zip(rows, where, strict=True))]
     f.unique([g.name for g in out], where, "good")
     if len(out) <= RELIC:
         raise f.fail("goods", f"setup (RULES §4) drops random goods 0-{RELIC} and an "
                               f"extra relic (good {RELIC}), so a town needs at least "
                               f"{RELIC + 1} goods; got {len(out)}")
-    return out
+    return out, where
 
 
 def _good(f: Fields, i: int, row: Mapping, w: str) -> Good:
-    """Good ``i``; the plural and keywords default from the name."""
+    """Good ``i``; the plural and keywords default from the name (also when a patch renames
+    the good without giving them, :data:`RENAMED_GOOD_DEFAULTS`)."""
     if "name" not in row:
         raise f.fail(w, "needs a 'name'")
     name = f.string(row["name"], f"{w}.name")
     plural = f.string(row.get("plural", name + "s"), f"{w}.plural")
     kw = (f.strings(row["keywords"], f"{w}.keywords") if "keywords" in row
-          else (name.lower(), plural.lower()))
+          else tuple(dict.fromkeys((name.lower(), plural.lower()))))
     if "value" not in row:
         raise f.fail(w, "needs a base 'value'")
     value = f.integer(row["value"], f"{w}.value", 1, MAX_VALUE)
@@ -237,8 +276,9 @@ def _good(f: Fields, i: int, row: Mapping, w: str) -> Good:
 
 # --- rooms ---------------------------------------------------------------------------------
 
-def build_rooms(f: Fields, data: Mapping, base: Sequence[Room]) -> list[Room]:
-    """The rooms table: enough rooms for setup, unique names, two-way exits (RULES §2.1)."""
+def build_rooms(f: Fields, data: Mapping, base: Sequence[Room]) -> tuple[list[Room], list[str]]:
+    """The rooms table (enough rooms for setup, unique names, two-way exits, RULES §2.1) and
+    where the file gives each room."""
     rows, where = table(f, data, "rooms", [room_row(r) for r in base], room_names(base),
                         ROOM_KEYS)
     need = max(max(GROUND_ROOMS) + 1, SEATS)
@@ -252,7 +292,7 @@ def build_rooms(f: Fields, data: Mapping, base: Sequence[Room]) -> list[Room]:
     out = [_room(f, i, row, w, names, kws, refs)
            for i, (row, w) in enumerate(zip(rows, where, strict=True))]
     _check_two_way(f, out, where)
-    return out
+    return out, where
 
 
 def _room_labels(f: Fields, rows: Sequence[Mapping],
@@ -316,15 +356,16 @@ def _check_two_way(f: Fields, rooms: Sequence[Room], where: Sequence[str]) -> No
 # --- keepers -------------------------------------------------------------------------------
 
 def build_keepers(f: Fields, data: Mapping, base: Sequence[Keeper], rooms: Names,
-                  goods: Names) -> list[Keeper]:
-    """The keepers table: unique names, at most one keeper per room (RULES §2.3)."""
+                  goods: Names) -> tuple[list[Keeper], list[str]]:
+    """The keepers table (unique names, at most one keeper per room, RULES §2.3) and where the
+    file gives each keeper."""
     rows, where = table(f, data, "keepers", [keeper_row(k) for k in base], keeper_names(base),
                         KEEPER_KEYS)
     out = [_keeper(f, i, row, w, rooms, goods)
            for i, (row, w) in enumerate(zip(rows, where, strict=True))]
     f.unique([k.name for k in out], where, "keeper")
     _check_one_per_room(f, out, where)
-    return out
+    return out, where
 
 
 def _keeper(f: Fields, i: int, row: Mapping, w: str, rooms: Names, goods: Names) -> Keeper:

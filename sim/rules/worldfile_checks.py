@@ -31,13 +31,15 @@ class Names:
     def __init__(self, kind: str, entries: Sequence[tuple[str, Sequence[str]]]) -> None:
         self.kind = kind
         self.count = len(entries)
+        self.labels = [name for name, _ in entries]
         self.names: dict[str, int] = {}
         keywords: dict[str, set[int]] = {}
         for i, (name, extra) in enumerate(entries):
             self.names.setdefault(name.lower(), i)
             for w in extra:
                 keywords.setdefault(str(w).lower(), set()).add(i)
-        self.keywords = {w: ids.pop() for w, ids in keywords.items() if len(ids) == 1}
+        self.keywords = {w: min(ids) for w, ids in keywords.items() if len(ids) == 1}
+        self.shared = {w: sorted(ids) for w, ids in keywords.items() if len(ids) > 1}
 
     def lookup(self, ref: Any) -> int | None:
         """The id ``ref`` names, or ``None`` (booleans are never ids, though ``True == 1``)."""
@@ -56,6 +58,16 @@ class Names:
     def known(self) -> list[str]:
         """Every name and unique keyword, for a "did you mean" hint."""
         return [*self.names, *self.keywords]
+
+    def shared_note(self, ref: Any) -> str:
+        """`` ('brine' is a keyword of both 'salt' and 'lamp')`` when ``ref`` is a keyword of
+        several entries (so it names none), else ``""``."""
+        ids = self.shared.get(ref.strip().lower()) if isinstance(ref, str) else None
+        if not ids:
+            return ""
+        labels = [repr(self.labels[i]) for i in ids]
+        which = ("both " if len(labels) == 2 else "") + ", ".join(labels[:-1])
+        return f" ({shown(ref, 80)} is a keyword of {which} and {labels[-1]})"
 
 
 class Fields:
@@ -117,7 +129,8 @@ class Fields:
         i = names.lookup(v)
         if i is None:
             hint = suggest(v, names.known()) if isinstance(v, str) else ""
-            raise self.fail(where, f"unknown {names.kind} {shown(v, 80)}{hint}")
+            raise self.fail(where, f"unknown {names.kind} {shown(v, 80)}{hint}"
+                                   f"{names.shared_note(v)}")
         return i
 
     def keys(self, d: Mapping, allowed: Sequence[str], where: str) -> None:
