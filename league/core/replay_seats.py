@@ -24,7 +24,9 @@ every start-of-turn state, and requires the recorded act to be that:
   model, or no torch, is one note and its seats are not re-played.
 
 Other policies (``llm:``, ``sb3:``, ``exec:``, ``module:Name``) answer from outside what the
-replay records, so their seats are not re-played; verify says so in one note.
+replay records, so their seats are not re-played; verify says so in one note. A policy's name
+comes from ``league.json`` and may hold anything: notes and problems show it inert
+(``league.core.store.shown``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from agents import make_policy
 from agents.baselines.rules import WAIT
 from league.core.episode import IN_PROCESS, TRUSTED
 from league.core.signing import file_sha256
+from league.core.store import SHOWN_NAME, shown
 from sim import Game, GameConfig
 from sim.replay import _action  # how a recorded act is played again: the replay's own reading
 from sim.rules.world import SEATS
@@ -161,29 +164,30 @@ class Seats:
         except OSError as e:
             return f"its network cannot be read here ({e.strerror or e})"
         except ValueError as e:  # NetError
-            return f"its network cannot be loaded here ({_cut(e, 160)})"
+            return f"its network cannot be loaded here ({shown(str(e), 160)})"
         return None
 
     def _load_ppo(self, name: str, digest: object) -> str | None:
         """Why the seats of ``name`` cannot be re-played here, or None (its policy is loaded)."""
+        named = _named(name)
         if not isinstance(digest, str):
-            return f"{name}: league.json records no digest of its model"
+            return f"{named}: league.json records no digest of its model"
         try:
             path = _model_file(name)
         except (OSError, ValueError):
-            return f"model {name} is missing"
+            return f"model {named} is missing"
         try:
             if model_digest(name) != digest:
-                return f"model {name} is changed (its sha256 is not league.json's)"
+                return f"model {named} is changed (its sha256 is not league.json's)"
         except OSError as e:
-            return f"model {name} cannot be read ({e.strerror or e})"
+            return f"model {named} cannot be read ({shown(str(e.strerror or e), 160)})"
         try:
             from agents.learn.ppo import PPOPolicy, load_model
             load_model(path)
         except ImportError:
-            return f"{name}: re-playing a ppo: model needs torch"
+            return f"{named}: re-playing a ppo: model needs torch"
         except ValueError as e:  # ModelError
-            return f"model {name} cannot be loaded ({e})"
+            return f"model {named} cannot be loaded ({shown(str(e), 300)})"
         self._ppo[name] = PPOPolicy(path)
         return None
 
@@ -213,7 +217,7 @@ class Seats:
                            [a.get("text", "") for a in by_seat],
                            [bool(a.get("scripted", False)) for a in by_seat], stored=True)
             except ValueError as error:  # not after sim.replay has re-derived the events
-                return f"its turn {game.turn} cannot be played again ({_cut(error)})"
+                return f"its turn {game.turn} cannot be played again ({shown(str(error))})"
         return None
 
     def episode(self, row: dict, seed: int) -> Episode | None:
@@ -253,11 +257,12 @@ class Seats:
         out = []
         if self.kinds:
             extra = (f", {self.fallbacks} as counted fallbacks" if self.fallbacks else "")
-            out.append(f"re-played the seats of {', '.join(self.kinds)}: {self.decisions} "
+            out.append(f"re-played the seats of {', '.join(_named(k) for k in self.kinds)}: "
+                       f"{self.decisions} "
                        f"recorded acts are the policy's own choice{extra}")
         for name, why in self.skipped.items():
             out.append(f"{why}; its seats were not re-played" if kind_of(name) == PPO
-                       else f"{name} was not re-played: {why}")
+                       else f"{_named(name)} was not re-played: {why}")
         return out
 
 
@@ -292,13 +297,14 @@ class Episode:
                 else:
                     problem = self._unscripted(game, c, e)
             except Exception as error:  # a state the policy cannot read: say so, go on
-                self.problem = (f"re-playing seat {c.seat} ({c.name}) on turn {game.turn} "
-                                f"raised {type(error).__name__}: {_cut(error)}")
+                self.problem = (f"re-playing seat {c.seat} ({_named(c.name)}) on turn "
+                                f"{game.turn} raised {type(error).__name__}: "
+                                f"{shown(str(error))}")
                 return
             if problem is not None:
-                self.problem = (f"seat {c.seat} ({c.name}) played "
-                                f"{_cut(e.get('sentence', ''))!r} on turn {game.turn}, but "
-                                f"{problem}")
+                self.problem = (f"seat {c.seat} ({_named(c.name)}) played "
+                                f"{shown(e.get('sentence', ''), quoted=True)} on turn "
+                                f"{game.turn}, but {problem}")
                 return
 
     def _scripted(self, game: Game, c: _Seat, e: dict) -> str | None:
@@ -313,7 +319,7 @@ class Episode:
             c.allowed -= 1
             self._seats.fallbacks += 1
             return None
-        return f"{c.kind} plays {_cut(want)!r} there"
+        return f"{c.kind} plays {shown(want, quoted=True)} there"
 
     def _unscripted(self, game: Game, c: _Seat, e: dict) -> str | None:
         if c.kind in (PPO, CHAMPION):
@@ -336,13 +342,13 @@ class Episode:
                         return None
                 except ValueError:
                     continue
-        shown = []
+        plays = []
         for want in wants[:3]:
             try:
-                shown.append(repr(_cut(game.intent_for(want, c.seat)[1])))
+                plays.append(shown(game.intent_for(want, c.seat)[1], quoted=True))
             except ValueError:
-                shown.append(repr(want))
-        return f"{c.name} plays {' or '.join(shown)} there"
+                plays.append(repr(want))
+        return f"{_named(c.name)} plays {' or '.join(plays)} there"
 
 
 def _ppo_choices(policy: Any, game: Game, seat: int) -> list:
@@ -378,6 +384,6 @@ def _near_best(logits: Any, game: Game, seat: int) -> list:
     return [to_intent(i, st.world, seat, st.room[seat]) for i in near if mask[i]]
 
 
-def _cut(text: object, limit: int = 80) -> str:
-    s = str(text)
-    return s if len(s) <= limit else s[:limit] + "..."
+def _named(name: object) -> str:
+    """A policy name as a note or problem shows it: ``league.json`` may hold anything."""
+    return shown(name, SHOWN_NAME)

@@ -34,6 +34,7 @@ import logging
 import math
 import os
 import re
+import reprlib
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -66,6 +67,8 @@ MAX_RESULTS_BYTES = 4 << 30  # about five million episodes
 MAX_MANIFEST_BYTES = 4 << 20  # league.json: policies, the draw's commitments, models' digests
 MAX_SCORE = 1e6  # far beyond any score the rules give; a bigger number is not a score
 ROW_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # ids name files: nothing else is accepted
+SHOWN_SETTING = 300  # characters of a setting in a refused resume: league.json may hold anything
+SHOWN_NAME = 300  # characters of a policy name in a problem or note (a spec may be a long path)
 
 
 def load_results(path: Path) -> tuple[list[dict], bool]:
@@ -153,6 +156,45 @@ def row_problem(row: dict) -> str | None:
             isinstance(d, dict) and all(map(is_count, d.values())) for d in faults)):
         return "has faults that are not counts by seat"
     return None
+
+
+# How a value that is not a string is shown: a short repr, however long or deep the value is
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 3, 60, 60, 40
+
+
+def shown(value: object, limit: int = 80, quoted: bool = False) -> str:
+    r"""``value``, read from a league's folder, as a problem line shows it: a folder may come
+    from anyone, so nothing in it may act on a terminal or start a line of its own.
+
+    A string is shown as it is (between quotes, as ``repr`` quotes it, when ``quoted``);
+    anything else by a short ``repr``, never walked whole. Every control or other
+    non-printing character (a newline, a carriage return, an ANSI escape's ESC, a
+    right-to-left override, a lone surrogate) is shown as its JSON escape (``\n``,
+    ``\u001b``), and the text is cut to ``limit`` characters, with "..." when cut. A plain
+    name (letters, digits, ``:/._-``, spaces) is unchanged, and so is text already escaped (a
+    backslash is left as it is).
+
+    >>> shown("e000003\nverify: OK\x1b[2J")
+    'e000003\\nverify: OK\\u001b[2J'
+    >>> shown("x" * 100, 10), shown(["a\r", 2]), shown(None)
+    ('xxxxxxxxxx...', "['a\\r', 2]", 'None')
+    """
+    if isinstance(value, str):
+        text = repr(value[:limit + 1]) if quoted else value
+    else:
+        text = _REPR.repr(value)
+    if len(text) <= limit and text.isprintable():
+        return text
+    out: list[str] = []
+    size = 0
+    for c in text[:limit + 1]:
+        piece = c if c.isprintable() else json.dumps(c)[1:-1]  # escapes show, none acts
+        if size + len(piece) > limit:
+            return "".join(out) + "..."
+        out.append(piece)
+        size += len(piece)
+    return "".join(out)
 
 
 def is_number(x: object, none: bool = False) -> bool:
@@ -392,8 +434,10 @@ def _option(key: str) -> str:
 
 
 def _show(value: Any) -> str:
+    """A setting of ``league.json`` as a refused resume shows it (the folder's own may hold
+    anything: :func:`shown`)."""
     if isinstance(value, dict) and "publicKey" in value:  # signedBy: its public key, in hex
-        return str(value["publicKey"])
+        return shown(value["publicKey"])
     if isinstance(value, list):
-        return ",".join(map(str, value))
-    return json.dumps(value)
+        return shown(",".join(map(str, value)), SHOWN_SETTING)
+    return shown(json.dumps(value), SHOWN_SETTING)

@@ -10,7 +10,10 @@ the replays' scripted marks, each seat's ``fallbackPlay`` (what played its fallb
 ``league.json``'s ``--fallback`` gives, and ``ladder.json`` is the ladder of the results.
 
 Every disagreement is one line naming the file or episode; a directory that is not a league
-(no ``league.json``, unreadable files) is a ``LeagueError`` instead.
+(no ``league.json``, unreadable files) is a ``LeagueError`` instead. The folder may come from
+anyone: each string of it that a line shows (an id, a policy name, a seed that is not a number)
+is cut and escaped (``league.core.store.shown``), so that none forges a line or acts on the
+terminal.
 
 A resume runs the same checks before the league signs again (:func:`check_resume`), or its key
 would vouch for whatever the folder holds: the lines that ``signature.json`` signed by digest
@@ -36,9 +39,11 @@ from league.core.store import (
     MANIFEST,
     REPLAYS,
     RESULTS,
+    SHOWN_NAME,
     load_results,
     read_manifest,
     row_problem,
+    shown,
 )
 from sim import GameConfig, ReplayMismatch, replay
 from sim.rules.world import SEATS, STANDARD_TOWN
@@ -111,7 +116,7 @@ def verify_dir(root: str | Path, public_key: str | None = None) -> Report:
     bad.update(claims.fallback_problems(rows, marks))
     bad.update(claims.fallback_play_problems(rows, manifest))
     for n in sorted(bad):
-        problems.append(f"{_shown(rows[n].get('id', '?'))} ({RESULTS} line {n + 1}): {bad[n]}")
+        problems.append(f"{shown(rows[n].get('id', '?'))} ({RESULTS} line {n + 1}): {bad[n]}")
     if all(not any(k not in r for k in ROW_KEYS) for r in rows):
         problems += _guarded(lambda: claims.ladder_problems(root, rows, manifest),
                              claims.LADDER)
@@ -128,7 +133,7 @@ def verify_dir(root: str | Path, public_key: str | None = None) -> Report:
 # How to go on from a refused resume; the refusal says what differs.
 RESTORE = "or start the league in another --out"
 UNVOUCHED = "the league signs only what it can vouch for"
-SHOWN_CHARS = 300  # of a problem in a refusal: an edited line may hold anything
+SHOWN_CHARS = 300  # of a problem in a refusal, or an error in a problem: a line may hold anything
 
 
 def check_resume(root: Path, manifest: dict, rows: Sequence[dict], draw: Draw
@@ -162,13 +167,13 @@ def check_resume(root: Path, manifest: dict, rows: Sequence[dict], draw: Draw
     changed = verify_signature.changed_replays(root, signed.replays)
     if changed:
         more = f", and {len(changed) - 1} more" if len(changed) > 1 else ""
-        raise LeagueError(f"{root / REPLAYS / changed[0]}.json is not the replay {SIGNATURE} "
-                          f"signed (its sha256 differs{more}); {UNVOUCHED}: restore it, or "
-                          f"delete it for the league to play it again, {RESTORE}")
+        raise LeagueError(f"{root / REPLAYS / shown(changed[0])}.json is not the replay "
+                          f"{SIGNATURE} signed (its sha256 differs{more}); {UNVOUCHED}: restore "
+                          f"it, or delete it for the league to play it again, {RESTORE}")
     found = _first_problem(root, rows, range(signed.lines, len(rows)), manifest, draw)
     if found is not None:
         n, problem = found
-        raise LeagueError(f"{results} line {n + 1} ({_shown(rows[n].get('id'))}), which no "
+        raise LeagueError(f"{results} line {n + 1} ({shown(rows[n].get('id'))}), which no "
                           f"signature covers yet, does not verify: {problem}; {UNVOUCHED}: "
                           f"restore the line and its replay as the league wrote them, "
                           f"{RESTORE}")
@@ -215,9 +220,9 @@ def _shape(row: dict) -> str | None:
 
 
 def one_line(text: str, limit: int = SHOWN_CHARS) -> str:
-    """``text`` as one line of at most ``limit`` characters (and "...")."""
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit] + "..."
+    """``text`` as one line of at most ``limit`` characters (and "..."), its runs of white
+    space one space each, nothing in it acting on a terminal (:func:`shown`)."""
+    return shown(" ".join(text.split()), limit)
 
 
 def _draw(manifest: dict) -> tuple[Draw, list[str]]:
@@ -232,7 +237,7 @@ def _draw(manifest: dict) -> tuple[Draw, list[str]]:
         return SecretDraw(()), [f"{MANIFEST} names a secret draw but holds no commitment to it"]
     for c in commitments:
         if not isinstance(c, dict) or not isinstance(c.get("fromGroup"), int):
-            problems.append(f"{MANIFEST} has a commitment that is not one: {_shown(c)}")
+            problems.append(f"{MANIFEST} has a commitment that is not one: {shown(c)}")
         elif c.get("secret") is None:
             pairs.append((c["fromGroup"], None))  # not revealed: its groups go unchecked
         else:
@@ -260,14 +265,6 @@ def _guarded(check: Callable[[], list[str]], what: str) -> list[str]:
         return [f"{what}: {NESTED}"]
 
 
-def _shown(value: object, limit: int = 80) -> str:
-    """An id as a problem line shows it: a hostile one is cut, and never recursed into."""
-    if isinstance(value, (int, float, type(None))):
-        return repr(value)
-    text = value if isinstance(value, str) else type(value).__name__
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
 def check_episode(root: Path, n: int, row: dict, manifest: dict, draw: Draw | None = None,
                   secret: list[int] | None = None, seats: replay_seats.Seats | None = None,
                   ) -> tuple[str | None, claims.Marks | None]:
@@ -277,22 +274,25 @@ def check_episode(root: Path, n: int, row: dict, manifest: dict, draw: Draw | No
         return f"the line lacks {', '.join(missing)}", None
     index = row["index"]
     if not isinstance(index, int) or isinstance(index, bool) or index < 0:
-        return f"index {index!r} is not an episode index", None
+        return f"index {shown(index, quoted=True)} is not an episode index", None
     try:
         spec = episode_spec(manifest["policies"],
                             manifest["seed"] if draw is None else draw, index)
     except KeyError:  # its group's secret is not revealed yet: the rest is still checked
         if secret is not None:
             secret.append(n)
+        shape = _shape(row)  # the spec is the line's own: it must have a line's shape
+        if shape is not None:
+            return shape, None
         group, rotation = divmod(index, SEATS)
         spec = EpisodeSpec(index, group, rotation, row["seed"], tuple(row["lineup"]))
     if row["id"] != spec.id:
-        return f"id {row['id']} does not go with index {index} ({spec.id})", None
+        return f"id {shown(row['id'])} does not go with index {index} ({spec.id})", None
     if (row["group"], row["rotation"]) != (spec.group, spec.rotation):
-        return (f"group {row['group']}, rotation {row['rotation']} are not the episode's "
-                f"({spec.group}, {spec.rotation})"), None
+        return (f"group {shown(row['group'])}, rotation {shown(row['rotation'])} are not the "
+                f"episode's ({spec.group}, {spec.rotation})"), None
     if row["seed"] != spec.seed:
-        return f"seed {row['seed']}, but {MANIFEST}'s draw gives {spec.seed}", None
+        return f"seed {shown(row['seed'])}, but {MANIFEST}'s draw gives {spec.seed}", None
     if row["lineup"] != list(spec.lineup):
         return (f"lineup {_names(row['lineup'])}, but {MANIFEST}'s draw seats "
                 f"{_names(spec.lineup)}"), None
@@ -313,65 +313,69 @@ def how_seats_ran(lineup: Sequence[str], manifest: dict) -> dict[str, list]:
 
 def _not_as_ran(where: str, key: str, claimed: object, expected: list) -> str:
     return (f"{where} claims {key} {one_line(json.dumps(claimed), 120)}, but the policies and "
-            f"{MANIFEST}'s options give {json.dumps(expected)}")
+            f"{MANIFEST}'s options give {one_line(json.dumps(expected), 120)}")
 
 
 def _check_replay(root: Path, row: dict, seats: replay_seats.Seats | None = None,
                   ran: dict[str, list] | None = None) -> tuple[str | None, claims.Marks | None]:
     path = root / REPLAYS / f"{row['id']}.json"
-    shown = f"{REPLAYS}/{path.name}"
+    where = f"{REPLAYS}/{path.name}"
     if not path.exists():
-        return f"replay {shown} is missing", None
+        return f"replay {where} is missing", None
     try:  # a regular file of a replay's size only: a FIFO or /dev/zero in its place is refused
         payload = json.loads(read_regular(path, MAX_REPLAY_BYTES, "replay").decode("utf-8"))
     except LeagueError as e:
-        return str(e).replace(str(path), f"replay {shown}", 1), None
+        return str(e).replace(str(path), f"replay {where}", 1), None
     except RecursionError:
-        return f"replay {shown} is not a replay: {NESTED}", None
+        return f"replay {where} is not a replay: {NESTED}", None
     except (OSError, ValueError) as e:
-        return f"replay {shown} cannot be read as JSON ({e})", None
+        return f"replay {where} cannot be read as JSON ({e})", None
     if not isinstance(payload, dict) or payload.get("protocol") != PROTOCOL:
-        return f"replay {shown} is not a {PROTOCOL} payload", None
+        return f"replay {where} is not a {PROTOCOL} payload", None
     config, events = payload.get("config"), payload.get("events")
     if not isinstance(config, dict) or not isinstance(events, list):
-        return f"replay {shown} lacks its config or events", None
+        return f"replay {where} lacks its config or events", None
     if config.get("world") != STANDARD_TOWN.to_json():
-        return (f"replay {shown} is not played in the standard town, which every league "
+        return (f"replay {where} is not played in the standard town, which every league "
                 "episode is"), None
     if config.get("seed") != row["seed"] or payload.get("policyNames") != row["lineup"]:
-        return (f"replay {shown} has seed {config.get('seed')} and policies "
-                f"{payload.get('policyNames')}, not the results line's"), None
+        return (f"replay {where} has seed {shown(config.get('seed'))} and policies "
+                f"{shown(payload.get('policyNames'), 200)}, not the results line's"), None
     try:
         cfg = GameConfig.from_dict({**config, "players": row["lineup"]})
         game = replay(cfg, events)
     except ReplayMismatch as e:
-        return f"replay {shown} does not re-derive: {e}", None
+        return f"replay {where} does not re-derive: {shown(str(e), SHOWN_CHARS)}", None
     except ValueError as e:
-        return f"replay {shown} has an invalid config: {e}", None
+        return f"replay {where} has an invalid config: {shown(str(e), SHOWN_CHARS)}", None
     except (TypeError, KeyError, AttributeError, IndexError) as e:
-        return f"replay {shown} has malformed events ({type(e).__name__})", None
+        return f"replay {where} has malformed events ({type(e).__name__})", None
     if not game.done:
-        return f"replay {shown} stops before the episode ends", None
+        return f"replay {where} stops before the episode ends", None
     derived = game.results()
     for key in RESULT_KEYS:
         if row[key] != derived[key]:
-            return (f"{RESULTS} claims {key} {row[key]!r} but replay {shown} gives "
-                    f"{derived[key]!r}"), None
+            return (f"{RESULTS} claims {key} {shown(row[key], 200, quoted=True)} but replay "
+                    f"{where} gives {shown(derived[key], 200, quoted=True)}"), None
     if payload.get("results") != derived:
-        return f"replay {shown}'s own results differ from what its events give", None
+        return f"replay {where}'s own results differ from what its events give", None
     if "fallbackPlay" in row and payload.get("fallbackPlay") != row["fallbackPlay"]:
-        return f"replay {shown}'s fallbackPlay differs from the results line's", None
+        return f"replay {where}'s fallbackPlay differs from the results line's", None
     for key, expected in (ran or {}).items():  # replays before --trust or --sandbox lack them
         if key in payload and payload[key] != expected:
-            return _not_as_ran(f"replay {shown}", key, payload[key], expected), None
+            return _not_as_ran(f"replay {where}", key, payload[key], expected), None
     replayed = seats.check(row, cfg, events) if seats is not None else None
     if replayed is not None:  # a seat did not play as its (deterministic) policy does
-        return f"replay {shown}: {replayed}", None
+        return f"replay {where}: {replayed}", None
     return None, claims.replay_marks(events)
 
 
 def _names(lineup: object) -> str:
-    return ",".join(map(str, lineup)) if isinstance(lineup, (list, tuple)) else repr(lineup)
+    """A lineup as a problem line shows it: ``a,b,c,d,e,f``, each name shown inert."""
+    if not isinstance(lineup, (list, tuple)):
+        return shown(lineup, quoted=True)
+    more = ",..." if len(lineup) > SEATS else ""
+    return ",".join(shown(name, SHOWN_NAME) for name in lineup[:SEATS]) + more
 
 
 def league_manifest(path: Path) -> dict:

@@ -4,7 +4,7 @@ A replay that re-derives proves one episode; the league also claims how many epi
 played (``league.json``), who fell back, to what and why (``results.jsonl``), and a ladder
 (``ladder.json``). Each of these is a number a reader trusts without a replay to hand, so each
 is recomputed here from the files that back it, and every disagreement is one line naming the
-file or episode.
+file or episode; what it shows of the files is cut and escaped (``league.core.store.shown``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from league.core.episode import FAULT_KINDS, fallback_play
 from league.core.errors import LeagueError
 from league.core.files import read_regular
 from league.core.lineups import EpisodeSpec
-from league.core.store import LADDER, MANIFEST, RESULTS
+from league.core.store import LADDER, MANIFEST, RESULTS, SHOWN_NAME, shown
 from sim.rules.world import SEATS
 
 # Whether the built-in policies mark every act scripted (RULES §6.6, §21). Other policies are
@@ -53,15 +53,15 @@ def schedule_problems(rows: Sequence[dict], episodes: int) -> list[str]:
     known = set(expected)
     for ep, ns in lines.items():
         if len(ns) > 1:
-            problems.append(f"{RESULTS} has episode {ep} {len(ns)} times (lines "
+            problems.append(f"{RESULTS} has episode {shown(ep)} {len(ns)} times (lines "
                             f"{', '.join(map(str, ns))})")
         if ep not in known:
-            problems.append(f"{RESULTS} line {ns[0]} is episode {ep}, not one of the "
+            problems.append(f"{RESULTS} line {ns[0]} is episode {shown(ep)}, not one of the "
                             f"{episodes} that {MANIFEST} claims")
     if not problems and [r["id"] for r in rows] != expected:
         n = next(n for n, (r, e) in enumerate(zip(rows, expected), start=1) if r["id"] != e)
-        problems.append(f"{RESULTS} is out of episode order: line {n} is {rows[n - 1]['id']}, "
-                        f"not {expected[n - 1]}")
+        problems.append(f"{RESULTS} is out of episode order: line {n} is "
+                        f"{shown(rows[n - 1]['id'])}, not {expected[n - 1]}")
     return problems
 
 
@@ -116,7 +116,7 @@ def fallback_problems(rows: Sequence[dict], marks: dict[int, Marks]) -> dict[int
             problem = _seat_problem(name, acts, k, row["fallbacks"][seat], row["faults"][seat],
                                     row["faultNotes"][seat], name in unscripted)
             if problem is not None:
-                out[n] = f"seat {seat} ({name}): {problem}"
+                out[n] = f"seat {seat} ({shown(name, SHOWN_NAME)}): {problem}"
                 break
     return out
 
@@ -146,9 +146,11 @@ def fallback_play_problems(rows: Sequence[dict], manifest: dict) -> dict[int, st
             continue  # a line that is not its episode: check_episode says so
         expected = [fallback_play(name, rule) for name in lineup]
         if row["fallbackPlay"] != expected:
-            given = f"--fallback {chosen}" if chosen is not None else "the default fallback"
-            out[n] = (f"{RESULTS} claims fallbackPlay {_cut(json.dumps(row['fallbackPlay']))} "
-                      f"but {given} gives {json.dumps(expected)}")
+            given = (f"--fallback {shown(chosen)}" if chosen is not None
+                     else "the default fallback")
+            claimed = shown(json.dumps(row["fallbackPlay"]), 100)
+            out[n] = (f"{RESULTS} claims fallbackPlay {claimed} but {given} gives "
+                      f"{shown(json.dumps(expected), 100)}")
     return out
 
 
@@ -156,11 +158,12 @@ def _shape_problem(row: dict) -> str | None:
     fb, faults, notes = row["fallbacks"], row["faults"], row["faultNotes"]
     if not (isinstance(fb, list) and len(fb) == SEATS
             and all(isinstance(x, int) and x >= 0 for x in fb)):
-        return f"fallbacks {fb!r} is not six counts"
+        return f"fallbacks {shown(fb, 100, quoted=True)} is not six counts"
     if not (isinstance(faults, list) and len(faults) == SEATS and all(
             isinstance(f, dict) and all(k in FAULT_KINDS and isinstance(v, int) and v > 0
                                         for k, v in f.items()) for f in faults)):
-        return f"faults {faults!r} is not six counts by kind ({', '.join(FAULT_KINDS)})"
+        return (f"faults {shown(faults, 200, quoted=True)} is not six counts by kind "
+                f"({', '.join(FAULT_KINDS)})")
     if not (isinstance(notes, list) and len(notes) == SEATS
             and all(isinstance(x, str) for x in notes)):
         return "faultNotes is not six strings"
@@ -213,12 +216,12 @@ def ladder_problems(root: Path, rows: Sequence[dict], manifest: dict) -> list[st
                                                      manifest.get("commitments")))
     except (KeyError, TypeError, IndexError, ValueError) as e:
         return [f"{LADDER} cannot be recomputed: {RESULTS} lacks what the ladder needs "
-                f"({type(e).__name__}: {e})"]
+                f"({type(e).__name__}: {shown(str(e), 200)})"]
     diffs = ladder_differences(claimed, derived, any("fallbackPlay" in r for r in rows))
-    shown = [f"{LADDER}: {d}" for d in diffs[:5]]
+    lines = [f"{LADDER}: {d}" for d in diffs[:5]]
     if len(diffs) > 5:
-        shown[-1] += f" (and {len(diffs) - 5} more differences)"
-    return shown
+        lines[-1] += f" (and {len(diffs) - 5} more differences)"
+    return lines
 
 
 def ladder_differences(claimed: object, derived: dict, fallback_play: bool) -> list[str]:
@@ -255,7 +258,7 @@ def _diff(claimed: Any, derived: Any, where: str, out: list[str]) -> None:
         for key in sorted(set(claimed) | set(derived), key=str):
             if key not in claimed or key not in derived:
                 side = "lacks" if key not in claimed else "has an extra"
-                out.append(f"{where or 'the ladder'} {side} key {key!r}")
+                out.append(f"{where or 'the ladder'} {side} key {shown(key, quoted=True)}")
             else:
                 _diff(claimed[key], derived[key], f"{where}.{key}" if where else str(key), out)
     elif isinstance(claimed, list) and isinstance(derived, list):
@@ -263,19 +266,14 @@ def _diff(claimed: Any, derived: Any, where: str, out: list[str]) -> None:
             out.append(f"{where} has {len(claimed)} entries but {RESULTS} gives {len(derived)}")
             return
         for i, (c, d) in enumerate(zip(claimed, derived)):
-            label = (_cut(json.dumps(str(d.get("policy")))[1:-1], 60)  # escapes show, none acts
+            label = (shown(str(d.get("policy")), 60)  # escapes show, none acts
                      if isinstance(d, dict) and where == "policies" else i)
             _diff(c, d, f"{where}[{label}]", out)
     elif _close(claimed, derived):
         return
     else:
-        out.append(f"{where} is {_cut(json.dumps(claimed))} but {RESULTS} gives "
-                   f"{_cut(json.dumps(derived))}")
-
-
-def _cut(text: str, limit: int = 100) -> str:
-    """A claimed value as a problem line shows it: an edited ladder may hold anything."""
-    return text if len(text) <= limit else text[:limit] + "..."
+        out.append(f"{where} is {shown(json.dumps(claimed), 100)} but {RESULTS} gives "
+                   f"{shown(json.dumps(derived), 100)}")
 
 
 def _close(a: Any, b: Any) -> bool:

@@ -41,10 +41,11 @@ from league.core.signing import (
     fingerprint,
     sha256_hex,
 )
-from league.core.store import MANIFEST, REPLAYS, RESULTS
+from league.core.store import MANIFEST, REPLAYS, RESULTS, shown
 
 HEX64 = re.compile(r"[0-9a-f]{64}")
-EPISODE_ID = re.compile(r"e[0-9]{6,}")  # a signed replay's name: never a path
+EPISODE_ID = re.compile(r"e[0-9]{6,63}")  # a signed replay's name: never a path, nor one too
+                                          # long for a file name (results ids: 64 at most)
 SHOWN = 5  # files named one by one before the rest are counted
 MAX_SIGNATURE_BYTES = 256 << 20  # 1,000,000 episodes at ~90 bytes each, with room to spare
 
@@ -202,16 +203,16 @@ def _league_key(signed_by: object) -> str | None:
     return key if isinstance(key, str) and HEX64.fullmatch(key) else None
 
 
-def _read(path: Path, found: Found, shown: str = SIGNATURE) -> dict | None:
-    """``signature.json`` if it has the v1 shape; else a problem (naming it ``shown``) and
+def _read(path: Path, found: Found, called: str = SIGNATURE) -> dict | None:
+    """``signature.json`` if it has the v1 shape; else a problem (naming it ``called``) and
     None."""
     try:  # a regular file only: a FIFO or /dev/zero in its place is refused unread
         body = json.loads(read_regular(path, MAX_SIGNATURE_BYTES, "signature").decode("utf-8"))
     except LeagueError as e:
-        found.problems.append(str(e).replace(str(path), shown, 1))
+        found.problems.append(str(e).replace(str(path), called, 1))
         return None
     except (OSError, ValueError, RecursionError) as e:
-        found.problems.append(f"{shown} cannot be read as JSON ({type(e).__name__})")
+        found.problems.append(f"{called} cannot be read as JSON ({type(e).__name__})")
         return None
     ok = (isinstance(body, dict) and body.get("format") == SIGNATURE_FORMAT
           and isinstance(body.get("files"), dict) and isinstance(body.get("replays"), dict)
@@ -220,7 +221,7 @@ def _read(path: Path, found: Found, shown: str = SIGNATURE) -> dict | None:
           and all(isinstance(k, str) and EPISODE_ID.fullmatch(k) and isinstance(v, str)
                   for k, v in body["replays"].items()))
     if not ok:
-        found.problems.append(f"{shown} is not a {SIGNATURE_FORMAT} signature (format, "
+        found.problems.append(f"{called} is not a {SIGNATURE_FORMAT} signature (format, "
                               "files, replays, signature)")
         return None
     return body
@@ -277,15 +278,16 @@ def _replays(root: Path, signed: dict, rows: Sequence[dict]) -> list[str]:
     missing, changed = _sorted_replays(root, signed)
     ids = [r.get("id") for r in rows]
     unsigned = [i for i in ids if isinstance(i, str) and i not in signed]
-    out = [f"{REPLAYS}/{ep}.json is missing; {SIGNATURE} signed it" for ep in missing[:SHOWN]]
+    out = [f"{REPLAYS}/{shown(ep)}.json is missing; {SIGNATURE} signed it"
+           for ep in missing[:SHOWN]]
     if len(missing) > SHOWN:
         out.append(f"{len(missing) - SHOWN} more replays that {SIGNATURE} signed are missing")
-    out += [f"{REPLAYS}/{ep}.json is not the replay {SIGNATURE} signed (its sha256 differs)"
-            for ep in changed[:SHOWN]]
+    out += [f"{REPLAYS}/{shown(ep)}.json is not the replay {SIGNATURE} signed (its sha256 "
+            "differs)" for ep in changed[:SHOWN]]
     if len(changed) > SHOWN:
         out.append(f"{len(changed) - SHOWN} more replays are not the ones {SIGNATURE} signed")
     if unsigned:
-        shown = ", ".join(unsigned[:SHOWN]) + (", ..." if len(unsigned) > SHOWN else "")
+        named = ", ".join(map(shown, unsigned[:SHOWN])) + (", ..." if len(unsigned) > SHOWN else "")
         out.append(f"{len(unsigned)} replays of {RESULTS} are not covered by {SIGNATURE} "
-                   f"({shown})")
+                   f"({named})")
     return out
