@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 class BatchedFactor:
     """RULES §21 factor for many seats: deliver, buy for the commissions, sell spares, pick up,
-    walk toward the nearest stocked shop (or the Guildhall, or the market), wait."""
+    walk toward the nearest stocked shop it can reach (or the Guildhall, or the market), wait."""
 
     name = "factor"
     batched = True
@@ -52,7 +52,7 @@ class BatchedFactor:
 
 class BatchedMagpie:
     """RULES §21 magpie for many seats: rob in the dark, hawk goods, trade with the keeper,
-    ramble (dark exits first with an empty pack)."""
+    ramble (dark exits first with an empty pack; in a room without exits, wait)."""
 
     name = "magpie"
     batched = True

@@ -187,10 +187,10 @@ def factor_one(n, s, st, bt, sell_margin, pickup_value):
         any_open = any_open or out_q > 0
         if out_q > 0 and st.items[n, s, g] < out_q and target < 0:
             best, best_d = -1, FAR
-            for k in range(bt.n_keepers):  # nearest, lowest id
+            for k in range(bt.n_keepers):  # nearest reachable (distance >= 0), lowest id
                 if bt.deals[k, g] and st.stock[n, k, g] > 0:
                     d = bt.dist[here, bt.keeper_room[k]]
-                    if best < 0 or d < best_d:
+                    if d >= 0 and (best < 0 or d < best_d):
                         best, best_d = k, d
             if best >= 0:
                 target = bt.keeper_room[best]
@@ -235,7 +235,11 @@ def magpie_one(n, s, st, bt, thievery, hawk_period, sell_margin, buy_margin):
         if (bt.deals[npc, g] and stock > 0 and free > 0 and ask <= bt.values[g] + buy_margin
                 and coin >= ask):
             return bt.buy[g, 0]
-    # Rule 4: ramble: a dark exit not just come from (empty pack), else any such, else the first.
+    # Rule 4: ramble: a dark exit not just come from (empty pack), else any such, else the
+    # first; in a room without exits (``exits`` is -1 padded, and 0 wide if no room has one),
+    # wait, as the scalar magpie does.
+    if bt.exits.shape[1] == 0 or bt.exits[here, 0] < 0:
+        return WAIT
     col = -1
     if carried == 0:
         col = _fresh_exit(n, s, here, st, bt, True)

@@ -60,10 +60,17 @@ def _hawk(w: World, alias: str, good: int) -> str:
     return f"I offer {alias} 1 {g.name} for {g.value + 2} coins."
 
 
+# The most units a phrasebook sentence names: the standard town's carry limit.  A larger pack
+# (a world file's ``carry_limit``, up to 999) would make the book grow with it, millions of
+# sentences parsed before the first decision in a large town; a rarer quantity is simply parsed
+# by the engine (and its parse memo), as any sentence missing from the book is.
+_BOOK_UNITS = 8
+
+
 def _vocabulary(w: World) -> list[str]:
     """Every sentence without a seat's alias that a baseline can write in ``w`` (quantities up
-    to the carry limit; a rarer one is simply parsed by the engine)."""
-    units = range(1, w.carry_limit + 1)
+    to the carry limit, at most ``_BOOK_UNITS``; a rarer one is simply parsed by the engine)."""
+    units = range(1, min(w.carry_limit, _BOOK_UNITS) + 1)
     out = [WAIT]
     for good in range(w.n_goods):
         out += [_hand(w, w.guild, good, n) for n in units]
@@ -156,9 +163,11 @@ class Phrases:
         steps = [[w.step_toward(a, b) for b in range(w.n_rooms)] for a in range(w.n_rooms)]
         self.walk_to = tuple(tuple(self.walk[step] if step >= 0 else None for step in row)
                              for row in steps)
-        # magpie rule 4: the wander sentence by [room][prev_room + 1][carrying]
-        self.ramble = tuple(tuple((self.wander[_ramble(w, room, prev, False)],
-                                   self.wander[_ramble(w, room, prev, True)])
+        # magpie rule 4: the wander sentence by [room][prev_room + 1][carrying] (the wait in a
+        # room without exits)
+        wander_or_wait = (*self.wander, self.wait)  # index -1: no exit to wander to
+        self.ramble = tuple(tuple((wander_or_wait[_ramble(w, room, prev, False)],
+                                   wander_or_wait[_ramble(w, room, prev, True)])
                                   for prev in range(-1, w.n_rooms)) for room in range(w.n_rooms))
         self._memo: dict[tuple, str] = {}  # bounded: keepers x goods x units, seats x goods
 
@@ -192,8 +201,11 @@ class Phrases:
 
 def _ramble(w: World, room: int, prev: int, carrying: bool) -> int:
     """Magpie rule 4: the first dark exit not just come from (empty pack only), else the first
-    exit not just come from, else the first exit."""
+    exit not just come from, else the first exit; -1 in a room without exits (a world file's
+    town may have one), where the magpie waits as the factor does with nowhere to walk."""
     exits = w.rooms[room].exits
+    if not exits:
+        return -1
     step = -1
     if not carrying:
         step = next((e for e in exits if w.rooms[e].dark and e != prev), -1)
@@ -273,9 +285,10 @@ def factor_sentence(game: Game, seat: SupportsIndex, sell_margin: int, pickup_va
             best, best_d = -1, 0
             dist_here = w.dist[here]
             for k, room in say.shops[good]:
-                # HIDDEN STATE (scripted-baseline view): other shops' stock
-                if v.stock_of(k, good) > 0:
-                    d = dist_here[room]
+                # HIDDEN STATE (scripted-baseline view): other shops' stock.  A shop it cannot
+                # reach (distance -1: a world file's town may be cut in parts) is no target.
+                d = dist_here[room]
+                if d >= 0 and v.stock_of(k, good) > 0:
                     if best < 0 or d < best_d:
                         best, best_d = room, d
             target = best
@@ -327,5 +340,6 @@ def magpie_sentence(game: Game, seat: SupportsIndex, hawk_period: int, sell_marg
                     if ask <= values[good] + buy_margin and v.coin >= ask:
                         return say.buy(npc, good, 1)
     # Rule 4: ramble (the first dark exit not just come from, empty pack only; else the
-    # first exit not just come from; else the first exit: see ``_ramble``).
+    # first exit not just come from; else the first exit; in a room without exits, wait:
+    # see ``_ramble``).
     return say.ramble[v.room][v.prev_room + 1][carrying]

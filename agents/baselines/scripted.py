@@ -30,7 +30,8 @@ class Factor:
     purse affords), else sell a good no open commission needs when ``bid >= base + sell_margin``
     and the shop can pay; (3) pick up a needed good, or one with ``base >= pickup_value``;
     (4) walk one step toward the nearest shop stocking a still-needed good (else the Guildhall
-    while a commission is open, else Market Square); (5) wait.
+    while a commission is open, else Market Square); (5) wait.  In a world file's town cut in
+    parts, a shop it cannot reach is no target, and a target it cannot reach means (5).
 
     Args:
         sell_margin: sell a spare good only if the bid is at least its base value plus this (0).
@@ -66,7 +67,8 @@ class Magpie:
     ``bid >= base + sell_margin`` and the coin to pay, else buy 1 of the first traded good in
     stock with ``ask <= base + buy_margin`` it can afford and carry; (4) wander: the first dark
     exit not just come from (empty pack only), else the first exit not just come from, else the
-    first exit.
+    first exit; in a room without exits (a world file's town may have one), wait (``I wait and
+    watch the road.``, as the factor's rule 5).
 
     Args:
         hawk_period: offer goods on turns where ``turn % hawk_period == 0`` (3; 0 = never).
