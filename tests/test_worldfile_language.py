@@ -333,3 +333,51 @@ def test_a_standard_game_reads_as_before() -> None:
         "buy", item=SALT, qty=2, npc=NESH)
     assert said(STANDARD_TOWN, "I buy hides and salt.", 2)[-1] == "ambiguous_target"
     assert said(STANDARD_TOWN, "Rope, two, from the smith.") == ("buy", 2, 1, 1, "ok")
+
+
+# --- the text view's examples name the town's own words ------------------------------------------
+
+EXAMPLE_KINDS = ("move", "take", "drop", "buy", "sell", "give", "trade", "accept", "hire", "rob",
+                 "quest", "wait")
+
+
+def test_the_standard_view_keeps_the_original_examples() -> None:
+    from sim.language.textview import town_phrasebook
+    from sim.language.vocab import PHRASEBOOK
+
+    assert town_phrasebook(STANDARD_TOWN) == PHRASEBOOK
+    assert town_phrasebook(world_from_dict({})[0]) == PHRASEBOOK  # a file that changes nothing
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(patches())
+def test_a_towns_examples_are_acts_of_that_town(data: dict) -> None:
+    # A renamed town's view listed the original's examples: 7 of 12 named nothing there, and
+    # "I ask Guildmaster Vell about my commissions." was read as something said aloud.
+    from sim.language.textview import EXAMPLE_SEATS, town_phrasebook
+
+    try:
+        world, _ = world_from_dict(data)
+    except WorldFileError:
+        return
+    aliases = (*EXAMPLE_SEATS, *(a for a in ALIASES if a not in EXAMPLE_SEATS))[:6]
+    got = [parse(world, aliases, 3, 0, (), 0, s) for s in town_phrasebook(world)]
+    assert [(i.kind, i.reason) for i in got] == [(k, "ok") for k in EXAMPLE_KINDS], \
+        list(zip(town_phrasebook(world), got, strict=True))
+    quest = got[EXAMPLE_KINDS.index("quest")]
+    assert quest.npc == world.guild  # the examples hand over and ask at the guild's keeper
+
+
+def test_a_room_without_exits_is_told_in_words(tmp_path: Path) -> None:
+    from sim.language.textview import render_observation
+
+    path = write_town(tmp_path, {"rooms": {"Cutpurse Alley": {"exits": []},
+                                           "The Docks": {"exits": [0, 4]},
+                                           "The Chapel": {"exits": [0, 8]}}})
+    world, _ = load_world(path)
+    alley = next(r.id for r in world.rooms if r.name == "Cutpurse Alley")
+    game = Game(GameConfig(world=world, seed=0))
+    game.state.room[0] = alley
+    text = render_observation(game.observe(0), world)
+    assert "There is no way out." in text and "Exits lead to ." not in text
+    assert "- Cutpurse Alley (no roads)" in text and "(roads to )" not in text

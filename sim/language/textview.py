@@ -11,8 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..rules.world import MAX_NOTES_LEN, MAX_SAY_LEN, MAX_SENTENCE_LEN, World
+from ..rules.intents import Intent
+from ..rules.world import (
+    MAX_NOTES_LEN,
+    MAX_SAY_LEN,
+    MAX_SENTENCE_LEN,
+    STANDARD_TOWN,
+    World,
+    per_world,
+)
+from .phrasing import canonical_sentence
 from .vocab import PHRASEBOOK
+
+# The seats the examples name (the original's: Gizmo, Bolt and Ratchet); an alias is no word of
+# a town, so every town's examples name them.
+EXAMPLE_SEATS = ("Gizmo", "Bolt", "Ratchet")
 
 
 def render_observation(obs: dict, world: World, prompt: str = "", speech: bool = True) -> str:
@@ -21,7 +34,7 @@ def render_observation(obs: dict, world: World, prompt: str = "", speech: bool =
     sections = (
         _header(obs), _purse_and_pack(obs, plural), _commissions(obs, plural), _room(obs),
         _ground(obs, plural), _cogs(obs), _shopkeeper(obs), _heard(obs), _offers(obs, plural),
-        _standing(obs), _town(obs), _last_sentence(obs), _phrasebook(), _notes(obs),
+        _standing(obs), _town(obs), _last_sentence(obs), _phrasebook(world), _notes(obs),
         _guidance(prompt), _reply_format(speech),
     )
     return "\n".join(line for section in sections for line in section)
@@ -80,7 +93,8 @@ def _room(obs: dict) -> list[str]:
     exit_text = (" and ".join(exits) if len(exits) <= 2
                  else ", ".join(exits[:-1]) + " and " + exits[-1])
     unlit = (" It is unlit here: a robbery can succeed in the dark." if room["dark"] else "")
-    return [f"YOU ARE IN: {room['name']}. {room['desc']}{unlit} Exits lead to {exit_text}."]
+    ways = f"Exits lead to {exit_text}." if exits else "There is no way out."  # world files
+    return [f"YOU ARE IN: {room['name']}. {room['desc']}{unlit} {ways}"]
 
 
 def _ground(obs: dict, plural: Mapping[str, str]) -> list[str]:
@@ -138,7 +152,8 @@ def _town(obs: dict) -> list[str]:
     out = ["THE TOWN:"]
     keepers = []
     for m in obs["map"]:
-        out.append(f"- {m['name']} (roads to {', '.join(m['exits'])})"
+        roads = f"roads to {', '.join(m['exits'])}" if m["exits"] else "no roads"
+        out.append(f"- {m['name']} ({roads})"
                    + (" - UNLIT" if m.get("dark") else ""))
         if m["npc"]:
             keepers.append(f"{m['npc']} at {m['name']}")
@@ -153,10 +168,42 @@ def _last_sentence(obs: dict) -> list[str]:
     return [f'YOUR LAST SENTENCE: "{obs["lastSentence"]}" - {obs["lastOutcome"]}']
 
 
-def _phrasebook() -> list[str]:
+def _phrasebook(world: World) -> list[str]:
     """A blank line, then the example sentences; the closing blocks each end with a blank."""
     return ["", "SENTENCES THE TOWN HAS UNDERSTOOD BEFORE (write your own; these are only "
-            "examples):", *(f"  {line}" for line in PHRASEBOOK), ""]
+            "examples):", *(f"  {line}" for line in town_phrasebook(world)), ""]
+
+
+@per_world
+def town_phrasebook(world: World) -> tuple[str, ...]:
+    """The view's example sentences (SENTENCES §19): the original's in the standard town; in a
+    world file's town the same acts, written by :func:`canonical_sentence` with the town's own
+    rooms, goods and keepers (the original's name the Docks, Tanner Oda and Guildmaster Vell,
+    which another town may not have, or may have named otherwise)."""
+    if world == STANDARD_TOWN:
+        return PHRASEBOOK
+    seller = next((k for k in world.keepers if k.trade), world.keepers[0])
+    buyer = next((k for k in world.keepers if k.trade and k.id != seller.id), seller)
+    commission, guild = world.quest_items[0], world.guild
+    relic = min(5, world.n_goods - 1)  # RULES §4: good 5 is the extra relic
+
+    def say(kind: str, **slots: int) -> str:
+        return canonical_sentence(Intent(kind, **slots), world, EXAMPLE_SEATS)
+
+    return (
+        say("move", to_room=0),
+        say("take", item=commission, qty=1),
+        say("drop", item=relic, qty=1),
+        say("buy", item=seller.trade[0] if seller.trade else commission, qty=2, npc=seller.id),
+        say("sell", item=buyer.trade[-1] if buyer.trade else commission, qty=3, npc=buyer.id),
+        say("give", item=commission, qty=2, npc=guild),
+        say("trade", item=relic, qty=1, other=0, coin=12),
+        say("accept", other=0),
+        say("hire", other=1, coin=15),
+        PHRASEBOOK[9],  # "I jump Ratchet here in the dark ...": no word of the town
+        say("quest", npc=guild),
+        say("wait"),
+    )
 
 
 def _notes(obs: dict) -> list[str]:
