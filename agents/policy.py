@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from sim import Game, GameConfig, Intent
-from sim.policies import POLICIES
+from sim.policies import POLICIES, check_town
 from sim.rules.world import SEATS
 
 
@@ -132,6 +132,7 @@ def play_episode(config: GameConfig, policies: Sequence[Policy | str], *,
         raise ValueError(f"play_episode needs exactly {SEATS} policies (one per seat); got "
                          f"{policies!r:.80}")
     seats = [make_policy(p) for p in policies]
+    check_town(seats, config.world)
     game = Game(config)
     if initial is not None:
         game.restore(initial)

@@ -54,7 +54,7 @@ import inspect
 import logging
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .seat_view import FunctionPolicy
@@ -360,3 +360,14 @@ BATCHED_POLICIES = PolicyRegistry(BATCHED_POLICY_GROUP, _acts_batched,
 def make_policy(spec: Any, **params: Any) -> Any:
     """:meth:`PolicyRegistry.make` of the scalar registry (``agents.make_policy`` is this)."""
     return POLICIES.make(spec, **params)
+
+
+def check_town(policies: Iterable[Any], world: Any) -> None:
+    """Ask each policy that can tell whether it plays ``world``: its ``check_world(world)``
+    raises ``ValueError`` when it does not (``champion`` plays the standard town only).  The
+    faces ask before the first turn, so the refusal comes when the game is set up, not at a
+    seat's first decision."""
+    for p in policies:
+        check = getattr(p, "check_world", None)
+        if callable(check):
+            check(world)

@@ -183,3 +183,38 @@ def test_the_recipe_re_run_gives_the_digests_the_shipped_weights_record(tmp_path
     summary = json.loads((tmp_path / "re" / "summary.json").read_text())
     assert summary["digests"][0] == recorded[0]
     assert summary["hyperparameters"] == meta["run"]["hyperparameters"]
+
+
+def test_another_town_is_refused_when_the_game_is_set_up_not_at_its_first_turn() -> None:
+    # The champion's observation and actions have the standard town's shapes.  A world file's
+    # town (here only poorer) was refused at the seat's first decision: after reset, mid-step.
+    import gymnasium as gym
+
+    from agents.policy import play_episode
+    from sim.rules.worldfile import world_from_dict
+
+    poorer, _ = world_from_dict({"start_coin": 30})
+    lineup = ["champion", "factor", "factor", "magpie", "random"]
+    words = "champion: it was trained in the standard town and plays only there"
+    env = gym.make("guild/Guild-v0", world=poorer, opponents=lineup)
+    with pytest.raises(ValueError, match=words):
+        env.reset(seed=1)
+    with pytest.raises(ValueError, match=words):
+        gym.make_vec("guild/Guild-v0", num_envs=2, world=poorer, opponents=lineup)
+    called = []
+    with pytest.raises(ValueError, match=words):
+        play_episode(GameConfig(world=poorer), [*lineup, "factor"],
+                     on_turn=lambda game, acts: called.append(game.turn))
+    assert called == []
+    from agents.learn.evaluation import EvaluationError, paired_evaluation
+
+    with pytest.raises(EvaluationError, match=words):  # the batched engine's champion
+        paired_evaluation("champion", against=("factor",), seeds=range(2), world=poorer)
+    with pytest.raises(EvaluationError, match=words):  # the scalar one's (llm: is scalar only)
+        paired_evaluation("champion", against=("llm:m@http://127.0.0.1:9",), seeds=range(2),
+                          world=poorer)
+    # the standard town, given as a world file that changes nothing, is played
+    same, _ = world_from_dict({})
+    env = gym.make("guild/Guild-v0", world=same, opponents=lineup)
+    env.reset(seed=1)
+    assert play_episode(GameConfig(world=same, turns=6), [*lineup, "factor"]).done

@@ -5,9 +5,11 @@ so it works in a plain install, without torch.
 It plays wherever a policy name is accepted: ``make_policy("champion")`` (scalar, leagues,
 ``guild play --opponents``, ``guild evaluate``), the batched registry (``guild evaluate`` at
 batched speed, ``gymnasium.make_vec`` opponents, ``guild train --against champion``), and
-``guild verify`` re-plays its seats. The recipe that made it is ``recipe.toml`` beside it
-(``guild train --config agents/champion/recipe.toml``); the file's ``meta`` records that run's
-summary digests (docs/training.md, "The champion").
+``guild verify`` re-plays its seats. It plays the standard town only (its observation and
+action table have that town's shapes): ``check_world`` refuses another, and the faces ask it
+before the first turn (``sim.policies.check_town``). The recipe that made it is
+``recipe.toml`` beside it (``guild train --config agents/champion/recipe.toml``); the file's
+``meta`` records that run's summary digests (docs/training.md, "The champion").
 
 Both forms choose the masked argmax of the same logits from the same observation
 (``sim.codec.encode`` and its batched twin), so a seat plays alike in either engine.
@@ -69,6 +71,11 @@ class Champion:
         """Its masked logits for ``seat`` (``guild verify`` compares near-ties with them)."""
         return self.net.logits(self.observation(game, seat))[0]
 
+    def check_world(self, world: Any) -> None:
+        """``ValueError`` unless ``world`` is the standard town, the only one it was trained in
+        (its observation and action table have that town's shapes)."""
+        _check_town(world)
+
     def observation(self, game: Game, seat: int) -> np.ndarray:
         st = game.state
         _check_town(st.world)
@@ -87,6 +94,10 @@ class BatchedChampion:
     def __init__(self) -> None:
         self.net = champion_net()
 
+    def check_world(self, world: Any) -> None:
+        """As :meth:`Champion.check_world`."""
+        _check_town(world)
+
     def act(self, engine: Any, rows: np.ndarray, seats: np.ndarray) -> np.ndarray:
         _check_town(engine.world)
         return self.net.best(encode_rows(engine, rows, seats))
@@ -94,5 +105,5 @@ class BatchedChampion:
 
 def _check_town(world: Any) -> None:
     if world is not STANDARD_TOWN and world != STANDARD_TOWN:
-        raise ValueError("the champion was trained in the standard town; this game uses "
-                         "another world")
+        raise ValueError("champion: it was trained in the standard town and plays only there; "
+                         "this game uses another world (a world file's town)")

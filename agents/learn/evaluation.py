@@ -28,7 +28,7 @@ import numpy as np
 
 from agents.policy import play_episode
 from sim import GameConfig
-from sim.policies import BATCHED_POLICIES, POLICIES
+from sim.policies import BATCHED_POLICIES, POLICIES, check_town
 from sim.rules.scoring import score
 from sim.rules.setup import seed_in_range
 from sim.rules.world import MAX_TURNS, MIN_TURNS, SEATS, STANDARD_TOWN, World
@@ -124,13 +124,16 @@ def paired_evaluation(policy: Any, *, against: Sequence[Any] = ("factor", "magpi
     lineup = _lineup(specs)
     start = time.perf_counter()
     batched = _resolve_all(BATCHED_POLICIES, policy, baseline, specs, lineup)
+    town = STANDARD_TOWN if world is None else world
     try:
         if batched is not None:
             engine = "batched"
+            check_town([*batched[0], *batched[1]], town)
             got, base = _play_batched(batched, lineup, seed_list, turns, world)
         else:
             engine = "scalar"
             scalar = _resolve_all(POLICIES, policy, baseline, specs, lineup, strict=True)
+            check_town([*scalar[0], *scalar[1]], town)
             got, base = _play_scalar(scalar, lineup, seed_list, turns, world)
     except EvaluationError:
         raise

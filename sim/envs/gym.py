@@ -13,7 +13,7 @@ import numpy as np
 
 from ..codec.action_table import legal_mask, to_intent
 from ..game import Game, GameConfig
-from ..policies import BATCHED_POLICIES
+from ..policies import BATCHED_POLICIES, check_town
 from ..rules.scoring import score
 from ..rules.world import SEATS, STANDARD_TOWN, World
 from .face import DEFAULT_OPPONENTS, SeatFace, check_seat, resolve_policy, seat_spaces
@@ -115,7 +115,9 @@ class GuildEnv(gym.Env):
         game_seed = int(rng.integers(0, 2 ** 31 - 1))
         self.seat = int(rng.integers(0, SEATS)) if self.fixed_seat is None else self.fixed_seat
         if self.opponents is None:
-            self.opponents = [resolve_policy(s) for s in self.opponent_specs]
+            opponents = [resolve_policy(s) for s in self.opponent_specs]
+            check_town(opponents, self.world)  # before any game: a policy of another town
+            self.opponents = opponents
             self._twins = None if self.face.text_mode else batched_twins(self.opponent_specs)
         for k, p in enumerate(self.opponents):
             if hasattr(p, "reset"):

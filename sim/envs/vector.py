@@ -28,7 +28,7 @@ from gymnasium.vector.utils import batch_space
 from ..batched.engine import SEED_HIGH, BatchedGuild
 from ..batched.observe import all_seats, encode, offsets
 from ..codec.encode import slices
-from ..policies import BATCHED_POLICIES, POLICIES
+from ..policies import BATCHED_POLICIES, POLICIES, check_town
 from ..rules.world import SEATS, World
 from .face import DEFAULT_OPPONENTS, check_seat, seat_spaces
 
@@ -112,6 +112,7 @@ class GuildVectorEnv(VectorEnv):
         self.reward_mode = reward
         self.flatten = flatten
         self.opponents = [make_batched_policy(s) for s in specs]
+        check_town(self.opponents, self.world)
         self.single_observation_space, self.single_action_space = seat_spaces(
             self.world, False, flatten)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
