@@ -13,7 +13,21 @@ from collections.abc import Sequence
 from .game import Game, GameConfig
 from .rules.errors import ReplayMismatch
 from .rules.intents import Intent
-from .rules.world import SEATS, World
+from .rules.world import SEATS, STANDARD_TOWN, World
+
+
+def town_problem(config: object, world: World | None) -> str | None:
+    """Why ``world`` (``None``: the standard town) is not the town a replay's ``config``
+    records (its ``world``, RULES §16.1), or ``None``.  The record holds the rooms, goods,
+    keepers and the guild, not the purses or the stock, so two towns that differ only there
+    pass here and part at the first act they change."""
+    recorded = config.get("world") if isinstance(config, dict) else None
+    town = STANDARD_TOWN if world is None else world
+    if recorded is None or recorded == town.to_json():
+        return None
+    if world is None or world == STANDARD_TOWN:
+        return "the replay was played in a world file's town, not the standard one"
+    return "the replay was played in another town than the world given"
 
 
 def replay(config: dict | GameConfig, events: Sequence[dict], world: World | None = None) -> Game:
@@ -23,8 +37,13 @@ def replay(config: dict | GameConfig, events: Sequence[dict], world: World | Non
         config: a ``GameConfig`` or its JSON form (``seed``, ``turns``, ``speech``,
             ``thievery``, optional ``players``).
         events: the episode's events in JSON form, starting with ``start``.
-        world: the town, when it is not the standard one.
+        world: the town, when it is not the standard one (a JSON ``config`` records the town
+            it was played in: another one is refused before any act, :func:`town_problem`).
     """
+    problem = town_problem(config, world)
+    if problem is not None:
+        raise ReplayMismatch(f"{problem}; pass the town it was played in "
+                             "(world=sim.rules.worldfile.load_world(FILE)[0])", 0)
     cfg = config if isinstance(config, GameConfig) else GameConfig.from_dict(config, world)
     if isinstance(events, (str, bytes)) or not isinstance(events, Sequence):
         raise ReplayMismatch(f"events must be a list of event objects; got "

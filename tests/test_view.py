@@ -304,7 +304,15 @@ def test_a_variant_town_needs_its_world_file(tmp_path: Path, capsys) -> None:
     replay = tmp_path / "variant.json"
     replay.write_text(json.dumps(game.replay_payload()), encoding="utf-8")
     assert main(["view", str(replay)]) == 2
-    assert "--world FILE" in capsys.readouterr().err
+    assert one_error_line(capsys.readouterr().err).endswith(
+        "the replay was played in a world file's town, not the standard one; pass its world "
+        "file with --world FILE")
+    other = tmp_path / "other.json"  # another town: it said "pass --world", given one
+    other.write_text(json.dumps({"goods": {"salt": {"value": 13}}}), encoding="utf-8")
+    assert main(["view", str(replay), "--world", str(other)]) == 2
+    assert one_error_line(capsys.readouterr().err).endswith(
+        "the replay was played in another town than the world given; pass the world file it "
+        "was played in")
     assert main(["view", str(replay), "--world", str(town)]) == 0
     assert (tmp_path / "variant.html").is_file()
     world = viewer._load_world(str(town))
@@ -438,3 +446,27 @@ def test_the_scoreboard_fits_a_1400_pixel_window(replay_path: Path, tmp_path: Pa
             assert errors == []
         finally:
             browser.close()
+
+
+def test_sim_replay_refuses_a_town_the_replay_was_not_played_in(tmp_path: Path) -> None:
+    # sim.replay read a variant replay as a standard-town game: a mismatch at event 2 ("coin is
+    # 21 in the record but the rules give None"), or, for a town differing in one exit only,
+    # a silent success in the wrong town.
+    from sim import ReplayMismatch, load_config, replay
+    from sim.rules.worldfile import load_world
+
+    town = tmp_path / "town.json"
+    town.write_text(json.dumps({"goods": {"salt": {"name": "pepper"}}}), encoding="utf-8")
+    game = play_episode(load_config(town, seed=5, turns=6), ["factor", "magpie"] * 3)
+    payload = game.replay_payload()
+    with pytest.raises(ReplayMismatch, match=r"^the replay was played in a world file's town, "
+                                             r"not the standard one; pass the town it was "
+                                             r"played in \(world=") as e:
+        replay(payload["config"], payload["events"])
+    assert e.value.index == 0
+    world = load_world(town)[0]
+    assert replay(payload["config"], payload["events"], world).results() == game.results()
+    standard = Game(GameConfig(seed=5, turns=6)).replay_payload()
+    with pytest.raises(ReplayMismatch, match="another town than the world given"):
+        replay(standard["config"], standard["events"], world)
+

@@ -30,6 +30,7 @@ from league.core.files import MAX_REPLAY_BYTES, check_regular, read_regular
 from sim import GameConfig, ReplayMismatch, replay
 from sim.game import Game
 from sim.language.phrasing import outcome_text
+from sim.replay import town_problem
 from sim.rules.errors import ConfigError
 from sim.rules.world import MAX_TURNS, SEATS, STANDARD_TOWN, World
 
@@ -213,10 +214,12 @@ def view_model(payload: dict, world: World | None = None) -> dict:
     differ from what its events give.
     """
     config, events = payload["config"], payload["events"]
+    problem = town_problem(config, world)
+    if problem is not None:
+        raise LeagueError(f"{problem}; pass " + ("its world file with --world FILE"
+                                                  if world is None or world == STANDARD_TOWN
+                                                  else "the world file it was played in"))
     world = world if world is not None else STANDARD_TOWN
-    if config.get("world") is not None and config["world"] != world.to_json():
-        raise LeagueError("the replay is played in a variant town; pass its world file with "
-                          "--world FILE")
     policies = payload.get("policyNames")
     if not (isinstance(policies, list) and len(policies) == SEATS
             and all(isinstance(p, str) for p in policies)):
