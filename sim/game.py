@@ -81,7 +81,11 @@ class GameConfig:
                 raise ConfigError(f"GameConfig.players must be strings; got {shown(players)}")
             object.__setattr__(self, "players", tuple(players))
         if not isinstance(self.world, World):
-            raise ConfigError(f"GameConfig.world must be a World; got {type(self.world).__name__}")
+            hint = (" (a world file is read by sim.load_config(path), or "
+                    "sim.rules.worldfile.load_world(path), which returns (world, turns))"
+                    if isinstance(self.world, (str, os.PathLike, tuple)) else "")
+            raise ConfigError(f"GameConfig.world must be a World; got "
+                              f"{type(self.world).__name__}{hint}")
 
     @property
     def names(self) -> list[str]:

@@ -182,3 +182,14 @@ def test_a_world_file_that_is_no_regular_file_is_refused_unread(tmp_path: Path,
 def test_missing_world_file(tmp_path: Path, capsys) -> None:
     assert main(["--world", str(tmp_path / "nope.json")]) == 2
     assert "cannot read the world file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("given", ["town.toml", Path("town.toml"), (STANDARD_TOWN, 12)])
+def test_a_world_file_given_as_the_world_says_how_to_read_it(given) -> None:
+    # load_world returns (world, turns); passing that pair or the path itself said only
+    # "GameConfig.world must be a World; got tuple"
+    from sim import GameConfig
+
+    with pytest.raises(ValueError, match=r"got (str|PosixPath|tuple) \(a world file is read by "
+                                         r"sim.load_config\(path\)"):
+        GameConfig(world=given)
