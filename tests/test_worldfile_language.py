@@ -381,3 +381,18 @@ def test_a_room_without_exits_is_told_in_words(tmp_path: Path) -> None:
     text = render_observation(game.observe(0), world)
     assert "There is no way out." in text and "Exits lead to ." not in text
     assert "- Cutpurse Alley (no roads)" in text and "(roads to )" not in text
+
+
+@pytest.mark.parametrize(("name", "plural"), [("glass", "glasses"), ("box", "boxes"),
+                                              ("peach", "peaches"), ("dish", "dishes"),
+                                              ("berry", "berries"), ("key", "keys"),
+                                              ("candle", "candles"),
+                                              ("Brass Compass", "Brass Compasses")])
+def test_a_renamed_good_takes_an_english_plural(name: str, plural: str) -> None:
+    # "glass" became "glasss": "I buy 2 glasses" named nothing and "glasss" was accepted
+    world, _ = world_from_dict({"goods": {"lamp": {"name": name}}})
+    lamp = next(g for g in world.goods if g.name == name)
+    assert lamp.plural == plural and lamp.keywords == (name.lower(), plural.lower())
+    smith = next(k for k in world.keepers if k.name == "Smith Bram")
+    assert said(world, f"I buy 2 {plural} from Smith Bram.") == ("buy", lamp.id, 2, smith.id,
+                                                                    "ok")

@@ -23,9 +23,10 @@ unknown key is an error, so a typo never passes silently::
 ``brine`` both name salt; values give only the fields to change) or a list that *replaces* the
 table (entry i gets id i; an ``id`` field, if given, must be i).  Fields: rooms ``name exits
 keywords x y dark desc``; goods ``name plural keywords value``; keepers ``name room trade
-opening keywords``.  A good's plural defaults to its name + "s" and its keywords to both forms,
-also when a patch renames it (``{"salt": {"name": "pepper"}}`` is pepper/peppers, and salt's old
-words no longer name it); a sentence names a good by its name and plural whatever its keywords
+opening keywords``.  A good's plural defaults to its name + "s" (or the English "es" and
+"ies": ``plural_of``) and its keywords to both forms, also when a patch renames it (``{"salt":
+{"name": "pepper"}}`` is pepper/peppers, and salt's old words no longer name it); a sentence
+names a good by its name and plural whatever its keywords
 (SENTENCES §6).  Inside entries, references are ids, names (any case) or unique keywords of the
 *resulting* tables; exits are stored ascending (RULES §2.1).
 

@@ -43,7 +43,7 @@ KEEPER_KEYS = ("id", "name", "keywords", "room", "trade", "opening")
 # that a file gets a message naming its entry.
 TABLE_CAPS = {"rooms": MAX_ROOMS, "goods": MAX_GOODS, "keepers": MAX_KEEPERS}
 # A patch that renames a good and leaves these fields out gets them as a new good would (the
-# plural name + "s", the keywords both forms): salt's "salts" and "brine" would otherwise name
+# plural by plural_of, the keywords both forms): salt's "salts" and "brine" would otherwise name
 # the renamed good, and its new name would be printed ("2 pepper") but name nothing.
 RENAMED_GOOD_DEFAULTS = ("plural", "keywords")
 
@@ -259,13 +259,25 @@ def build_goods(f: Fields, data: Mapping, base: Sequence[Good]) -> tuple[list[Go
     return out, where
 
 
+def plural_of(name: str) -> str:
+    """A good's default plural, by the English rule of its last word: ``glass`` -> ``glasses``,
+    ``box`` -> ``boxes``, ``berry`` -> ``berries``, else ``+ s`` (``lamp`` -> ``lamps``).  A
+    name the rule does not fit (``coil of rope``, ``knife``) gives its plural itself."""
+    lower = name.lower()
+    if lower.endswith(("s", "x", "z", "ch", "sh")):
+        return name + "es"
+    if lower.endswith("y") and len(lower) > 1 and lower[-2] not in "aeiou":
+        return name[:-1] + "ies"
+    return name + "s"
+
+
 def _good(f: Fields, i: int, row: Mapping, w: str) -> Good:
     """Good ``i``; the plural and keywords default from the name (also when a patch renames
     the good without giving them, :data:`RENAMED_GOOD_DEFAULTS`)."""
     if "name" not in row:
         raise f.fail(w, "needs a 'name'")
     name = f.string(row["name"], f"{w}.name")
-    plural = f.string(row.get("plural", name + "s"), f"{w}.plural")
+    plural = f.string(row["plural"], f"{w}.plural") if "plural" in row else plural_of(name)
     kw = (f.strings(row["keywords"], f"{w}.keywords") if "keywords" in row
           else tuple(dict.fromkeys((name.lower(), plural.lower()))))
     if "value" not in row:
