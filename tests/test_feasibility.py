@@ -411,7 +411,7 @@ def _wide_town(keepers: int = 8) -> World:
               "x": i % 8 * 10, "y": i // 8 * 10, "dark": i in (3, 9)} for i in range(16)]
     goods = [{"name": f"ware{g}", "plural": f"ware{g}s", "keywords": [f"w{g}"], "value": 5 + g}
              for g in range(8)]
-    shops = [{"name": f"Keeper {k}", "room": k * 2, "trade": list(range(8)),
+    shops = [{"name": f"Keeper {'BCDFGHJK'[k]}", "room": k * 2, "trade": list(range(8)),
               "opening": [3] * 8} for k in range(keepers)]
     return world_from_dict({"rooms": rooms, "goods": goods, "keepers": shops,
                             "quest_items": list(range(8)), "guild": 0})[0]

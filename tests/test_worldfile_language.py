@@ -225,7 +225,8 @@ SAFE = ("pepper", "spice", "salt", "brine", "rope", "lamp", "oil", "iron", "cand
         "saffron", "smith", "docks", "tanner", "well", "mill", "watch", "pick", "wool", "tar",
         "amber", "figs", "honey", "wax", "ink", "quill", "gate", "tower", "barn", "cellar",
         "lamp oil", "old rope", "spice box", "fine salt", "the docks", "rope walk", "salt pete",
-        "smith bram", "keeper nesh", "old mill", "bag of figs", "tower gate")
+        "smith bram", "keeper nesh", "old mill", "bag of figs", "tower gate",
+        "one eyed jack", "agent 47", "all saints", "a li")  # counts inside: a keeper's refused
 REFUSED = ("a", "two", "12", "me", "the", "from", "silver", "deal", "pockets", "!!")
 text = st.sampled_from(SAFE * 4 + REFUSED)  # a refused word about one draw in twenty
 title = text.map(str.title)
@@ -302,7 +303,8 @@ def test_every_accepted_town_names_each_entry_by_each_of_its_words(data: dict) -
         _round_trips(world, Intent("trade", item=g.id, qty=1, other=1, coin=g.value + 2))
         for k in world.keepers:
             for kind in ("buy", "sell", "give"):
-                _round_trips(world, Intent(kind, item=g.id, qty=1, npc=k.id))
+                for qty in (1, 3):  # a count inside a name must not be read as the count
+                    _round_trips(world, Intent(kind, item=g.id, qty=qty, npc=k.id))
             _round_trips(world, Intent("buy", item=g.id, qty=QTY_ALL, npc=k.id))
 
 
@@ -386,13 +388,74 @@ def test_a_room_without_exits_is_told_in_words(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("name", "plural"), [("glass", "glasses"), ("box", "boxes"),
                                               ("peach", "peaches"), ("dish", "dishes"),
                                               ("berry", "berries"), ("key", "keys"),
-                                              ("candle", "candles"),
+                                              ("candle", "candles"), ("spikes", "spikes"),
                                               ("Brass Compass", "Brass Compasses")])
 def test_a_renamed_good_takes_an_english_plural(name: str, plural: str) -> None:
     # "glass" became "glasss": "I buy 2 glasses" named nothing and "glasss" was accepted
     world, _ = world_from_dict({"goods": {"lamp": {"name": name}}})
     lamp = next(g for g in world.goods if g.name == name)
-    assert lamp.plural == plural and lamp.keywords == (name.lower(), plural.lower())
+    assert lamp.plural == plural
+    assert lamp.keywords == tuple(dict.fromkeys((name.lower(), plural.lower())))
     smith = next(k for k in world.keepers if k.name == "Smith Bram")
     assert said(world, f"I buy 2 {plural} from Smith Bram.") == ("buy", lamp.id, 2, smith.id,
                                                                     "ok")
+
+
+@pytest.mark.parametrize("name", ["One-Eyed Jack", "Agent 47", "Mother Seven", "A Li",
+                                  "All Saints Abbot"])
+def test_a_keeper_whose_name_holds_a_count_is_refused(tmp_path: Path, name: str) -> None:
+    # "I hand One-Eyed Jack 2 hides." handed one: the parser takes the first count it reads,
+    # and the hand-over names the keeper first; factor delivered every commission unit by unit.
+    msg = refusal(tmp_path, {"keepers": {"Guildmaster Vell": {"name": name,
+                                                              "keywords": ["vell"]}}})
+    assert f"keepers[\"Guildmaster Vell\"].name: {name!r} holds " in msg
+    assert f"a count to the parser (docs/sentences.md §10): 'I hand {name} 2 hides' would " \
+           "hand " in msg
+
+
+def test_the_word_checks_are_linear_in_the_phrases(tmp_path: Path) -> None:
+    # 10,000 keywords on a keeper and on a good took 111 s (every pair compared); the file
+    # is now refused at once for its keyword count, and the bounded worst case is quick.
+    import time
+
+    from sim.rules.worldfile_checks import MAX_KEYWORDS, MAX_NAME_CHARS
+
+    many = {"goods": {"relic": {"keywords": [f"g{i}" for i in range(10_000)]}},
+            "keepers": {"Keeper Nesh": {"keywords": [f"k{i}" for i in range(10_000)]}}}
+    assert f"at most {MAX_KEYWORDS} keywords; got 10000" in refusal(tmp_path, many)
+    long_name = {"keepers": {"Keeper Nesh": {"name": "Nesh " + "x" * MAX_NAME_CHARS}}}
+    assert f"at most {MAX_NAME_CHARS} characters" in refusal(tmp_path, long_name, "long.json")
+    words = [f"w{i} v{i} u{i} t{i} s{i} r{i}" for i in range(MAX_KEYWORDS)]
+    goods = [{"name": f"ware{g}", "plural": f"wares{g}", "value": 5,
+              "keywords": [f"{w} g{g}" for w in words]} for g in range(32)]
+    keepers = [{"name": f"Keeper {'BCDFGHJKL'[k]}", "room": k, "trade": [0, 1], "opening": [4, 4],
+                "keywords": [f"{w} k{k}" for w in words]} for k in range(9)]
+    start = time.process_time()
+    world, _ = world_from_dict({"goods": goods, "keepers": keepers, "quest_items": [0, 1],
+                                "guild": 0})
+    assert len(world.keepers) == 9 and time.process_time() - start < 5.0  # 0.1 s here
+
+
+@pytest.mark.parametrize(("data", "where", "old", "new"), [
+    ({"goods": {"salt": {"name": "pepper"}},
+      "keepers": {"Keeper Nesh": {"trade": ["lamp", "salt", "rope"], "opening": [1, 2, 3]}}},
+     'keepers["Keeper Nesh"].trade[1]: unknown good \'salt\'', "salt", "pepper"),
+    ({"goods": {"salt": {"name": "pepper"}}, "quest_items": ["hide", "brine"]},
+     "quest_items[1]: unknown good 'brine'", "salt", "pepper"),
+    ({"rooms": {"The Docks": {"name": "The Wharf"}},
+      "keepers": {"Keeper Nesh": {"room": "The Docks"}}},
+     'keepers["Keeper Nesh"].room: unknown room \'The Docks\'', "The Docks", "The Wharf"),
+    ({"keepers": {"Guildmaster Vell": {"name": "Provost Ilsa"}}, "guild": "Guildmaster Vell"},
+     "guild: unknown keeper 'Guildmaster Vell'", "Guildmaster Vell", "Provost Ilsa"),
+])
+def test_an_old_name_after_a_rename_says_the_file_renamed_it(tmp_path: Path, data: dict,
+                                                             where: str, old: str,
+                                                             new: str) -> None:
+    msg = refusal(tmp_path, data)
+    assert where in msg and msg.endswith(f"(this file renames {old!r} to {new!r}; name it so)")
+
+
+def test_a_replaced_table_has_no_renames(tmp_path: Path) -> None:
+    goods = [{"name": f"ware{c}", "value": 3} for c in "bcdfgh"]
+    msg = refusal(tmp_path, {"goods": goods, "quest_items": ["salt", "wareb"]})
+    assert msg.endswith("quest_items[0]: unknown good 'salt'")

@@ -17,7 +17,13 @@ refused, in one line naming the file and the entry, when a name, plural or keywo
   an offer word (§7: ``I take the deal`` accepts an offer) or ``pocket`` (§8.2: ``I pick up 2
   pocket watches`` is a robbery);
 * of a keeper, holds a good's phrase, or the reverse (``I buy 2 rope from Salt Pete`` names two
-  goods): buying, selling and handing over name a good and a keeper in one sentence.
+  goods): buying, selling and handing over name a good and a keeper in one sentence;
+* of a keeper, holds a count or a number (``I hand One-Eyed Jack 2 hides`` hands one: the
+  hand-over names the keeper before the count, and the parser takes the first count it reads).
+
+Every check is linear in the town's phrases (a keeper's phrase is looked up by its runs of
+words, not compared with every good's), and ``sim.rules.worldfile_checks`` bounds the phrases
+themselves.
 
 Words shared *across* lists stay allowed, as in the standard town (``smith`` names The Smithy
 and Smith Bram, SENTENCES §6), and so do the seats' aliases: a parse that depends on them is
@@ -134,6 +140,11 @@ def _one_phrase(table: str, text: str, toks: tuple[str, ...]) -> str:
         for words, why in _WHY_ONE_WORD:
             if word in words:
                 return f"{text!r} is {why}; use another word"
+    if table == "keepers":
+        count = next((w for w in toks if w in NUMBER_WORDS or w.isdigit()), None)
+        if count is not None:
+            return (f"{text!r} holds {count!r}, a count to the parser (docs/sentences.md §10): "
+                    f"'I hand {text} 2 hides' would hand {count}; use another word")
     if table != "rooms":
         for word in toks:
             for words, why in _WHY_ANY_WORD:
@@ -146,9 +157,21 @@ def _one_phrase(table: str, text: str, toks: tuple[str, ...]) -> str:
 def _goods_in_keepers(world: World, goods: list[_Phrase], keepers: list[_Phrase],
                       locate: Locate) -> tuple[str, str] | None:
     """A keeper phrase holding a good's phrase, or the reverse: a sentence naming both (to buy,
-    sell or hand over) would name two goods, or two keepers."""
+    sell or hand over) would name two goods, or two keepers.  The first keeper phrase (in
+    order) with a good phrase either way, and the first such good phrase; each found through
+    indexes of the phrases' runs of words, so the check is linear in the phrases."""
+    first_good: dict[tuple[str, ...], int] = {}  # a good phrase -> its first index
+    holding: dict[tuple[str, ...], int] = {}     # a run of a good phrase -> the first holder
+    for n, g in enumerate(goods):
+        first_good.setdefault(g.toks, n)
+        for run in _runs(g.toks):
+            holding.setdefault(run, n)
     for k in keepers:
-        for g in goods:
+        found = [first_good[run] for run in _runs(k.toks) if run in first_good]
+        if k.toks in holding:
+            found.append(holding[k.toks])
+        if found:
+            g = goods[min(found)]
             if _holds(k.toks, g.toks):
                 what = "is" if k.toks == g.toks else f"holds {g.text!r},"
                 other = world.goods[1 if g.entry == 0 else 0].plural
@@ -164,6 +187,11 @@ def _goods_in_keepers(world: World, goods: list[_Phrase], keepers: list[_Phrase]
                         f"'I buy 2 {g.text} from ...' would name two keepers; a good's words "
                         "may not name a keeper")
     return None
+
+
+def _runs(toks: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """Every run of consecutive words of ``toks`` (a bounded phrase: a few dozen runs)."""
+    return [toks[i:j] for i in range(len(toks)) for j in range(i + 1, len(toks) + 1)]
 
 
 def _holds(outer: tuple[str, ...], inner: tuple[str, ...]) -> bool:

@@ -34,16 +34,17 @@ Limits (``sim.rules.world``; ``World`` itself enforces the sizes, which keep the
 the action table and the planner proportional to a real town): a file of at most 1 MiB, 8
 containers deep, integers of at most 30 digits; 64 rooms, 32 goods, 64 keepers, 16 exits a room;
 turns 6..1000, base values 1..1000, coin 0..100,000, carry limit 1..999, opening stock 0..12,
-x/y 0..100.  Each failed check raises :class:`WorldFileError` naming the file and the entry:
-besides types and ranges, unknown references; self, duplicate or one-way exits; duplicate
-names; two keepers in one room; a trade list and its opening stock of different lengths; fewer
-than 2 commission goods, or one that no keeper trades; fewer than 8 rooms or 6 goods (setup,
-RULES §4, puts loose goods in rooms 0, 4-7 and uses good 5 as the extra relic); and words a
-sentence could not use (:mod:`sim.language.worldwords`): a name or keyword without a word, one
-naming two rooms, two goods or two keepers, a lone count or little word (``a``, ``12``,
-``the``), a coin or offer word in a good's or keeper's words, a keeper's words naming a good.
-Whether a seat can still finish its commissions is the feasibility gate's question, not checked
-here.
+x/y 0..100; names and keywords of 40 characters, 16 keywords an entry, descriptions of 300
+(``sim.rules.worldfile_checks``).  Each failed check raises :class:`WorldFileError` naming the
+file and the entry: besides types and ranges, unknown references; self, duplicate or one-way
+exits; duplicate names; two keepers in one room; a trade list and its opening stock of different
+lengths; fewer than 2 commission goods, or one that no keeper trades; fewer than 8 rooms or 6
+goods (setup, RULES §4, puts loose goods in rooms 0, 4-7 and uses good 5 as the extra relic);
+and words a sentence could not use (:mod:`sim.language.worldwords`): a name or keyword without a
+word, one naming two rooms, two goods or two keepers, a lone count or little word (``a``,
+``12``, ``the``), a coin or offer word in a good's or keeper's words, a keeper's words naming a
+good.  Whether a seat can still finish its commissions is the feasibility gate's question, not
+checked here.
 
 This module reads the file and detects its format; :mod:`sim.rules.worldfile_build` builds the
 tables and :mod:`sim.rules.worldfile_checks` checks the fields and words the errors.

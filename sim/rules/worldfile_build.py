@@ -32,7 +32,7 @@ from .world import (
     Room,
     World,
 )
-from .worldfile_checks import Fields, Names, counted, suggest
+from .worldfile_checks import MAX_DESC_CHARS, Fields, Names, counted, suggest
 
 TOP_KEYS = ("name", "description", "turns", "start_coin", "keeper_start_coin", "carry_limit",
             "quest_items", "guild", "rooms", "goods", "keepers")
@@ -99,10 +99,14 @@ def build_world(data: Any, source: str, base: World) -> tuple[World, int | None]
     _check_top(f, data)
     goods, goods_at = build_goods(f, data, base.goods)
     rooms, rooms_at = build_rooms(f, data, base.rooms)
-    keepers, keepers_at = build_keepers(f, data, base.keepers, room_names(rooms),
-                                        good_names(goods))
-    quest = _quest_items(f, data, base.quest_items, goods, keepers)
-    guild = _guild(f, data, base.guild, keepers)
+    goods_named = _as_patched(data, "goods", good_names(goods), good_names(base.goods))
+    keepers, keepers_at = build_keepers(
+        f, data, base.keepers, _as_patched(data, "rooms", room_names(rooms),
+                                           room_names(base.rooms)), goods_named)
+    quest = _quest_items(f, data, base.quest_items, goods, keepers, goods_named)
+    guild = _guild(f, data, base.guild,
+                   _as_patched(data, "keepers", keeper_names(keepers), keeper_names(base.keepers)),
+                   len(keepers))
     turns = f.integer(data["turns"], "turns", MIN_TURNS, MAX_TURNS) if "turns" in data else None
     world = World(rooms=tuple(rooms), goods=tuple(goods), keepers=tuple(keepers),
                   quest_items=quest, guild=guild,
@@ -135,11 +139,11 @@ def _setting(f: Fields, data: Mapping, key: str, default: int, lo: int, hi: int)
 
 
 def _quest_items(f: Fields, data: Mapping, default: tuple[int, ...], goods: Sequence[Good],
-                 keepers: Sequence[Keeper]) -> tuple[int, ...]:
-    """The commission goods: at least 2 different ones, each sold by some keeper (RULES §4)."""
+                 keepers: Sequence[Keeper], names: Names) -> tuple[int, ...]:
+    """The commission goods (``names``: the goods' references): at least 2 different ones,
+    each sold by some keeper (RULES §4)."""
     if "quest_items" in data:
         items = f.sequence(data["quest_items"], "quest_items")
-        names = good_names(goods)
         quest = tuple(f.ref(v, names, f"quest_items[{i}]") for i, v in enumerate(items))
     else:
         quest = default
@@ -159,13 +163,20 @@ def _quest_items(f: Fields, data: Mapping, default: tuple[int, ...], goods: Sequ
     return quest
 
 
-def _guild(f: Fields, data: Mapping, default: int, keepers: Sequence[Keeper]) -> int:
+def _guild(f: Fields, data: Mapping, default: int, keepers: Names, count: int) -> int:
     """The keeper who settles commissions: named in the file, or the standard one if it exists."""
-    guild = f.ref(data["guild"], keeper_names(keepers), "guild") if "guild" in data else default
-    if guild >= len(keepers):
+    guild = f.ref(data["guild"], keepers, "guild") if "guild" in data else default
+    if guild >= count:
         raise f.fail("guild", f"the standard guild keeper {guild} is not in a "
-                              f"{len(keepers)}-keeper table; name one")
+                              f"{count}-keeper table; name one")
     return guild
+
+
+def _as_patched(data: Mapping, key: str, names: Names, before: Names) -> Names:
+    """``names`` of the table ``key``, told the base table's names when the file patches it
+    (a reference to a name the patch replaced then says so); a list replacing the table has
+    entries of its own, no renames."""
+    return names.patched(before) if isinstance(data.get(key), Mapping) else names
 
 
 # --- tables: a list replaces, an object patches ---------------------------------------------
@@ -261,11 +272,14 @@ def build_goods(f: Fields, data: Mapping, base: Sequence[Good]) -> tuple[list[Go
 
 def plural_of(name: str) -> str:
     """A good's default plural, by the English rule of its last word: ``glass`` -> ``glasses``,
-    ``box`` -> ``boxes``, ``berry`` -> ``berries``, else ``+ s`` (``lamp`` -> ``lamps``).  A
-    name the rule does not fit (``coil of rope``, ``knife``) gives its plural itself."""
+    ``box`` -> ``boxes``, ``berry`` -> ``berries``, a name already plural as it is (``spikes``,
+    like the standard ``nails``), else ``+ s`` (``lamp`` -> ``lamps``).  A name the rule does
+    not fit (``coil of rope``, ``knife``) gives its plural itself."""
     lower = name.lower()
-    if lower.endswith(("s", "x", "z", "ch", "sh")):
+    if lower.endswith(("ss", "x", "z", "ch", "sh")):
         return name + "es"
+    if lower.endswith("s"):
+        return name
     if lower.endswith("y") and len(lower) > 1 and lower[-2] not in "aeiou":
         return name[:-1] + "ies"
     return name + "s"
@@ -332,9 +346,7 @@ def _room(f: Fields, i: int, row: Mapping, w: str, names: Sequence[str],
     x = f.integer(row.get("x", 50), f"{w}.x", 0, 100)
     y = f.integer(row.get("y", 50), f"{w}.y", 0, 100)
     dark = f.boolean(row.get("dark", False), f"{w}.dark")
-    desc = row.get("desc", "")
-    if not isinstance(desc, str):
-        raise f.fail(f"{w}.desc", f"must be a string; got {shown(desc, 80)}")
+    desc = f.string(row.get("desc", ""), f"{w}.desc", MAX_DESC_CHARS, blank=True)
     return Room(i, names[i], kws[i], x, y, dark, tuple(sorted(exits)), desc)
 
 

@@ -15,6 +15,13 @@ from typing import Any
 
 from .errors import ConfigError, shown
 
+MAX_NAME_CHARS = 40   # a name, plural or keyword: the standard town's longest is 17
+MAX_KEYWORDS = 16     # keywords of one entry: the standard town's most is 6
+MAX_DESC_CHARS = 300  # a room's description: the standard town's longest is 66
+# Each is printed in the text view every turn (its room list names every exit of every room),
+# and the word checks compare every keeper's phrases with every good's: bounded, they keep the
+# view and the checks proportional to a town, whatever a 1 MiB file holds.
+
 
 class WorldFileError(ConfigError):
     """A world file cannot be read, or describes an impossible town.  The message is one line
@@ -40,7 +47,12 @@ class Names:
                 keywords.setdefault(str(w).lower(), set()).add(i)
         self.keywords = {w: min(ids) for w, ids in keywords.items() if len(ids) == 1}
         self.shared = {w: sorted(ids) for w, ids in keywords.items() if len(ids) > 1}
+        self.before: Names | None = None  # the same table before the file patched it
 
+    def patched(self, before: Names) -> Names:
+        """These names, knowing the ones a patch replaced (:meth:`renamed_note`)."""
+        self.before = before
+        return self
     def lookup(self, ref: Any) -> int | None:
         """The id ``ref`` names, or ``None`` (booleans are never ids, though ``True == 1``)."""
         if isinstance(ref, bool):
@@ -58,6 +70,15 @@ class Names:
     def known(self) -> list[str]:
         """Every name and unique keyword, for a "did you mean" hint."""
         return [*self.names, *self.keywords]
+
+    def renamed_note(self, ref: Any) -> str:
+        """`` (this file renames 'salt' to 'pepper')`` when ``ref`` named an entry before the
+        file patched its name away, else ``""``: the reference must use the new name."""
+        i = self.before.lookup(ref) if self.before is not None and isinstance(ref, str) else None
+        if i is None or i >= self.count or self.lookup(ref) is not None:
+            return ""
+        return (f" (this file renames {self.before.labels[i]!r} to {self.labels[i]!r}; "
+                "name it so)")
 
     def shared_note(self, ref: Any) -> str:
         """`` ('brine' is a keyword of both 'salt' and 'lamp')`` when ``ref`` is a keyword of
@@ -96,15 +117,18 @@ class Fields:
             raise self.fail(where, f"must be at most {hi}; got {shown(v)}")
         return v
 
-    def string(self, v: Any, where: str) -> str:
-        """``v`` as a non-blank string of one line, stripped: a line break or a control
-        character in a name would write lines of its own into every report (a forged
-        "PASS:"), and no sentence could name it."""
-        if not isinstance(v, str) or not v.strip():
+    def string(self, v: Any, where: str, limit: int = MAX_NAME_CHARS,
+               blank: bool = False) -> str:
+        """``v`` as a string of one line of at most ``limit`` characters, stripped (non-blank
+        unless ``blank``): a line break or a control character in a name would write lines of
+        its own into every report (a forged "PASS:"), and no sentence could name it."""
+        if not isinstance(v, str) or not (blank or v.strip()):
             raise self.fail(where, f"must be a non-empty string; got {shown(v, 80)}")
         if _NOT_PLAIN.search(v):
             raise self.fail(where, f"must be one line of text, without control characters; "
                                    f"got {ascii(v)[:80]}")
+        if len(v.strip()) > limit:
+            raise self.fail(where, f"at most {limit} characters; got {len(v.strip())}")
         return v.strip()
 
     def boolean(self, v: Any, where: str) -> bool:
@@ -120,9 +144,12 @@ class Fields:
         return list(v)
 
     def strings(self, v: Any, where: str) -> tuple[str, ...]:
-        """``v`` as a list of non-blank strings, stripped and lowercased (keywords)."""
-        return tuple(self.string(x, f"{where}[{i}]").lower()
-                     for i, x in enumerate(self.sequence(v, where)))
+        """``v`` as a list of non-blank strings, stripped and lowercased (keywords), at most
+        :data:`MAX_KEYWORDS` of them."""
+        items = self.sequence(v, where)
+        if len(items) > MAX_KEYWORDS:
+            raise self.fail(where, f"at most {MAX_KEYWORDS} keywords; got {len(items)}")
+        return tuple(self.string(x, f"{where}[{i}]").lower() for i, x in enumerate(items))
 
     def ref(self, v: Any, names: Names, where: str) -> int:
         """The id that reference ``v`` names among ``names``."""
@@ -130,7 +157,7 @@ class Fields:
         if i is None:
             hint = suggest(v, names.known()) if isinstance(v, str) else ""
             raise self.fail(where, f"unknown {names.kind} {shown(v, 80)}{hint}"
-                                   f"{names.shared_note(v)}")
+                                   f"{names.shared_note(v)}{names.renamed_note(v)}")
         return i
 
     def keys(self, d: Mapping, allowed: Sequence[str], where: str) -> None:
