@@ -73,15 +73,20 @@ def parse_turns(text: str) -> int:
     return n
 
 
+# ASCII digits, grouped by thousands with "," or "_" or not at all: "20,000,000", "20_000_000"
+_STEPS = re.compile(r"[0-9]{1,3}(?:,[0-9]{3})+|[0-9]{1,3}(?:_[0-9]{3})+|[0-9]{1,20}")
+
+
 def parse_search_steps(text: str) -> int | None:
-    """``--search-steps``: a whole number 0..10**12 (``_`` and ``,`` allowed), or ``none``."""
-    word = text.strip().replace("_", "").replace(",", "")
+    """``--search-steps``: a whole number 0..10**12 in ASCII digits (grouped by thousands with
+    ``,`` or ``_``, or not), or ``none``."""
+    word = text.strip()
     if word.lower() == "none":
         return None
-    if not word.isdigit() or len(word) > 13 or int(word) > MAX_SEARCH_STEPS:
+    if not _STEPS.fullmatch(word) or int(word.replace(",", "")) > MAX_SEARCH_STEPS:
         raise argparse.ArgumentTypeError(f"expected a whole number 0..{MAX_SEARCH_STEPS:,} or "
                                          f"'none'; got {text[:40]!r}")
-    return int(word)
+    return int(word.replace(",", ""))
 
 
 # argparse takes any word that starts with "-" and is not a plain negative number for an

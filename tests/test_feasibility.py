@@ -477,7 +477,8 @@ def test_cli_json_streams_the_failures(monkeypatch, capsys) -> None:
 
 
 @pytest.mark.parametrize(("word", "steps"), [("none", None), ("None", None), ("0", 0),
-                                              ("1_000", 1000), ("2,000,000", 2_000_000)])
+                                              ("1_000", 1000), ("2,000,000", 2_000_000),
+                                              ("0000000000000000001", 1)])
 def test_cli_search_steps(monkeypatch, capsys, word: str, steps) -> None:
     seen = {}
     real = run_gate
@@ -494,7 +495,9 @@ def test_cli_search_steps(monkeypatch, capsys, word: str, steps) -> None:
     assert ("not searched" in out) is (steps is not None and steps < needed)
 
 
-@pytest.mark.parametrize("word", ["-1", "x", "1e9", "10000000000001", "1.5", ""])
+@pytest.mark.parametrize("word", ["-1", "x", "1e9", "10000000000001", "1.5", "", "\u00b2",
+                                  "\u0663", "1,0,0", "1__0", "1,000_000",
+                                  "0" * 20 + "1"])
 def test_cli_bad_search_steps_exit_2(capsys, word: str) -> None:
     assert main(["--search-steps", word]) == 2
     err = capsys.readouterr().err
