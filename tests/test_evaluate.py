@@ -170,6 +170,7 @@ def test_guild_evaluate_prints_the_figures_and_writes_json(tmp_path, capsys) -> 
                         f"{r.high:+.3f}]) over 60 games per side, seat-rotated")
     assert lines[3].startswith("per seat: 0 ") and lines[4].startswith("time ")
     saved = json.loads(out.read_text(encoding="utf-8"))
+    assert saved.pop("world") is None  # the standard town
     assert {k: v for k, v in saved.items() if k != "seconds"} == {
         k: v for k, v in r.to_dict().items() if k != "seconds"}
     assert not list(tmp_path.glob("*.tmp"))
@@ -195,12 +196,34 @@ def test_guild_evaluate_falls_back_to_the_scalar_engine(capsys) -> None:
     ["magpie", "--against", "factor,,magpie"],
     ["magpie", "--baseline", "nosuch"],
     ["magpie", "--json", "/no/such/dir/x.json"],
+    ["magpie", "--world", "/no/such/town.toml"],
 ])
 def test_guild_evaluate_bad_input_is_one_line_and_exit_2(argv: list[str], capsys) -> None:
     assert main(["evaluate", *argv]) == 2
     err = capsys.readouterr()
     assert err.out == ""
     assert one_error_line(err.err).startswith("guild evaluate: error: ")
+
+
+def test_guild_evaluate_plays_a_world_files_town(tmp_path, capsys) -> None:
+    # guild evaluate --world: the town and its turns, as paired_evaluation(world=...) plays them
+    from sim.rules.worldfile import load_world
+
+    town = tmp_path / "town.toml"
+    town.write_text("turns = 9\nstart_coin = 30\n", encoding="utf-8")
+    out = tmp_path / "eval.json"
+    assert main(["evaluate", "magpie", "--world", str(town), "--seeds", "0..4",
+                 "--json", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    r = paired_evaluation("magpie", seeds=range(5), turns=9, world=load_world(town)[0])
+    standard = paired_evaluation("magpie", seeds=range(5), turns=9)
+    assert "seeds 0..4, 9 turns" in lines[1] and r.mean != standard.mean
+    assert lines[2] == f"mean score magpie {r.mean:+.3f}, factor {r.baseline_mean:+.3f}"
+    assert lines[-1] == f"town: the world file {town}, not the standard town"
+    assert json.loads(out.read_text(encoding="utf-8"))["world"] == str(town)
+    assert main(["evaluate", "magpie", "--world", str(town), "--seeds", "0..1",
+                 "--turns", "7"]) == 0
+    assert "seeds 0..1, 7 turns" in capsys.readouterr().out
 
 
 def test_guild_evaluate_as_a_command() -> None:

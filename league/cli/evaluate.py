@@ -55,7 +55,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    f"{DEFAULT_SEEDS[-1]}; guild train never plays seeds below 2**32)")
     p.add_argument("--baseline", default="factor", metavar="SPEC",
                    help="what SPEC is compared with (factor)")
-    p.add_argument("--turns", type=int, default=14, metavar="N", help="turns per game (14)")
+    p.add_argument("--turns", type=int, default=None, metavar="N",
+                   help="turns per game (default: the world file's, else 14)")
+    p.add_argument("--world", metavar="FILE", default=None,
+                   help="play a world file's town (docs/feasibility.md) instead of the standard "
+                        "one; its turn count unless --turns is given")
     p.add_argument("--json", metavar="PATH", help="also write the figures to PATH as JSON")
     p.add_argument("--trust", action="store_true",
                    help="load sb3: models in this process (a model zip is a pickle: loading "
@@ -79,8 +83,10 @@ def run(args: argparse.Namespace) -> int:
                                        for r in roles]
         except ValueError as e:
             raise EvaluationError(str(e)) from None
+        world, file_turns = _town(args.world)
+        turns = args.turns if args.turns is not None else (file_turns or 14)
         result = evaluate(spec, against=others, seeds=args.seeds, baseline=baseline,
-                          turns=args.turns)
+                          turns=turns, world=world)
     except EvaluationError as e:
         return _error(str(e))
     except KeyboardInterrupt:
@@ -88,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
     except BaseException as e:  # noqa: BLE001 - a policy's own code failed (even sys.exit):
         return _error(policy_failure(e))  # say where, in one line
     print(report(result))
+    if args.world is not None:
+        print(f"town: the world file {args.world}, not the standard town")
     failed = False
     for name, model in models.items():
         if model.fallbacks:
@@ -105,7 +113,8 @@ def run(args: argparse.Namespace) -> int:
               "draws its towns; a trained policy may have met these ones", file=sys.stderr)
     if args.json is not None:
         try:
-            write_atomic(args.json, json.dumps(result.to_dict(), indent=2) + "\n")
+            figures = {**result.to_dict(), "world": args.world}  # None: the standard town
+            write_atomic(args.json, json.dumps(figures, indent=2) + "\n")
         except OSError as e:
             return _error(f"cannot write {args.json}: {e.strerror or e}")
     return 1 if failed else 0
@@ -158,6 +167,20 @@ def policy_failure(e: BaseException) -> str:
     what = " ".join(f"{type(e).__name__}: {e}".split())[:300]
     return f"a policy raised {what}{where} (no figures: fix it, or rank it in a guild league, " \
            "which plays a failed decision with its fallback)"
+
+
+def _town(path: str | None) -> tuple[Any, int | None]:
+    """``--world``'s town and turn count (``(None, None)``: the standard town)."""
+    if path is None:
+        return None, None
+    from sim.rules.worldfile import WorldFileError, load_world
+
+    try:
+        return load_world(path)
+    except (WorldFileError, ValueError) as e:
+        raise EvaluationError(f"bad world file: {' '.join(str(e).split())[:300]}") from None
+    except RecursionError:
+        raise EvaluationError(f"bad world file: {path} is nested too deeply") from None
 
 
 def _check_writable(path: Path) -> None:
