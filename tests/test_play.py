@@ -604,3 +604,46 @@ def test_the_other_seats_decide_while_the_person_types(monkeypatch, capsys) -> N
     assert (code, game.turn) == (0, 6) and why.startswith("the episode ended")
     acts = [e for e in game.events if e["kind"] == "act"]
     assert len(acts) == 6 * SEATS and not any(a["scripted"] for a in acts)
+
+
+def test_a_world_files_help_names_its_own_town(tmp_path: Path, capsys) -> None:
+    # guild play --world: the help's examples are the town's acts in its own words (the
+    # standard ones name the Docks, Smith Bram and Guildmaster Vell)
+    from sim import load_config
+
+    town = tmp_path / "town.json"
+    town.write_text(json.dumps({
+        "turns": 8, "start_coin": 33, "goods": {"salt": {"name": "pepper"},
+                                                 "hide": {"name": "pelt"}},
+        "keepers": {"Guildmaster Vell": {"name": "Provost Ilsa", "keywords": ["ilsa"]}},
+        "rooms": {"The Docks": {"name": "The Wharf", "keywords": ["wharf"], "dark": False}}}),
+        encoding="utf-8")
+    game = Game(load_config(town, seed=11))
+    cog = game.aliases[3]
+    text = play_text.guide_text(cog, game.world)
+    for group, example, _, kind in play_text.town_examples(game.world):
+        sentence = example.format(cog=cog)
+        assert sentence in text
+        assert game.intent_for(sentence, 2)[0].kind == kind, (group, sentence)
+    for old in ("Docks", "Vell", "hides", "(from 40 coin)"):
+        assert old not in text, old
+    assert "only in the dark: Cutpurse Alley)" in text and "(from 33 coin)" in text
+    assert play_text.town_examples(STANDARD_TOWN) is play_text.EXAMPLES
+    assert main(["play", "--world", str(town), "--opponents", "champion"]) == 2
+    assert "champion: it was trained in the standard town" in capsys.readouterr().err
+    assert main(["play", "--world", str(tmp_path / "none.toml")]) == 2
+    assert "bad world file: " in capsys.readouterr().err
+    # at the terminal: the header names the town and its turns, help its words, the replay
+    # is the town's (guild view --world shows it)
+    saved = tmp_path / "mine.json"
+    child = spawn("--world", str(town), "--seed", "5", "--replay", str(saved))
+    child.expect(PROMPT)
+    child.sendline("help")
+    child.expect(PROMPT)
+    child.sendline("quit")
+    out = finish(child)
+    whole = transcript(child)
+    assert f"The guild game: seed 5, 8 turns, the town of {town}." in whole
+    assert "I hand Provost Ilsa 2 pelts" in whole and "Guildmaster Vell" not in whole
+    assert "RESULTS after" in out
+    assert main(["view", str(saved), "--world", str(town), "-o", str(tmp_path / "v.html")]) == 0

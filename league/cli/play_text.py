@@ -23,7 +23,7 @@ from sim.codec.action_table import action_table, canonical, legal_mask
 from sim.language.phrasing import outcome_text
 from sim.language.vocab import VERBS, tokenize
 from sim.rules.robbery import robbery_succeeds
-from sim.rules.world import MAX_SENTENCE_LEN, SEATS, World, per_world
+from sim.rules.world import MAX_SENTENCE_LEN, SEATS, STANDARD_TOWN, World, per_world
 
 WIDTH = 100  # the terminal width the text is wrapped to
 MAX_HEARD = 5  # screen lines of the room's log shown in a turn; ``town`` shows it all
@@ -498,20 +498,61 @@ EXAMPLES: tuple[tuple[str, str, str, str], ...] = (
 )
 
 
-def guide_text(cog: str = "Gizmo") -> str:
+@per_world
+def town_examples(world: World) -> tuple[tuple[str, str, str, str], ...]:
+    """:data:`EXAMPLES` for ``world``: the standard town's as written; in a world file's town
+    the same acts with that town's rooms, goods and keepers (the standard ones name the Docks,
+    Smith Bram and Guildmaster Vell, which another town may not have)."""
+    if world == STANDARD_TOWN:
+        return EXAMPLES
+    seller = next((k for k in world.keepers if k.trade), world.keepers[0])
+    buyer = next((k for k in world.keepers if k.trade and k.id != seller.id), seller)
+    bought = seller.trade[0] if seller.trade else world.quest_items[0]
+    sold = buyer.trade[-1] if buyer.trade else world.quest_items[0]
+    wanted = world.goods[world.quest_items[0]]
+    relic = world.goods[min(5, world.n_goods - 1)]  # RULES §4: good 5 is the extra relic
+    guild = world.keepers[world.guild]
+    dark = ", ".join(r.name for r in world.rooms if r.dark) or "no room of this town"
+    first = world.rooms[0].name
+    return (
+        ("walk", f"I walk to {first}", "to a room a road leads to", "move"),
+        ("pick up", f"I pick up 2 {wanted.plural}", f"goods on the ground; all the "
+                                                    f"{wanted.plural}", "take"),
+        ("drop", f"I drop the {relic.name}", "", "drop"),
+        ("buy", f"I buy 2 {world.goods[bought].plural} from {seller.name}",
+         "from the shopkeeper in your room", "buy"),
+        ("sell", f"I sell all the {world.goods[sold].plural} to {buyer.name}", "", "sell"),
+        ("deliver", f"I hand {guild.name} 2 {wanted.plural}",
+         f"at {world.rooms[guild.room].name}, for a commission", "give"),
+        ("give", f"I give {{cog}} 1 {relic.name} and 5 coins", "to a cog in your room", "give"),
+        ("offer", f"I offer {{cog}} 1 {relic.name} for 12 coins",
+         "{cog} may accept it next turn", "trade"),
+        EXAMPLES[8], EXAMPLES[9],  # accept, hire: no word of the town
+        ("rob", "I rob {cog}", f"only in the dark: {dark}", "rob"),
+        ("ask", f"I ask {guild.name} about my commissions", "who sells your goods cheapest",
+         "quest"),
+        ("say", f'I say "meet me at {first}"', "heard in your room next turn", "say"),
+        EXAMPLES[13],  # wait
+    )
+
+
+def guide_text(cog: str = "Gizmo", world: World = STANDARD_TOWN) -> str:
     """The help: the sentence forms with an example each, speech, scoring and the commands.
-    ``cog`` is the alias the examples name (another seat of the game, when there is one)."""
+    ``cog`` is the alias the examples name (another seat of the game, when there is one);
+    ``world`` the town whose names they use (:func:`town_examples`)."""
     out = ["Write one plain English sentence a turn; the first verb the town knows decides it."]
-    for group, example, note, _ in EXAMPLES:
+    for group, example, note, _ in town_examples(world):
         line = f"  {group:<8} {example.format(cog=cog)}"
         if note:
             line = f"{line:<55} ({note.format(cog=cog)})"
         out.append(line)
+    spot = "the docks" if world == STANDARD_TOWN else world.rooms[0].name
     out += [
-        'A quoted part is spoken aloud: I walk to the docks "see you there"; or after a bar:',
-        '  I walk to the docks | say see you there; or the JSON a model writes:',
+        f'A quoted part is spoken aloud: I walk to {spot} "see you there"; or after a bar:',
+        f'  I walk to {spot} | say see you there; or the JSON a model writes:',
         '  {"action": "I wait", "say": "hello", "notes": "..."}',
-        "Score: coin + the value of the goods you carry + 3 x commission points (from 40 coin).",
+        "Score: coin + the value of the goods you carry + 3 x commission points (from "
+        f"{world.start_coin} coin).",
         "Commands: moves (m) lists this turn's legal sentences, numbered; a number plays one",
         "  (7, or 7 | say hello); town (t) shows the full text view with the map; help (?) this;",
         "  quit (q, or Ctrl-D) ends the game with the results.",

@@ -58,8 +58,10 @@ from league.cli.play_text import (
 from league.core.atomic import write_atomic
 from league.core.errors import LeagueError
 from sim import Game, GameConfig
+from sim.policies import check_town
 from sim.rules.errors import ConfigError
-from sim.rules.world import SEATS
+from sim.rules.world import SEATS, STANDARD_TOWN
+from sim.rules.worldfile import WorldFileError, load_world
 
 DEFAULT_OPPONENTS = "factor,magpie,factor,magpie,factor"
 HUMAN = "you"
@@ -143,7 +145,7 @@ def respond(game: Game, seat: int, text: str) -> Reply:
     if line.command == "quit":
         return Reply(quit=True)
     if line.command == "help":
-        return Reply(guide_text(game.aliases[(seat + 1) % SEATS]))
+        return Reply(guide_text(game.aliases[(seat + 1) % SEATS], game.world))
     if line.command == "town":
         return Reply(town_text(game, seat))
     if line.command == "empty":
@@ -181,8 +183,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "random, champion, ppo:MODEL.pt, sb3:MODEL.zip, llm:MODEL@URL or "
                         "module.path:Name; fewer than five are repeated "
                         f"({DEFAULT_OPPONENTS})")
-    p.add_argument("--turns", type=int, default=14, metavar="T",
-                   help="turns in the episode (14, at least 6)")
+    p.add_argument("--turns", type=int, default=None, metavar="T",
+                   help="turns in the episode (at least 6; default: the world file's, else 14)")
+    p.add_argument("--world", metavar="FILE", default=None,
+                   help="play a world file's town (docs/feasibility.md) instead of the standard "
+                        "one; guild view --world FILE shows its replay")
     p.add_argument("--replay", metavar="FILE",
                    help="also save the episode as a replay (for guild view) when it ends")
     p.add_argument("--trust", action="store_true",
@@ -213,8 +218,17 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``guild play``: 0 when the game ends or the person quits, 130 on Ctrl-C."""
     names = lineup(args.seat, opponent_specs(args.opponents))
     seed = args.seed if args.seed is not None else secrets.randbelow(2 ** 31)
+    world, file_turns = STANDARD_TOWN, None
+    if args.world is not None:
+        try:
+            world, file_turns = load_world(args.world)
+        except (WorldFileError, ValueError) as e:
+            raise LeagueError(f"bad world file: {' '.join(str(e).split())[:300]}") from None
+        except RecursionError:
+            raise LeagueError(f"bad world file: {args.world} is nested too deeply") from None
+    turns = args.turns if args.turns is not None else (file_turns or 14)
     try:
-        config = GameConfig(seed=seed, turns=args.turns, players=tuple(names))
+        config = GameConfig(seed=seed, turns=turns, players=tuple(names), world=world)
     except ConfigError as e:
         raise LeagueError(str(e).replace("GameConfig.", "--")) from None
     policies: list = [None] * SEATS
@@ -231,6 +245,10 @@ def run(args: argparse.Namespace) -> int:
             except Exception as e:  # its own code failed: nothing is played yet
                 raise LeagueError(f"--opponents: {spec} could not be made ({_why(e)})"
                                   ) from None
+    try:
+        check_town([p for p in policies if p is not None], world)
+    except ValueError as e:
+        raise LeagueError(f"--opponents: {e}") from None
     if args.replay:
         check_replay_path(Path(args.replay))  # before the game, not after it
     game = Game(config)
@@ -238,7 +256,8 @@ def run(args: argparse.Namespace) -> int:
     tolerate_bad_bytes()
     me = game.aliases[args.seat]
     rivals = ", ".join(f"{game.aliases[s]} ({n})" for s, n in enumerate(names) if s != args.seat)
-    show(f"The guild game: seed {seed}, {args.turns} turns. You are {me} (seat {args.seat}) "
+    town = "" if args.world is None else f", the town of {args.world}"
+    show(f"The guild game: seed {seed}, {turns} turns{town}. You are {me} (seat {args.seat}) "
          f"against {rivals}.")
     show("Type help for how to write a sentence, moves for this turn's legal ones.")
     for s, why in broken.items():
