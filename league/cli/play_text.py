@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from sim import Game, Intent
 from sim.codec.action_table import action_table, canonical, legal_mask
 from sim.language.phrasing import outcome_text
+from sim.language.textview import example_acts
 from sim.language.vocab import VERBS, tokenize
 from sim.rules.robbery import robbery_succeeds
 from sim.rules.world import MAX_SENTENCE_LEN, SEATS, STANDARD_TOWN, World, per_world
@@ -505,12 +506,9 @@ def town_examples(world: World) -> tuple[tuple[str, str, str, str], ...]:
     Smith Bram and Guildmaster Vell, which another town may not have)."""
     if world == STANDARD_TOWN:
         return EXAMPLES
-    seller = next((k for k in world.keepers if k.trade), world.keepers[0])
-    buyer = next((k for k in world.keepers if k.trade and k.id != seller.id), seller)
-    bought = seller.trade[0] if seller.trade else world.quest_items[0]
-    sold = buyer.trade[-1] if buyer.trade else world.quest_items[0]
-    wanted = world.goods[world.quest_items[0]]
-    relic = world.goods[min(5, world.n_goods - 1)]  # RULES §4: good 5 is the extra relic
+    x = example_acts(world)  # the entries the text view's examples name too
+    seller, buyer = world.keepers[x.seller], world.keepers[x.buyer]
+    bought, sold, wanted, relic = x.bought, x.sold, world.goods[x.wanted], world.goods[x.relic]
     guild = world.keepers[world.guild]
     dark = ", ".join(r.name for r in world.rooms if r.dark) or "no room of this town"
     first = world.rooms[0].name

@@ -10,6 +10,7 @@ by :func:`render_observation`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NamedTuple
 
 from ..rules.intents import Intent
 from ..rules.world import (
@@ -174,6 +175,29 @@ def _phrasebook(world: World) -> list[str]:
             "examples):", *(f"  {line}" for line in town_phrasebook(world)), ""]
 
 
+class ExampleActs(NamedTuple):
+    """What a town's examples name (the view's and ``guild play``'s help): the first keeper
+    with a trade list sells ``bought``, another buys ``sold``, the guild keeper takes the first
+    commission good, ``wanted``, and ``relic`` (good 5, RULES §4) is offered."""
+
+    seller: int
+    bought: int
+    buyer: int
+    sold: int
+    wanted: int
+    relic: int
+
+
+def example_acts(world: World) -> ExampleActs:
+    """The entries a world file's town's examples name (:class:`ExampleActs`)."""
+    seller = next((k for k in world.keepers if k.trade), world.keepers[0])
+    buyer = next((k for k in world.keepers if k.trade and k.id != seller.id), seller)
+    wanted = world.quest_items[0]
+    return ExampleActs(seller.id, seller.trade[0] if seller.trade else wanted, buyer.id,
+                       buyer.trade[-1] if buyer.trade else wanted, wanted,
+                       min(5, world.n_goods - 1))
+
+
 @per_world
 def town_phrasebook(world: World) -> tuple[str, ...]:
     """The view's example sentences (SENTENCES §19): the original's in the standard town; in a
@@ -182,22 +206,19 @@ def town_phrasebook(world: World) -> tuple[str, ...]:
     which another town may not have, or may have named otherwise)."""
     if world == STANDARD_TOWN:
         return PHRASEBOOK
-    seller = next((k for k in world.keepers if k.trade), world.keepers[0])
-    buyer = next((k for k in world.keepers if k.trade and k.id != seller.id), seller)
-    commission, guild = world.quest_items[0], world.guild
-    relic = min(5, world.n_goods - 1)  # RULES §4: good 5 is the extra relic
+    x, guild = example_acts(world), world.guild
 
     def say(kind: str, **slots: int) -> str:
         return canonical_sentence(Intent(kind, **slots), world, EXAMPLE_SEATS)
 
     return (
         say("move", to_room=0),
-        say("take", item=commission, qty=1),
-        say("drop", item=relic, qty=1),
-        say("buy", item=seller.trade[0] if seller.trade else commission, qty=2, npc=seller.id),
-        say("sell", item=buyer.trade[-1] if buyer.trade else commission, qty=3, npc=buyer.id),
-        say("give", item=commission, qty=2, npc=guild),
-        say("trade", item=relic, qty=1, other=0, coin=12),
+        say("take", item=x.wanted, qty=1),
+        say("drop", item=x.relic, qty=1),
+        say("buy", item=x.bought, qty=2, npc=x.seller),
+        say("sell", item=x.sold, qty=3, npc=x.buyer),
+        say("give", item=x.wanted, qty=2, npc=guild),
+        say("trade", item=x.relic, qty=1, other=0, coin=12),
         say("accept", other=0),
         say("hire", other=1, coin=15),
         PHRASEBOOK[9],  # "I jump Ratchet here in the dark ...": no word of the town
