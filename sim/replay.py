@@ -9,6 +9,7 @@ from it; all others are replayed from their sentence.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from .game import Game, GameConfig
 from .rules.errors import ReplayMismatch
@@ -16,7 +17,15 @@ from .rules.intents import Intent
 from .rules.world import SEATS, STANDARD_TOWN, World
 
 
-def town_problem(config: object, world: World | None) -> str | None:
+class TownProblem(NamedTuple):
+    """Why a replay's recorded town is not the one given; ``standard``: it was played in the
+    standard town (so the advice is to give no world)."""
+
+    why: str
+    standard: bool
+
+
+def town_problem(config: object, world: World | None) -> TownProblem | None:
     """Why ``world`` (``None``: the standard town) is not the town a replay's ``config``
     records (its ``world``, RULES §16.1), or ``None``.  The record holds the rooms, goods,
     keepers and the guild, not the purses or the stock, so two towns that differ only there
@@ -25,9 +34,13 @@ def town_problem(config: object, world: World | None) -> str | None:
     town = STANDARD_TOWN if world is None else world
     if recorded is None or recorded == town.to_json():
         return None
-    if world is None or world == STANDARD_TOWN:
-        return "the replay was played in a world file's town, not the standard one"
-    return "the replay was played in another town than the world given"
+    if recorded == STANDARD_TOWN.to_json():
+        return TownProblem("the replay was played in the standard town, not the world given",
+                           True)
+    if world is None:
+        return TownProblem("the replay was played in a world file's town, not the standard "
+                           "one", False)
+    return TownProblem("the replay was played in another town than the world given", False)
 
 
 def replay(config: dict | GameConfig, events: Sequence[dict], world: World | None = None) -> Game:
@@ -40,11 +53,13 @@ def replay(config: dict | GameConfig, events: Sequence[dict], world: World | Non
         world: the town, when it is not the standard one (a JSON ``config`` records the town
             it was played in: another one is refused before any act, :func:`town_problem`).
     """
-    problem = town_problem(config, world)
-    if problem is not None:
-        raise ReplayMismatch(f"{problem}; pass the town it was played in "
-                             "(world=sim.rules.worldfile.load_world(FILE)[0])", 0)
     cfg = config if isinstance(config, GameConfig) else GameConfig.from_dict(config, world)
+    problem = town_problem(config, world)  # (after the config: a world that is none says so)
+    if problem is not None:
+        advice = ("replay it without world=" if problem.standard else
+                  "pass the town it was played in (world=sim.rules.worldfile.load_world(FILE)"
+                  "[0])")
+        raise ReplayMismatch(f"{problem.why}; {advice}", 0)
     if isinstance(events, (str, bytes)) or not isinstance(events, Sequence):
         raise ReplayMismatch(f"events must be a list of event objects; got "
                              f"{type(events).__name__}", 0)

@@ -646,4 +646,18 @@ def test_a_world_files_help_names_its_own_town(tmp_path: Path, capsys) -> None:
     assert f"The guild game: seed 5, 8 turns, the town of {town}." in whole
     assert "I hand Provost Ilsa 2 pelts" in whole and "Guildmaster Vell" not in whole
     assert "RESULTS after" in out
-    assert main(["view", str(saved), "--world", str(town), "-o", str(tmp_path / "v.html")]) == 0
+    assert f"(watch it with: guild view --world {town} {saved})" in whole  # the command works:
+    assert main(["view", "--world", str(town), str(saved), "-o", str(tmp_path / "v.html")]) == 0
+
+
+def test_a_room_without_exits_is_told_in_words_at_the_terminal(tmp_path: Path) -> None:
+    from sim import load_config
+
+    town = tmp_path / "town.json"  # Cutpurse Alley cut off
+    town.write_text(json.dumps({"rooms": {"Cutpurse Alley": {"exits": []},
+                                          "The Docks": {"exits": [0, 4]},
+                                          "The Chapel": {"exits": [0, 8]}}}), encoding="utf-8")
+    game = Game(load_config(town, seed=2))
+    game.state.room[2] = next(r.id for r in game.world.rooms if r.name == "Cutpurse Alley")
+    text = play_text.turn_text(game.observe(2), None, game.world)
+    assert "There is no way out." in text and "Roads to ." not in text

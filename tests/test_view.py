@@ -315,6 +315,12 @@ def test_a_variant_town_needs_its_world_file(tmp_path: Path, capsys) -> None:
         "was played in")
     assert main(["view", str(replay), "--world", str(town)]) == 0
     assert (tmp_path / "variant.html").is_file()
+    plain = tmp_path / "plain.json"  # a standard replay given a world: leave it out
+    plain.write_text(json.dumps(Game(GameConfig(seed=5, turns=6)).replay_payload()),
+                     encoding="utf-8")
+    assert main(["view", str(plain), "--world", str(town), "-o", str(tmp_path / "p.html")]) == 2
+    assert one_error_line(capsys.readouterr().err).endswith(
+        "the replay was played in the standard town, not the world given; leave out --world")
     world = viewer._load_world(str(town))
     model = viewer.view_model(payload_of(replay), world)
     assert [c["score"] for c in model["frames"][-1]["cogs"]] == game.results()["scores"]
@@ -467,6 +473,15 @@ def test_sim_replay_refuses_a_town_the_replay_was_not_played_in(tmp_path: Path) 
     world = load_world(town)[0]
     assert replay(payload["config"], payload["events"], world).results() == game.results()
     standard = Game(GameConfig(seed=5, turns=6)).replay_payload()
-    with pytest.raises(ReplayMismatch, match="another town than the world given"):
+    with pytest.raises(ReplayMismatch, match="^the replay was played in the standard town, not "
+                                             "the world given; replay it without world=$"):
         replay(standard["config"], standard["events"], world)
+    cumin = tmp_path / "cumin.json"
+    cumin.write_text(json.dumps({"goods": {"salt": {"name": "cumin"}}}), encoding="utf-8")
+    with pytest.raises(ReplayMismatch, match="another town than the world given; pass the "
+                                             "town it was played in"):
+        replay(payload["config"], payload["events"], load_world(cumin)[0])
+    for wrong in (str(town), load_world(town)):  # a path, or load_world's pair: said how
+        with pytest.raises(ValueError, match=r"a world file is read by sim.load_config"):
+            replay(payload["config"], payload["events"], wrong)
 

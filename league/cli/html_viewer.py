@@ -216,9 +216,10 @@ def view_model(payload: dict, world: World | None = None) -> dict:
     config, events = payload["config"], payload["events"]
     problem = town_problem(config, world)
     if problem is not None:
-        raise LeagueError(f"{problem}; pass " + ("its world file with --world FILE"
-                                                  if world is None or world == STANDARD_TOWN
-                                                  else "the world file it was played in"))
+        advice = ("leave out --world" if problem.standard else
+                  "pass its world file with --world FILE" if world is None else
+                  "pass the world file it was played in")
+        raise LeagueError(f"{problem.why}; {advice}")
     world = world if world is not None else STANDARD_TOWN
     policies = payload.get("policyNames")
     if not (isinstance(policies, list) and len(policies) == SEATS

@@ -420,7 +420,8 @@ def _place(view: Mapping, plural: Mapping[str, str]) -> list[str]:
     dark = " It is unlit: a robbery can succeed here." if room["dark"] else ""
     ground = _goods(room["ground"], plural) or "nothing"
     cogs = ", ".join(room["cogs"]) or "nobody"
-    return [*_wrap(f"You are in {room['name']}.{dark} Roads to {exits}."),
+    roads = f"Roads to {exits}." if exits else "There is no way out."  # a world file's room
+    return [*_wrap(f"You are in {room['name']}.{dark} {roads}"),
             *_wrap(f"Here: {cogs}. On the ground: {ground}.")]
 
 

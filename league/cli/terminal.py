@@ -58,6 +58,7 @@ from league.cli.play_text import (
 from league.core.atomic import write_atomic
 from league.core.errors import LeagueError
 from sim import Game, GameConfig
+from sim.language.textview import example_seats
 from sim.policies import check_town
 from sim.rules.errors import ConfigError
 from sim.rules.world import SEATS, STANDARD_TOWN
@@ -145,7 +146,9 @@ def respond(game: Game, seat: int, text: str) -> Reply:
     if line.command == "quit":
         return Reply(quit=True)
     if line.command == "help":
-        return Reply(guide_text(game.aliases[(seat + 1) % SEATS], game.world))
+        others = [game.aliases[(seat + k) % SEATS] for k in range(1, SEATS)]
+        cog = (example_seats(game.world, others) or others)[0]  # no word of the town
+        return Reply(guide_text(cog, game.world))
     if line.command == "town":
         return Reply(town_text(game, seat))
     if line.command == "empty":
@@ -269,7 +272,7 @@ def run(args: argparse.Namespace) -> int:
         code, why = 130, "interrupted"
     show(results_text(game, why))
     if args.replay:
-        save_replay(game, names, Path(args.replay))
+        save_replay(game, names, Path(args.replay), args.world)
     return code
 
 
@@ -481,11 +484,12 @@ def check_replay_path(path: Path) -> None:
         raise LeagueError(f"--replay {path}: the folder {parent} is not writable")
 
 
-def save_replay(game: Game, names: list[str], path: Path) -> None:
+def save_replay(game: Game, names: list[str], path: Path, world: str | None = None) -> None:
     """Write the episode's replay payload (RULES §15.5) for ``guild view``, atomically: an
     interruption leaves the old file or the whole replay."""
     try:
         write_atomic(path, json.dumps(game.replay_payload(names)))
     except OSError as e:
         raise LeagueError(f"cannot write {path} ({e.strerror or e})") from None
-    show(f"play: replay saved to {path} (watch it with: guild view {path})")
+    view = f"guild view {path}" if world is None else f"guild view --world {world} {path}"
+    show(f"play: replay saved to {path} (watch it with: {view})")

@@ -9,11 +9,12 @@ by :func:`render_observation`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from ..rules.intents import Intent
 from ..rules.world import (
+    COG_NAMES,
     MAX_NOTES_LEN,
     MAX_SAY_LEN,
     MAX_SENTENCE_LEN,
@@ -22,10 +23,10 @@ from ..rules.world import (
     per_world,
 )
 from .phrasing import canonical_sentence
-from .vocab import PHRASEBOOK
+from .vocab import PHRASEBOOK, tokenize, world_phrases
 
-# The seats the examples name (the original's: Gizmo, Bolt and Ratchet); an alias is no word of
-# a town, so every town's examples name them.
+# The seats the standard town's examples name (the original's: Gizmo, Bolt and Ratchet); a world
+# file's town names the first three aliases that are no word of it (``example_seats``).
 EXAMPLE_SEATS = ("Gizmo", "Bolt", "Ratchet")
 
 
@@ -188,6 +189,14 @@ class ExampleActs(NamedTuple):
     relic: int
 
 
+def example_seats(world: World, aliases: Sequence[str] = (
+        *EXAMPLE_SEATS, *(a for a in COG_NAMES if a not in EXAMPLE_SEATS))) -> tuple[str, ...]:
+    """``aliases`` (in order) that share no word with a room, good or keeper of ``world``: a
+    world file may name a good Bolt, and "I offer Bolt 1 bolt" then names nobody."""
+    words = {tok for phrases in world_phrases(world) for toks, _ in phrases for tok in toks}
+    return tuple(a for a in aliases if not set(tokenize(a)) & words)
+
+
 def example_acts(world: World) -> ExampleActs:
     """The entries a world file's town's examples name (:class:`ExampleActs`)."""
     seller = next((k for k in world.keepers if k.trade), world.keepers[0])
@@ -207,9 +216,10 @@ def town_phrasebook(world: World) -> tuple[str, ...]:
     if world == STANDARD_TOWN:
         return PHRASEBOOK
     x, guild = example_acts(world), world.guild
+    seats = (*example_seats(world), *EXAMPLE_SEATS)[:3]  # COG_NAMES has 10; a town, fewer
 
     def say(kind: str, **slots: int) -> str:
-        return canonical_sentence(Intent(kind, **slots), world, EXAMPLE_SEATS)
+        return canonical_sentence(Intent(kind, **slots), world, seats)
 
     return (
         say("move", to_room=0),
@@ -221,7 +231,7 @@ def town_phrasebook(world: World) -> tuple[str, ...]:
         say("trade", item=x.relic, qty=1, other=0, coin=12),
         say("accept", other=0),
         say("hire", other=1, coin=15),
-        PHRASEBOOK[9],  # "I jump Ratchet here in the dark ...": no word of the town
+        f"I jump {seats[2]} here in the dark and take what he is carrying.",  # as P10
         say("quest", npc=guild),
         say("wait"),
     )

@@ -5,7 +5,8 @@ sentences, through the phrase lists of SENTENCES §6 (:func:`sim.language.vocab.
 A town whose words the parser cannot tell apart is playable only in name, so a world file is
 refused, in one line naming the file and the entry, when a name, plural or keyword:
 
-* has no word the parser reads (§5: letters or digits), so no sentence can say it;
+* has no word the parser reads (§5: letters or digits), so no sentence can say it, or holds a
+  double quote or a bar, which begin the spoken part of a sentence (§4; the bar in guild play);
 * names two entries of one list (two goods, two rooms or two keepers, after §5 tokenising:
   ``brine`` on salt and on lamp, ``The Docks`` and ``the-docks``): every sentence saying it is
   ``ambiguous_target``, and a word moved to another entry without leaving the first would
@@ -26,8 +27,10 @@ words, not compared with every good's), and ``sim.rules.worldfile_checks`` bound
 themselves.
 
 Words shared *across* lists stay allowed, as in the standard town (``smith`` names The Smithy
-and Smith Bram, SENTENCES §6), and so do the seats' aliases: a parse that depends on them is
-the phrasebook's concern (``agents.baselines.rules``), not a town's.
+and Smith Bram, SENTENCES §6), and so do the seats' aliases in rooms' and keepers' names: a
+parse that depends on them is the phrasebook's concern (``agents.baselines.rules``).  A good's
+words may not hold an alias: every offer and gift of it (``I offer Bolt 1 bolt``) names a seat
+in the good's place.
 
 The rules may not import the parser (import-linter's sim-wings layers), so this module hands
 :func:`check_words` to the world-file builder (``sim.rules.worldfile_build.WORD_CHECKS``) when
@@ -39,15 +42,23 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from ..rules.world import Good, Keeper, Room, World
+from ..rules.world import COG_NAMES, Good, Keeper, Room, World
 from ..rules.worldfile_build import WORD_CHECKS
-from .vocab import COIN_WORDS, NUMBER_WORDS, OFFER_WORDS, REFLEXIVE_WORDS, tokenize
+from .vocab import COIN_WORDS, NUMBER_WORDS, OFFER_WORDS, QUOTE_CHARS, REFLEXIVE_WORDS, tokenize
 
 __all__ = ["LITTLE_WORDS", "check_words", "entry_texts"]
 
 # The words around the names in the game's own sentences ("I buy 2 rope from Smith Bram.",
 # "I walk to the Docks.", "I ask Vell about my commissions.", "all the ropes"): a whole phrase
 # made of one of them would be named by nearly every sentence.
+# A straight or curly double quote starts the spoken part of a sentence (SENTENCES §4), and a
+# bar starts it in guild play ("I walk to the docks | say hello").
+SPEECH_MARKS = frozenset('"|' + QUOTE_CHARS)
+
+# The seats' names (any six of them name a game's seats): a good's word that is one would be read
+# as the seat in every offer and gift of it.
+SEAT_WORDS = frozenset(w for a in COG_NAMES for w in tokenize(a))
+
 LITTLE_WORDS = frozenset(("i", "the", "to", "from", "for", "and", "of", "up", "about", "my"))
 
 _WHY_ONE_WORD = (
@@ -130,6 +141,11 @@ def _shared(table: str, kind: str, entries: Sequence, first: _Phrase, later: _Ph
 
 def _one_phrase(table: str, text: str, toks: tuple[str, ...]) -> str:
     """Why phrase ``text`` (tokens ``toks``) of ``table`` cannot name its entry, or ``""``."""
+    mark = next((c for c in text if c in SPEECH_MARKS), None)
+    if mark is not None:
+        return (f"{text!r} holds {mark!r}: a sentence that names it would start speaking "
+                "there (docs/sentences.md §4; '|' begins speech in guild play); use another "
+                "character")
     if not toks:
         return (f"{text!r} has no word a sentence can say (letters or digits, "
                 "docs/sentences.md §5)")
@@ -145,6 +161,12 @@ def _one_phrase(table: str, text: str, toks: tuple[str, ...]) -> str:
         if count is not None:
             return (f"{text!r} holds {count!r}, a count to the parser (docs/sentences.md §10): "
                     f"'I hand {text} 2 hides' would hand {count}; use another word")
+    if table == "goods":
+        seat = next((w for w in toks if w in SEAT_WORDS), None)
+        if seat is not None:
+            return (f"{text!r} holds {seat!r}, a seat's name (the seats are "
+                    f"{', '.join(COG_NAMES)}): 'I offer {seat.title()} 1 {text}' would name "
+                    "the seat twice and the good not at all; use another word")
     if table != "rooms":
         for word in toks:
             for words, why in _WHY_ANY_WORD:
