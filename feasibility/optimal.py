@@ -175,6 +175,17 @@ class OptimalSearch:
         self.memo[key] = best
         return best
 
+    def within_reach(self, start: int) -> bool:
+        """Whether the guild keeper and enough units of each commission good lie in rooms
+        reachable from ``start``: a plan with coin enough exists exactly then (a pack of one
+        unit still delivers them one by one).  When :meth:`plan` finds none, this says
+        whether the purse or the town's roads and shelves are to blame."""
+        dist = self.world.dist[start]
+        if dist[self.guild_room] < 0:
+            return False
+        return all(sum(s.stock for s in self.slots if s.index == i and dist[s.room] >= 0)
+                   >= self.units for i in range(len(self.goods)))
+
     def plan(self, start: int) -> Plan | None:
         """The optimal plan from ``start``, or ``None`` when no plan fits the purse at all.
 

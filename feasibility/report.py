@@ -5,6 +5,7 @@ from __future__ import annotations
 from sim.rules.world import World
 
 from .gate import Case, GateReport, Outcome, Summary, pair_name
+from .optimal import OptimalSearch
 
 SHOWN_FAILURES = 12
 """Failures listed in the text table (``--json`` lists every one)."""
@@ -24,7 +25,10 @@ def describe_failure(report: GateReport, o: Outcome) -> str:
     if not o.searched:
         best = "optimal plan not searched (the search's steps ran out)"
     elif o.optimal is None:
-        best = f"no plan at all within {report.world.start_coin} coin"
+        reach = OptimalSearch(report.world, (o.case.goods[0], o.case.goods[1])).within_reach
+        best = (f"no plan at all within {report.world.start_coin} coin"
+                if reach(o.case.start) else
+                "no plan at all: the guild keeper or enough of the goods lie beyond its roads")
     else:
         fits = "fits" if o.optimal.turns <= report.allowed else "does not fit either"
         best = f"optimal plan {o.optimal.turns} turns / {o.optimal.coin} coin {fits}"

@@ -208,6 +208,11 @@ def test_unreachable_guildhall_is_a_failure_with_a_reason() -> None:
     r = run_gate(replace(W, rooms=rooms), seeds=range(1))
     assert not r.ok and all(o.optimal is None for o in r.failures)
     assert "unreachable" in r.failures[0].problems[0]
+    # the line blames the roads, not the purse (it said "no plan at all within 40 coin")
+    assert describe_failure(r, r.failures[0]).endswith(
+        "no plan at all: the guild keeper or enough of the goods lie beyond its roads")
+    poor = run_gate(replace(W, start_coin=5), seeds=range(1))
+    assert describe_failure(poor, poor.failures[0]).endswith("no plan at all within 5 coin")
 
 
 # --- command line ----------------------------------------------------------------------------
@@ -503,3 +508,14 @@ def test_cli_bad_search_steps_exit_2(capsys, word: str) -> None:
     err = capsys.readouterr().err
     assert err.startswith("python -m feasibility: error: argument --search-steps: expected a "
                           "whole number 0..1,000,000,000,000 or 'none'") and err.count("\n") == 1
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(variant_towns(), st.integers(0, 8), st.sampled_from(
+    [(a, b) for a in range(4) for b in range(4) if a < b]))
+def test_within_reach_is_whether_coin_enough_makes_a_plan(world: World, start: int,
+                                                          goods) -> None:
+    from feasibility import OptimalSearch
+
+    rich = OptimalSearch(world, goods, budget=10 ** 9)
+    assert (rich.plan(start) is not None) == rich.within_reach(start)
