@@ -42,7 +42,7 @@ commission goods whose 8 keepers each sell every good spends 9.5 million, and on
 keepers would need 66 million (64 such keepers: 4 billion)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Case:
     """One seat's situation: where it starts and what its two commissions ask for.
 
@@ -55,7 +55,7 @@ class Case:
     seat: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """The verdict on one case: both plans and, if the greedy plan fails, why.
 
