@@ -25,7 +25,7 @@ from feasibility.cli import main
 from sim import Game, GameConfig, Intent, load_config, parse_sentence
 from sim.language.parser import parse
 from sim.language.phrasing import canonical_sentence
-from sim.language.vocab import phrase_lists, tokenize, world_phrases
+from sim.language.vocab import tokenize, world_phrases
 from sim.language.worldwords import check_words, entry_texts
 from sim.rules.world import COG_NAMES, QTY_ALL, STANDARD_TOWN, World
 from sim.rules.worldfile import WorldFileError, load_world, world_from_dict, world_to_dict
@@ -117,7 +117,6 @@ def test_the_standard_goods_phrases_are_exactly_their_keywords() -> None:
     name and plural are always among them, so nothing is added)."""
     keywords_only = tuple((tokenize(k), g.id) for g in STANDARD_TOWN.goods for k in g.keywords)
     assert world_phrases(STANDARD_TOWN).goods == keywords_only
-    assert phrase_lists(STANDARD_TOWN) == world_phrases(STANDARD_TOWN)
     assert world_from_dict(world_to_dict(STANDARD_TOWN)) == (STANDARD_TOWN, None)
 
 
@@ -279,7 +278,7 @@ def test_every_accepted_town_names_each_entry_by_each_of_its_words(data: dict) -
         assert str(e).startswith("<world>: ") and "\n" not in str(e)
         return
     # no phrase names two entries of one list (SENTENCES §6)
-    for phrases in phrase_lists(world):
+    for phrases in world_phrases(world):
         owners: dict[tuple[str, ...], set[int]] = {}
         for toks, ident in phrases:
             owners.setdefault(toks, set()).add(ident)

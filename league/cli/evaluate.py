@@ -29,6 +29,8 @@ from feasibility.cli import (  # the one A..B parser of the command line
 )
 from league.apart.sb3_load import guard
 from league.core.atomic import write_atomic
+from league.core.errors import LeagueError
+from league.core.files import world_option
 from league.core.ladder import UNRANKED_ABOVE
 
 
@@ -83,8 +85,10 @@ def run(args: argparse.Namespace) -> int:
                                        for r in roles]
         except ValueError as e:
             raise EvaluationError(str(e)) from None
-        world, file_turns = _town(args.world)
-        turns = args.turns if args.turns is not None else (file_turns or 14)
+        try:
+            world, turns = world_option(args.world, args.turns)
+        except LeagueError as e:
+            raise EvaluationError(str(e)) from None
         result = evaluate(spec, against=others, seeds=args.seeds, baseline=baseline,
                           turns=turns, world=world)
     except EvaluationError as e:
@@ -167,20 +171,6 @@ def policy_failure(e: BaseException) -> str:
     what = " ".join(f"{type(e).__name__}: {e}".split())[:300]
     return f"a policy raised {what}{where} (no figures: fix it, or rank it in a guild league, " \
            "which plays a failed decision with its fallback)"
-
-
-def _town(path: str | None) -> tuple[Any, int | None]:
-    """``--world``'s town and turn count (``(None, None)``: the standard town)."""
-    if path is None:
-        return None, None
-    from sim.rules.worldfile import WorldFileError, load_world
-
-    try:
-        return load_world(path)
-    except (WorldFileError, ValueError) as e:
-        raise EvaluationError(f"bad world file: {' '.join(str(e).split())[:300]}") from None
-    except RecursionError:
-        raise EvaluationError(f"bad world file: {path} is nested too deeply") from None
 
 
 def _check_writable(path: Path) -> None:

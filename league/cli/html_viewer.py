@@ -26,7 +26,7 @@ from pathlib import Path
 
 from league.core.atomic import write_atomic
 from league.core.errors import LeagueError
-from league.core.files import MAX_REPLAY_BYTES, check_regular, read_regular
+from league.core.files import MAX_REPLAY_BYTES, read_regular, world_option
 from sim import GameConfig, ReplayMismatch, replay
 from sim.game import Game
 from sim.language.phrasing import outcome_text
@@ -181,15 +181,7 @@ def parse_replay(path: Path, raw: bytes) -> dict:
 
 
 def _load_world(path: str) -> World:
-    from sim.rules.worldfile import MAX_FILE_BYTES, load_world
-
-    check_regular(Path(path), MAX_FILE_BYTES, "world file")  # a FIFO would block its open
-    try:
-        return load_world(path)[0]
-    except ValueError as e:
-        raise LeagueError(_short(e)) from None
-    except RecursionError:
-        raise LeagueError(f"{path} is nested too deeply to be a world file") from None
+    return world_option(path)[0]
 
 
 def render_page(payload: dict, world: World | None = None) -> str:

@@ -57,12 +57,12 @@ from league.cli.play_text import (
 )
 from league.core.atomic import write_atomic
 from league.core.errors import LeagueError
+from league.core.files import world_option
 from sim import Game, GameConfig
 from sim.language.textview import example_seats
 from sim.policies import check_town
 from sim.rules.errors import ConfigError
-from sim.rules.world import SEATS, STANDARD_TOWN
-from sim.rules.worldfile import WorldFileError, load_world
+from sim.rules.world import SEATS
 
 DEFAULT_OPPONENTS = "factor,magpie,factor,magpie,factor"
 HUMAN = "you"
@@ -221,15 +221,7 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``guild play``: 0 when the game ends or the person quits, 130 on Ctrl-C."""
     names = lineup(args.seat, opponent_specs(args.opponents))
     seed = args.seed if args.seed is not None else secrets.randbelow(2 ** 31)
-    world, file_turns = STANDARD_TOWN, None
-    if args.world is not None:
-        try:
-            world, file_turns = load_world(args.world)
-        except (WorldFileError, ValueError) as e:
-            raise LeagueError(f"bad world file: {' '.join(str(e).split())[:300]}") from None
-        except RecursionError:
-            raise LeagueError(f"bad world file: {args.world} is nested too deeply") from None
-    turns = args.turns if args.turns is not None else (file_turns or 14)
+    world, turns = world_option(args.world, args.turns)
     try:
         config = GameConfig(seed=seed, turns=turns, players=tuple(names), world=world)
     except ConfigError as e:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from league.core.errors import LeagueError
-from sim.rules.world import MAX_TURNS
+from sim.rules.world import DEFAULT_TURNS, MAX_TURNS, STANDARD_TOWN, World
 
 # A replay of MAX_TURNS turns is a few MB (every sentence, say and note at its longest, a
 # 64-room town's snapshots: under 32 MB); a bigger file is not a replay, and is not read.
@@ -83,3 +83,21 @@ def _too_large(path: Path, cap: int, what: str) -> str:
         return (f"{path} is over {cap >> 20} MB, more than any game of at most {MAX_TURNS} "
                 f"turns writes; not a replay")
     return f"{path} is over {cap:,} bytes, the most a {what} may hold"
+
+
+def world_option(path: str | None, turns: int | None = None) -> tuple[World, int]:
+    """A command's ``--world FILE`` and ``--turns``: the town (the standard one without a file)
+    and the turn count (``--turns``, else the file's, else 14).  A file that is no world file is
+    a ``LeagueError`` in one line ("bad world file: ..."); ``sim.rules.worldfile.load_world``
+    reads it bounded and refuses a FIFO or a device unread."""
+    if path is None:
+        return STANDARD_TOWN, DEFAULT_TURNS if turns is None else turns
+    from sim.rules.worldfile import load_world
+
+    try:
+        world, file_turns = load_world(path)
+    except ValueError as e:  # WorldFileError, or a town World itself refuses
+        raise LeagueError(f"bad world file: {' '.join(str(e).split())[:300]}") from None
+    except RecursionError:
+        raise LeagueError(f"bad world file: {path} is nested too deeply") from None
+    return world, turns if turns is not None else (file_turns or DEFAULT_TURNS)

@@ -169,6 +169,12 @@ class BatchedGuild:
             raise ValueError(f"actions[{row}, {seat}] (episode {row}, seat {seat}) must be a "
                              f"table index between 0 and {self.tables.n_actions - 1}; got "
                              f"{int(a[row, seat])}")
+        return self.step_checked(a, autoreset, skip_done)
+
+    def step_checked(self, a: np.ndarray, autoreset: bool = True,
+                     skip_done: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`step` of actions a caller has already checked (an int ``[n, 6]`` array of
+        table indices), so a face that names a bad action its own way checks it once."""
         ended = self.state.done.copy()
         if ended.any() and not skip_done:
             raise ValueError("step: some episodes have ended; call reset_done() first")

@@ -305,7 +305,7 @@ class GuildSelfPlay:
             raise ValueError(f"actions[{i}] (episode {i // SEATS}, seat {i % SEATS}) must be a "
                              f"table index between 0 and {n - 1}; got {int(a[i])}")
         e = self.engine
-        rewards, done = e.step(a.reshape(self.num_envs, SEATS), autoreset=False)
+        rewards, done = e.step_checked(a.reshape(self.num_envs, SEATS), autoreset=False)
         if self.reward_mode == "terminal":
             rewards = np.where(done[:, None], e.scores(), 0.0)
         self.rewards[:] = rewards.ravel()

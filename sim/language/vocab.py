@@ -252,20 +252,15 @@ def _good_phrases(goods: Sequence[Good]) -> tuple[Phrase, ...]:
     return tuple(out)
 
 
-def phrase_lists(world: World) -> WorldPhrases:
+@per_world
+def world_phrases(world: World) -> WorldPhrases:
     """§6 rooms (keywords then name), goods (keywords, then name and plural when no keyword
-    says them), NPCs (keywords then name) of ``world``; :func:`world_phrases` caches it."""
+    says them), NPCs (keywords then name) of ``world``, built once per world instance."""
     return WorldPhrases(
         rooms=_phrases([(r.id, (*r.keywords, r.name)) for r in world.rooms]),
         goods=_good_phrases(world.goods),
         npcs=_phrases([(k.id, (*k.keywords, k.name)) for k in world.keepers]),
     )
-
-
-@per_world
-def world_phrases(world: World) -> WorldPhrases:
-    """:func:`phrase_lists` of ``world``, built once per world instance."""
-    return phrase_lists(world)
 
 
 def cog_phrases(aliases: Sequence[str]) -> tuple[Phrase, ...]:

@@ -1,7 +1,7 @@
 """Whether every room, good and keeper of a town can be named in a sentence (world files).
 
 A world file (:mod:`sim.rules.worldfile`) names the town's entries; a seat names them back in
-sentences, through the phrase lists of SENTENCES §6 (:func:`sim.language.vocab.phrase_lists`).
+sentences, through the phrase lists of SENTENCES §6 (:func:`sim.language.vocab.world_phrases`).
 A town whose words the parser cannot tell apart is playable only in name, so a world file is
 refused, in one line naming the file and the entry, when a name, plural or keyword:
 
