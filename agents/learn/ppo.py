@@ -369,6 +369,15 @@ class _Policy:
             self._net = load_model(self.path)[0]
         return self._net
 
+    def check_world(self, world: Any) -> None:
+        """``ModelError`` (a ``ValueError``) unless the model's observation and action table
+        have ``world``'s shapes, asked before the first turn (``sim.policies.check_town``): a
+        model trained in one town plays any town of the same shapes."""
+        from sim.batched.tables import tables_for
+
+        tables = tables_for(world)
+        self._check_sizes(tables.obs_width, tables.n_actions)
+
     def _check_sizes(self, width: int, n_actions: int) -> None:
         net = self.net()
         if (width, n_actions) != (net.obs_width, net.n_actions):

@@ -33,8 +33,8 @@ from agents.learn.ppo_pool import Pool
 from agents.learn.train_options import AGAINST, TrainingError, check_against
 from sim.batched.engine import BatchedGuild
 from sim.batched.observe import encode
-from sim.policies import BATCHED_POLICIES
-from sim.rules.world import SEATS
+from sim.policies import BATCHED_POLICIES, check_town
+from sim.rules.world import SEATS, World
 
 
 class OpponentError(TrainingError):
@@ -70,14 +70,15 @@ class Arena:
         turns: the episodes' length.
         against: the fixed opponents' specs.
         league: draw lineups from the PFSP pool (module docstring); excludes ``self_play``.
+        world: the town (default the standard one).
     """
 
     def __init__(self, envs: int, self_play: bool, seed: int, generator: Any,
                  turns: int = 14, against: Sequence[str] = AGAINST,
-                 league: bool = False) -> None:
+                 league: bool = False, world: World | None = None) -> None:
         if self_play and league:
             raise ValueError("self-play and league training exclude each other")
-        self.engine = BatchedGuild(envs, turns=turns, seed=seed)
+        self.engine = BatchedGuild(envs, turns=turns, world=world, seed=seed)
         self.turns = turns
         self.self_play = self_play
         self.league = league
@@ -85,6 +86,7 @@ class Arena:
         self.generator = generator
         self.against = check_against(tuple(against))
         self.players = fixed_players(self.against, seed)
+        check_town(self.players, self.engine.world)
         self.pool = Pool(list(self.against))
         self.snapshots: list[PolicyNet] = []
         self.width = self.engine.tables.obs_width

@@ -26,6 +26,7 @@ from agents.learn.ppo import MASKED, PolicyNet, model_dict, net_from_dict
 from agents.learn.ppo_arena import AGAINST, Arena
 from agents.learn.ppo_config import PPOConfig
 from sim.codec.action_table import TABLE_VERSION
+from sim.rules.world import World
 
 
 class Learner:
@@ -40,15 +41,16 @@ class Learner:
         turns: episode length.
         against: the fixed opponents (batched policy specs).
         league: the arena's league lineups (prioritized fictitious self-play).
+        world: the town (default the standard one).
     """
 
     def __init__(self, config: PPOConfig, envs: int, self_play: bool, seed: int,
                  device: str = "cpu", turns: int = 14, against: Sequence[str] = AGAINST,
-                 league: bool = False) -> None:
+                 league: bool = False, world: World | None = None) -> None:
         self.config = config
         self.device = torch.device(device)
         self.generator = torch.Generator().manual_seed(seed)
-        self.arena = Arena(envs, self_play, seed, self.generator, turns, against, league)
+        self.arena = Arena(envs, self_play, seed, self.generator, turns, against, league, world)
         self.turns = turns
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)

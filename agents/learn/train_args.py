@@ -116,6 +116,12 @@ def _against(value: Any) -> tuple[str, ...]:
         raise ValueError(str(e).removeprefix("against ")) from None
 
 
+def _world(value: Any) -> str:
+    if not isinstance(value, str) or not value or "\0" in value:
+        raise ValueError(f"must be a world file's path; got {value!r:.40}")
+    return value
+
+
 def _run(name: str, metavar: str, help: str, aliases: tuple[str, ...] = ()) -> Option:
     return _number(name, metavar, help, KNOBS[name], aliases)
 
@@ -141,6 +147,11 @@ RUN_OPTIONS = (
             "snapshots and the learner itself, weighted toward those it loses to (PFSP)"),
     Option("against", "the fixed opponents, comma-separated (a list in a config file): "
            "factor, magpie, random, champion, ppo:MODEL", _against, _against, "P1,P2,..."),
+    Option("world", "train and evaluate in the town of this world file (TOML or JSON; "
+           "docs/feasibility.md); a model trained there plays it with --world in guild evaluate, "
+           "play and view", _world, _world, "FILE"),
+    _run("turns", "N", "turns of every episode, trained and evaluated (default the world "
+         "file's, else 14)"),
     _run("checkpoint_minutes", "M", "minutes between checkpoints"),
     _run("eval_episodes", "E", f"held-out seeds {EVAL_SEED0}.. for the paired evaluation "
          "before and after, each played in all six seats"),
@@ -154,8 +165,8 @@ PPO_OPTIONS = (
     _ppo("gae_lambda", "L", "GAE's lambda"),
     _ppo("epochs", "N", "passes over each update's experience"),
     _ppo("minibatch", "N", "samples per gradient step (the update's are split evenly near it)"),
-    _ppo("episodes", "N", "the rollout: whole episodes (14 turns) of every engine row gathered "
-         "per update"),
+    _ppo("episodes", "N", "the rollout: whole episodes of every engine row gathered per "
+         "update"),
     _ppo("vf_coef", "C", "weight of the value loss"),
     _ppo("max_grad_norm", "N", "the gradients' norm is clipped to it"),
     Option("hidden", "the network's hidden layer widths, comma-separated or, in a config "
@@ -189,7 +200,8 @@ def _add(group: Any, options: tuple[Option, ...], defaults: object) -> None:
     fills the defaults in after the config file, and ``--help`` shows them."""
     for o in options:
         flags = [f"--{k}" for k in o.keys]
-        help = f"{o.help} (default {shown(getattr(defaults, o.name))})"
+        default = getattr(defaults, o.name)
+        help = o.help if default is None else f"{o.help} (default {shown(default)})"
         if o.parse is None:
             group.add_argument(*flags, dest=o.name, action=argparse.BooleanOptionalAction,
                                default=None, help=help)

@@ -6,6 +6,7 @@ checkpoint keeps of it, below both the command (``agents.learn.training``) and t
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 from agents.learn.evaluation import MAX_SEEDS
 from agents.learn.knobs import Knob
 from agents.learn.ppo_config import PPOConfig
+from sim.rules.world import DEFAULT_TURNS, MAX_TURNS, MIN_TURNS, STANDARD_TOWN, World
 
 Say = Callable[[str], None]
 
@@ -43,7 +45,13 @@ KNOBS: dict[str, Knob] = {
     "threads": Knob(int, 1, MAX_THREADS),
     "checkpoint_minutes": Knob(float, 0, open_low=True),
     "eval_episodes": Knob(int, 2, MAX_SEEDS),
+    "turns": Knob(int, MIN_TURNS, MAX_TURNS),
 }
+UNSET = ("turns",)  # knobs that may be None: turns unset is the world file's, else 14
+# The observations one update holds (its rollouts), in bytes: the standard town's largest run
+# (16,384 episodes, six learning seats each, 14 turns of 460 numbers) holds 2.5 GB; a town of
+# many rooms and goods, or a long game, could ask for far more before any work.
+MAX_ROLLOUT_BYTES = 4 << 30
 
 
 class TrainingError(ValueError):
@@ -77,6 +85,8 @@ class TrainOptions:
     checkpoint_minutes: float = 2.0
     resume: bool = False
     eval_episodes: int = 500
+    world: str | None = None
+    turns: int | None = None
     plot: bool = True
     ppo: PPOConfig = field(default_factory=PPOConfig)
     config_file: tuple[str, str] | None = None
@@ -84,12 +94,17 @@ class TrainOptions:
 
     def __post_init__(self) -> None:
         for name, knob in KNOBS.items():
+            if name in UNSET and getattr(self, name) is None:
+                continue
             try:
                 knob.check(getattr(self, name))
             except ValueError as e:
                 raise TrainingError(f"{name} {e}") from None
         if "\0" in str(self.out):  # a path that no system call takes (a config file's string)
             raise TrainingError(f"out must be a folder's path; got {self.out!r:.40}")
+        if self.world is not None and (not isinstance(self.world, str) or not self.world
+                                       or "\0" in self.world):
+            raise TrainingError(f"world must be a world file's path; got {self.world!r:.40}")
         if self.device not in DEVICES:
             raise TrainingError(f"device must be one of {', '.join(DEVICES)}; got "
                                 f"{self.device!r}")
@@ -209,12 +224,100 @@ def shown(value: object) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def run_record(options: TrainOptions) -> dict:
-    """What a checkpoint keeps of the options (plain values)."""
-    return {"seed": options.seed, "envs": options.envs, "self_play": options.self_play,
+def run_record(options: TrainOptions, town: Town) -> dict:
+    """What a checkpoint keeps of the options and the town (plain values)."""
+    return {**town.record(), "seed": options.seed, "envs": options.envs,
+            "self_play": options.self_play,
             "league": options.league, "against": list(options.against),
             "opponents": opponent_digests(options.against),
             "threads": options.threads, "ppo": options.ppo.to_dict(),
             # the run asked for: a resume that names none finishes it
             "steps": options.steps, "minutes": options.minutes,
             "config_file": list(options.config_file) if options.config_file else None}
+
+
+@dataclass(frozen=True)
+class Town:
+    """The town a run trains and is evaluated in (``path``: the world file it was read from,
+    None for the standard town) and its episodes' length."""
+
+    world: World = STANDARD_TOWN
+    turns: int = DEFAULT_TURNS
+    path: str | None = None
+
+    @property
+    def sha256(self) -> str:
+        """The town's digest: its full world-file form as canonical JSON, so the same town
+        read from two files (or a file rewritten with other comments) has one digest."""
+        from sim.rules.worldfile import world_to_dict
+
+        text = json.dumps(world_to_dict(self.world), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def record(self) -> dict:
+        """What a checkpoint keeps of it: the whole town (a resume never re-reads the file,
+        which may have changed), its file's path and the turns."""
+        from sim.rules.worldfile import world_to_dict
+
+        standard = self.path is None
+        return {"world": None if standard else world_to_dict(self.world),
+                "world_file": self.path, "turns": self.turns}
+
+    def summary(self) -> dict | None:
+        """How ``summary.json`` and a model file name it: None for the standard town."""
+        return None if self.path is None else {"path": self.path, "sha256": self.sha256}
+
+    def shown(self) -> str:
+        """The town in a line of the command's output."""
+        where = "the standard town" if self.path is None else f"the town of {self.path}"
+        return f"{where}, {self.turns} turns"
+
+
+def read_town(options: TrainOptions) -> Town:
+    """The town ``options`` ask for (``--world``, ``--turns``); :class:`TrainingError` in one
+    line for a file that is no world file."""
+    from sim.rules.worldfile import world_and_turns
+
+    try:
+        world, turns = world_and_turns(options.world, options.turns)
+    except ValueError as e:  # WorldFileError, or a town World itself refuses
+        raise TrainingError(f"--world: bad world file: {' '.join(str(e).split())[:300]}"
+                            ) from None
+    except RecursionError:
+        raise TrainingError(f"--world: bad world file: {options.world!r:.80} is nested too "
+                            "deeply") from None
+    path = None if options.world is None else str(Path(options.world).resolve())
+    return Town(world, turns, path)
+
+
+def run_town(asked: Town, checkpoint: dict, options: TrainOptions, warn: Say) -> Town:
+    """The town a resumed run continues in: the one its checkpoint holds (a run begun before
+    towns were recorded trained in the standard town, 14 turns). Another town or turn count
+    asked for is named and ignored, as another seed is."""
+    from sim.rules.worldfile import world_from_dict
+
+    run = checkpoint["run"]
+    data, turns = run.get("world"), run.get("turns", DEFAULT_TURNS)
+    world = STANDARD_TOWN if data is None else world_from_dict(data, "its town")[0]
+    path = run.get("world_file")
+    kept = Town(world, KNOBS["turns"].check(turns), None if path is None else str(path))
+    if ((options.world is not None or options.turns is not None)
+            and (asked.world != kept.world or asked.turns != kept.turns)):
+        now = " as its file reads now" if asked.path is not None and asked.path == path else ""
+        warn(f"train: --resume keeps the run's town ({kept.shown()}), not {asked.shown()}{now}")
+    return kept
+
+
+def check_rollout(options: TrainOptions, width: int, turns: int) -> None:
+    """Refuse a run whose update would hold more than :data:`MAX_ROLLOUT_BYTES` of
+    observations (``width`` float32 numbers a learning seat and turn), before any work."""
+    from sim.rules.world import SEATS
+
+    learners = SEATS if options.self_play else 1
+    size = options.envs * options.ppo.episodes * turns * learners * width * 4
+    if size > MAX_ROLLOUT_BYTES:
+        raise TrainingError(
+            f"an update would hold {size / 2 ** 30:.1f} GiB of observations ({options.envs:,} "
+            f"envs x {options.ppo.episodes} episodes x {turns} turns x {learners} learning "
+            f"seat{'s' if learners > 1 else ''} x {width} numbers); at most "
+            f"{MAX_ROLLOUT_BYTES >> 30} GiB: lower --envs or --episodes")

@@ -62,8 +62,11 @@ from agents.learn.train_options import (
     DEVICES,
     SNAPSHOTS,
     TENSORBOARD,
+    Town,
     TrainingError,
     TrainOptions,
+    check_rollout,
+    read_town,
 )
 
 Say = Callable[[str], None]
@@ -107,7 +110,11 @@ def train(options: TrainOptions, *, say: Say = _quiet, log: Say = _quiet, warn: 
         raise TrainingError(f"needs torch (pip install torch==2.13.0, then pip install -e "
                             f"'.[train]'): {e}") from None
     device = resolve_device(options.device)
-    _check_opponents(options.against)
+    town = read_town(options)
+    _check_opponents(options.against, town)
+    from sim.batched.tables import tables_for
+
+    check_rollout(options, tables_for(town.world).obs_width, town.turns)
     out = Path(options.out)
     if out.exists() and not out.is_dir():
         raise TrainingError(f"--out {options.out!r} is not a directory")
@@ -139,7 +146,8 @@ def train(options: TrainOptions, *, say: Say = _quiet, log: Say = _quiet, warn: 
         try:
             from agents.learn.training_loop import run_training
 
-            return run_training(options, out, device, checkpoint, say, log, warn, progress)
+            return run_training(options, town, out, device, checkpoint, say, log, warn,
+                                progress)
         finally:
             torch.set_num_threads(threads)
 
@@ -148,11 +156,12 @@ BATCHED_KINDS = ("factor, magpie, random, champion, ppo:MODEL, sb3:MODEL or a ba
                  "module:Name")
 
 
-def _check_opponents(against: Sequence[str]) -> None:
-    """Every ``--against`` spec builds a batched policy, or one line naming it (a policy of a
-    kind that plays the scalar engine only, or whose own code fails, included)."""
+def _check_opponents(against: Sequence[str], town: Town) -> None:
+    """Every ``--against`` spec builds a batched policy that plays ``town``, or one line naming
+    it (a policy of a kind that plays the scalar engine only, a model of another town's shapes,
+    ``champion`` in a world file's town, or one whose own code fails, included)."""
     from agents.learn.ppo_arena import fixed_players
-    from sim.policies import BATCHED_POLICIES, POLICIES
+    from sim.policies import BATCHED_POLICIES, POLICIES, check_town
 
     for spec in against:
         kind, colon, _ = spec.partition(":")
@@ -163,7 +172,7 @@ def _check_opponents(against: Sequence[str]) -> None:
                                 "form, and training plays its opponents on the batched engine "
                                 f"({BATCHED_KINDS})")
         try:
-            fixed_players([spec], 0)
+            players = fixed_players([spec], 0)
         except KeyboardInterrupt:
             raise
         except ValueError as e:
@@ -172,6 +181,11 @@ def _check_opponents(against: Sequence[str]) -> None:
         except BaseException as e:  # noqa: BLE001 - the opponent's own code failed (or exited)
             raise TrainingError(f"--against {spec!r:.80}: building it raised "
                                 f"{type(e).__name__}: {str(e)[:200]}") from None
+        try:
+            check_town(players, town.world)
+        except ValueError as e:
+            raise TrainingError(f"--against {spec!r:.80} cannot play {town.shown()}: "
+                                f"{str(e)[:300]}") from None
 
 
 # What a run leaves in --out; a new run (no --resume) refuses a directory holding any of them.

@@ -31,10 +31,12 @@ from agents.learn.train_options import (
     EVAL_SEED0,
     SNAPSHOTS,
     TENSORBOARD,
+    Town,
     TrainingError,
     TrainOptions,
     run_options,
     run_record,
+    run_town,
 )
 from sim.codec.action_table import TABLE_VERSION
 
@@ -42,12 +44,13 @@ Say = Callable[[str], None]
 DIGESTS = 3        # updates whose weights' digest summary.json records (a re-run's check)
 
 
-def evaluate(policy: Any, seeds: range) -> dict:
-    """The paired, seat-rotated comparison with factor (``agents.learn.evaluation``), as plain
-    data."""
+def evaluate(policy: Any, seeds: range, town: Town) -> dict:
+    """The paired, seat-rotated comparison with factor (``agents.learn.evaluation``) in the
+    run's town, as plain data."""
     from agents.learn.evaluation import paired_evaluation
 
-    result = paired_evaluation(policy, against=EVAL_OPPONENTS, seeds=seeds, turns=14)
+    result = paired_evaluation(policy, against=EVAL_OPPONENTS, seeds=seeds, turns=town.turns,
+                               world=town.world)
     return json.loads(json.dumps(result.to_dict()))  # plain values: checkpoints load them
 
 
@@ -56,30 +59,35 @@ def _line(when: str, e: dict) -> str:
             f"(mean score {e['mean']:+.3f}; factor in the same seats {e['baseline_mean']:+.3f})")
 
 
-def run_training(options: TrainOptions, out: Path, device: str, checkpoint: dict | None,
-                 say: Say, log: Say, warn: Say, progress: Callable[[float, dict], None]) -> dict:
-    """Train as ``options`` say into ``out`` (module docstring); returns the summary."""
+def run_training(options: TrainOptions, town: Town, out: Path, device: str,
+                 checkpoint: dict | None, say: Say, log: Say, warn: Say,
+                 progress: Callable[[float, dict], None]) -> dict:
+    """Train as ``options`` say, in ``town``, into ``out`` (module docstring); returns the
+    summary."""
     if checkpoint is not None:
-        o, learner, curve, seconds, before, digests = _restore(options, out, device,
-                                                               checkpoint, warn)
+        o, town, learner, curve, seconds, before, digests = _restore(options, town, out, device,
+                                                                     checkpoint, warn)
         resumed: int | None = learner.steps
         log(f"resumed from the checkpoint at step {learner.steps:,} ({seconds:.0f} s trained)")
     else:
         o, resumed = options, None
-        learner = Learner(o.ppo, o.envs, o.self_play, o.seed, device, against=o.against,
-                          league=o.league)
+        learner = Learner(o.ppo, o.envs, o.self_play, o.seed, device, turns=town.turns,
+                          against=o.against, league=o.league, world=town.world)
         curve, seconds, before, digests = [], 0.0, None, []
     seeds = range(EVAL_SEED0, EVAL_SEED0 + o.eval_episodes)
+    if town.path is not None:
+        say(f"town: {town.shown()}")
     say(f"paired evaluation: seeds {seeds[0]}..{seeds[-1]}, the model in each of the six "
         f"seats against {' and '.join(EVAL_OPPONENTS)}, compared with factor in its place")
     board = Board(out, learner.steps)
     try:
         if before is None:  # (a resumed run's was logged when the run began)
-            before = evaluate(BatchedPPOPolicy.from_net(_on_cpu(learner)), seeds)
+            before = evaluate(BatchedPPOPolicy.from_net(_on_cpu(learner)), seeds, town)
             board.add_evaluation(learner.steps, before)
         say(_line("before training", before))
         first_step, session = learner.steps, time.perf_counter()
-        seconds = _loop(o, out, learner, curve, seconds, before, digests, board, log, progress)
+        seconds = _loop(o, town, out, learner, curve, seconds, before, digests, board, log,
+                        progress)
         session = time.perf_counter() - session
         steps = learner.steps
         model = out / MODEL_NAME
@@ -88,8 +96,9 @@ def run_training(options: TrainOptions, out: Path, device: str, checkpoint: dict
             "updates": learner.updates, "train_seconds": round(seconds, 1), "envs": o.envs,
             "self_play": o.self_play, "league": o.league, "against": list(o.against),
             "device": device, "threads": o.threads, "digests": digests,
-            "digest": learner.digest(), "hyperparameters": o.ppo.to_dict()})
-        after = evaluate(BatchedPPOPolicy(model), seeds)  # the saved file, as leagues play it
+            "digest": learner.digest(), "world": town.summary(), "turns": town.turns,
+            "hyperparameters": o.ppo.to_dict()})
+        after = evaluate(BatchedPPOPolicy(model), seeds, town)  # the saved file, as leagues play it
         board.add_evaluation(steps, after)
     finally:
         board.close()
@@ -114,8 +123,9 @@ def run_training(options: TrainOptions, out: Path, device: str, checkpoint: dict
                "digests": digests, "digest": learner.digest(),
                "pool": learner.arena.pool.to_list() if o.league else None,
                "snapshots": sorted(p.name for p in (out / SNAPSHOTS).glob("*.pt")),
+               "world": town.summary(), "turns": town.turns,
                "evaluation": {"seeds": [seeds[0], seeds[-1]], "against": list(EVAL_OPPONENTS),
-                              "turns": 14},
+                              "turns": town.turns},
                "before": before, "after": after, "hyperparameters": o.ppo.to_dict(),
                "config": _config_record(o.config_file),
                "tensorboard": str(out / TENSORBOARD) if board.enabled else None}
@@ -123,15 +133,16 @@ def run_training(options: TrainOptions, out: Path, device: str, checkpoint: dict
     return summary
 
 
-def _restore(options: TrainOptions, out: Path, device: str, checkpoint: dict,
-             warn: Say) -> tuple[TrainOptions, Learner, list, float, dict, list]:
-    """The run a checkpoint holds: its options, learner, curve, seconds trained, "before"
-    figures and first digests; :class:`TrainingError` for one damaged inside or other
-    hyperparameters asked."""
+def _restore(options: TrainOptions, asked: Town, out: Path, device: str, checkpoint: dict,
+             warn: Say) -> tuple[TrainOptions, Town, Learner, list, float, dict, list]:
+    """The run a checkpoint holds: its options, town, learner, curve, seconds trained,
+    "before" figures and first digests; :class:`TrainingError` for one damaged inside or
+    other hyperparameters asked."""
     try:
         o = run_options(options, checkpoint, warn)
-        learner = Learner(o.ppo, o.envs, o.self_play, o.seed, device, against=o.against,
-                          league=o.league)
+        town = run_town(asked, checkpoint, options, warn)
+        learner = Learner(o.ppo, o.envs, o.self_play, o.seed, device, turns=town.turns,
+                          against=o.against, league=o.league, world=town.world)
         learner.load_state(checkpoint["learner"], str(out / CHECKPOINT_NAME))
         curve = [list(row) for row in checkpoint["curve"]]
         if not all(len(row) == len(CURVE_COLUMNS) and all(
@@ -148,10 +159,10 @@ def _restore(options: TrainOptions, out: Path, device: str, checkpoint: dict,
     except (KeyError, TypeError, ValueError, RuntimeError) as e:  # damaged inside
         raise TrainingError(f"--resume: checkpoint {str(out / CHECKPOINT_NAME)!r} cannot "
                             f"be restored ({type(e).__name__}: {str(e)[:100]})") from None
-    return o, learner, curve, seconds, before, digests
+    return o, town, learner, curve, seconds, before, digests
 
 
-def _loop(o: TrainOptions, out: Path, learner: Learner, curve: list, seconds: float,
+def _loop(o: TrainOptions, town: Town, out: Path, learner: Learner, curve: list, seconds: float,
           before: dict, digests: list, board: Board, log: Say,
           progress: Callable[[float, dict], None]) -> float:
     """Update until the steps or minutes are spent, adding to ``curve``, ``digests`` (the first
@@ -159,7 +170,7 @@ def _loop(o: TrainOptions, out: Path, learner: Learner, curve: list, seconds: fl
     self-play or the league to ``OUT/snapshots/``; returns the seconds trained, whole run.
     Ctrl-C keeps a checkpoint."""
     def record() -> dict:
-        return {"run": run_record(o), "learner": learner.state(), "curve": list(curve),
+        return {"run": run_record(o, town), "learner": learner.state(), "curve": list(curve),
                 "seconds": seconds, "before": before, "digests": list(digests)}
 
     started, first_step = time.perf_counter(), learner.steps

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from league.core.errors import LeagueError
-from sim.rules.world import DEFAULT_TURNS, MAX_TURNS, STANDARD_TOWN, World
+from sim.rules.world import MAX_TURNS, World
 
 # A replay of MAX_TURNS turns is a few MB (every sentence, say and note at its longest, a
 # 64-room town's snapshots: under 32 MB); a bigger file is not a replay, and is not read.
@@ -86,18 +86,14 @@ def _too_large(path: Path, cap: int, what: str) -> str:
 
 
 def world_option(path: str | None, turns: int | None = None) -> tuple[World, int]:
-    """A command's ``--world FILE`` and ``--turns``: the town (the standard one without a file)
-    and the turn count (``--turns``, else the file's, else 14).  A file that is no world file is
-    a ``LeagueError`` in one line ("bad world file: ..."); ``sim.rules.worldfile.load_world``
-    reads it bounded and refuses a FIFO or a device unread."""
-    if path is None:
-        return STANDARD_TOWN, DEFAULT_TURNS if turns is None else turns
-    from sim.rules.worldfile import load_world
+    """A command's ``--world FILE`` and ``--turns`` (``sim.rules.worldfile.world_and_turns``);
+    a file that is no world file is a ``LeagueError`` in one line ("bad world file: ...").
+    ``load_world`` reads it bounded and refuses a FIFO or a device unread."""
+    from sim.rules.worldfile import world_and_turns
 
     try:
-        world, file_turns = load_world(path)
+        return world_and_turns(path, turns)
     except ValueError as e:  # WorldFileError, or a town World itself refuses
         raise LeagueError(f"bad world file: {' '.join(str(e).split())[:300]}") from None
     except RecursionError:
         raise LeagueError(f"bad world file: {path} is nested too deeply") from None
-    return world, turns if turns is not None else (file_turns or DEFAULT_TURNS)

@@ -60,7 +60,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .world import MAX_TURNS, STANDARD_TOWN, World
+from .world import DEFAULT_TURNS, MAX_TURNS, STANDARD_TOWN, World
 from .worldfile_build import (
     GOOD_KEYS,
     KEEPER_KEYS,
@@ -77,7 +77,7 @@ from .worldfile_checks import WorldFileError
 
 __all__ = ["GOOD_KEYS", "KEEPER_KEYS", "MAX_COIN", "MAX_DEPTH", "MAX_FILE_BYTES",
            "MAX_INT_DIGITS", "MAX_TURNS", "MAX_VALUE", "ROOM_KEYS", "TOP_KEYS", "WorldFileError",
-           "load_world", "world_from_dict", "world_to_dict"]
+           "load_world", "world_and_turns", "world_from_dict", "world_to_dict"]
 
 MAX_FILE_BYTES = 1 << 20  # 1 MiB: a 64-room town with long descriptions is under 100 KB
 MAX_DEPTH = 8             # containers inside containers; a town needs 4
@@ -113,6 +113,17 @@ def load_world(path: str | Path, base: World = STANDARD_TOWN) -> tuple[World, in
                              "is larger")
     data = _parse_toml(p, raw) if p.suffix.lower() == ".toml" else _parse_json(p, raw)
     return world_from_dict(data, source=str(p), base=base)
+
+
+def world_and_turns(path: str | Path | None, turns: int | None = None) -> tuple[World, int]:
+    """A command's ``--world FILE`` and ``--turns``: the town (the standard one without a file)
+    and the turn count (``turns`` when given, else the file's, else :data:`DEFAULT_TURNS`).
+    A file that is no world file raises :class:`WorldFileError`; every command that plays a
+    world file reads it and its turns here, so they agree on both."""
+    if path is None:
+        return STANDARD_TOWN, DEFAULT_TURNS if turns is None else turns
+    world, file_turns = load_world(path)
+    return world, turns if turns is not None else (file_turns or DEFAULT_TURNS)
 
 
 def _parse_toml(p: Path, raw: bytes) -> Any:
