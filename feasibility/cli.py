@@ -131,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"python -m feasibility: error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    world, name, file_turns = STANDARD_TOWN, "standard town", None
+    world, file_turns = STANDARD_TOWN, None
     if args.world is not None:
         try:
             world, file_turns = load_world(args.world)
@@ -142,15 +142,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"python -m feasibility: bad world file: {args.world} is nested too deeply",
                   file=sys.stderr)
             return EXIT_USAGE
-        name = f"world {args.world}"
     turns = args.turns if args.turns is not None else (file_turns or DEFAULT_TURNS)
     if not MIN_TURNS <= turns <= MAX_TURNS:  # a world file's own turns, checked here too
         print(f"python -m feasibility: error: turns must be {MIN_TURNS}..{MAX_TURNS}; got "
               f"{turns}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        report = run_gate(world, turns, args.seeds, world_name=name,
-                          search_steps=args.search_steps)
+        report = run_gate(world, turns, args.seeds, search_steps=args.search_steps,
+                          world_file=args.world)
     except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback (and no verdict)
         print("python -m feasibility: interrupted; no verdict", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -20,6 +20,7 @@ it gets its verdict all the same, and the cases left unsearched are counted and 
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from sim.rules.world import DEFAULT_TURNS, MAX_TURNS, MIN_TURNS, SEATS, STANDARD
 
 from .greedy import Source, cheapest_source, greedy_plan
 from .optimal import OptimalSearch, OutOfEffort, SearchEffort
-from .plan import UNITS, Plan, allowance
+from .plan import Plan, allowance
 
 DEFAULT_SEEDS = range(0, 200)
 """RULES §18: seeds 0..199 x 6 seats = 1,200 seat-seeds."""
@@ -135,9 +136,8 @@ class Checker:
                             f"({self.turns} - 2)")
         if g.coin > w.start_coin:
             problems.append(f"needs {g.coin} coin > {w.start_coin} held")
-        carried = len(goods) * UNITS
-        if carried > w.carry_limit:
-            problems.append(f"carries {carried} units at once > carry limit {w.carry_limit}")
+        if g.carry > w.carry_limit:
+            problems.append(f"carries {g.carry} units at once > carry limit {w.carry_limit}")
         return g, optimal, tuple(problems), searched
 
     def seeded_cases(self, seeds: Iterable[int]) -> list[Case]:
@@ -169,10 +169,12 @@ class Summary:
     worst_turns_case: Case | None = None
     worst_coin: int | None = None
     worst_coin_case: Case | None = None
+    worst_carry: int | None = None  # the most units a plan holds at once
     pair_coin: dict[str, int] = field(default_factory=dict)  # worst coin per pair
     pair_turns: dict[str, int] = field(default_factory=dict)  # worst turns per pair
     slack_turns: int | None = None
     slack_coin: int | None = None
+    slack_carry: int | None = None  # the carry limit less worst_carry
 
     @classmethod
     def of(cls, world: World, allowed: int, outcomes: list[Outcome], oracle: str) -> Summary:
@@ -191,6 +193,7 @@ class Summary:
                 s.worst_turns, s.worst_turns_case = p.turns, o.case
             if s.worst_coin is None or p.coin > s.worst_coin:
                 s.worst_coin, s.worst_coin_case = p.coin, o.case
+            s.worst_carry = max(s.worst_carry or 0, p.carry)
             name = pair_name(world, o.case.goods)
             s.pair_coin[name] = max(s.pair_coin.get(name, p.coin), p.coin)
             s.pair_turns[name] = max(s.pair_turns.get(name, p.turns), p.turns)
@@ -200,6 +203,8 @@ class Summary:
         if s.worst_turns is not None and s.worst_coin is not None:
             s.slack_turns = allowed - s.worst_turns
             s.slack_coin = world.start_coin - s.worst_coin
+        if s.worst_carry is not None:
+            s.slack_carry = world.carry_limit - s.worst_carry
         return s
 
 
@@ -210,7 +215,11 @@ def _pair_key(world: World, name: str) -> tuple[int, ...]:
 
 @dataclass
 class GateReport:
-    """Everything the gate found; ``ok`` is the verdict (every greedy plan fits)."""
+    """Everything the gate found; ``ok`` is the verdict (every greedy plan fits).
+
+    ``world_name`` heads the text report (``"standard town"``, ``"world lean.toml"``);
+    ``world_file`` is the world file's path as given (``--world``), ``None`` for a town read
+    from no file: it is the JSON's ``world``."""
 
     world: World
     world_name: str
@@ -221,6 +230,7 @@ class GateReport:
     exhaustive: list[Outcome]
     search_steps: int | None = DEFAULT_SEARCH_STEPS  # the optimal search's bound (None: none)
     search_used: int = 0                             # steps it spent
+    world_file: str | None = None                    # the path as given (None: no file)
 
     @property
     def allowed(self) -> int:
@@ -269,7 +279,7 @@ class GateReport:
         w = self.world
         return {
             "ok": self.ok,
-            "world": self.world_name,
+            "world": self.world_file,
             "turns": self.turns,
             "allowed_turns": self.allowed,
             "start_coin": w.start_coin,
@@ -299,12 +309,14 @@ def _summary_json(world: World, s: Summary) -> dict:
             "worst_turns": s.worst_turns, "worst_turns_case": _case_json(world, s.worst_turns_case),
             "worst_coin": s.worst_coin, "worst_coin_case": _case_json(world, s.worst_coin_case),
             "pair_coin": s.pair_coin, "pair_turns": s.pair_turns,
-            "slack_turns": s.slack_turns, "slack_coin": s.slack_coin}
+            "worst_carry": s.worst_carry,
+            "slack_turns": s.slack_turns, "slack_coin": s.slack_coin, "slack_carry": s.slack_carry}
 
 
 def failure_json(report: GateReport, o: Outcome) -> dict:
     """One failure: which seat and seed (``null`` for an exhaustive case), the goods, turns
-    needed vs allowed, coin needed vs held, the reason, and both plans."""
+    needed vs allowed, coin needed vs held, units carried at once vs the carry limit, the
+    reason, and both plans."""
     w = report.world
     d = _case_json(w, o.case) or {}
     d.update(
@@ -313,6 +325,8 @@ def failure_json(report: GateReport, o: Outcome) -> dict:
         turns_allowed=report.allowed,
         coin_needed=o.greedy.coin if o.greedy else None,
         coin_held=w.start_coin,
+        carry_needed=o.greedy.carry if o.greedy else None,
+        carry_limit=w.carry_limit,
         reason="; ".join(o.problems),
         greedy=o.greedy.to_json(w) if o.greedy else None,
         optimal=o.optimal.to_json(w) if o.optimal else None,
@@ -325,9 +339,14 @@ def failure_json(report: GateReport, o: Outcome) -> dict:
 
 def run_gate(world: World = STANDARD_TOWN, turns: int = DEFAULT_TURNS,
              seeds: range | None = DEFAULT_SEEDS, exhaustive: bool = True,
-             world_name: str = "standard town",
-             search_steps: int | None = DEFAULT_SEARCH_STEPS) -> GateReport:
+             world_name: str | None = None,
+             search_steps: int | None = DEFAULT_SEARCH_STEPS,
+             world_file: str | os.PathLike[str] | None = None) -> GateReport:
     """Run the gate of RULES §18 (seeded cases, and the exhaustive ones unless disabled).
+
+    ``world_file`` is the path ``world`` was read from, as given (the JSON's ``world``;
+    ``None``: no file).  ``world_name`` heads the text report; by default ``"world FILE"``,
+    else ``"standard town"``, or ``"variant town"`` for another town built in Python.
 
     ``search_steps`` bounds the optimal plans' search (``None``: no bound; 0: none searched);
     the verdict, the greedy plans', does not depend on it.
@@ -349,5 +368,9 @@ def run_gate(world: World = STANDARD_TOWN, turns: int = DEFAULT_TURNS,
     seeded, every = outcomes[:len(seeded_cases)], outcomes[len(seeded_cases):]
     sources = {g: cheapest_source(world, g) for g in world.quest_items}
     span = (seeds.start, seeds.stop - 1) if seeds else None
+    path = None if world_file is None else os.fspath(world_file)
+    if world_name is None:
+        world_name = (f"world {path}" if path is not None else
+                      "standard town" if world == STANDARD_TOWN else "variant town")
     return GateReport(world, world_name, turns, span, sources, seeded, every, search_steps,
-                      checker.effort.used)
+                      checker.effort.used, path)

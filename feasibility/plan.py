@@ -83,12 +83,24 @@ class Plan:
             here = stop.room
         return tuple(steps)
 
+    @property
+    def carry(self) -> int:
+        """The most units the plan holds at once (bought and not yet handed over): it must fit
+        the town's carry limit.  The greedy plan buys both commissions before it hands either
+        over, so it carries all four units; the optimal plan never carries more than the
+        limit."""
+        held = most = 0
+        for stop in self.stops:
+            held += stop.qty if stop.kind == "buy" else -stop.qty
+            most = max(most, held)
+        return most
+
     def route(self, world: World) -> str:
         """The plan in one line, e.g. ``The Docks: buy 2 hides ... > Market Square > ...``."""
         return " > ".join(s.describe(world) for s in self.steps)
 
     def to_json(self, world: World) -> dict:
-        return {"turns": self.turns, "coin": self.coin,
+        return {"turns": self.turns, "coin": self.coin, "carry": self.carry,
                 "steps": [s.to_json(world) for s in self.steps]}
 
 

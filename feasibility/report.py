@@ -44,14 +44,18 @@ def _num(v: int | None) -> str:
 
 
 def _oracle_rows(g: Summary, o: Summary) -> list[str]:
-    rows = [f"  {'oracle':<8} {'worst turns':>11} {'worst coin':>10} {'slack turns':>11} "
-            f"{'slack coin':>10}  plan lengths"]
+    """The two oracles' worst figures and slack: turns against the allowance, coin against
+    the purse, units carried at once against the carry limit.  A negative slack is a plan that
+    does not fit; in the greedy row it fails the gate."""
+    rows = [f"  {'oracle':<8} {'worst turns':>11} {'worst coin':>10} {'worst carry':>11} "
+            f"{'slack turns':>11} {'slack coin':>10} {'slack carry':>11}  plan lengths"]
     for name, s in (("greedy", g), ("optimal", o)):
         extra = f"  ({s.without_plan} without a plan)" if s.without_plan else ""
         if s.unsearched:
             extra += f"  ({s.unsearched} of {s.cases} not searched)"
         rows.append(f"  {name:<8} {_num(s.worst_turns):>11} {_num(s.worst_coin):>10} "
-                    f"{_num(s.slack_turns):>11} {_num(s.slack_coin):>10}  {_dist(s)}{extra}")
+                    f"{_num(s.worst_carry):>11} {_num(s.slack_turns):>11} "
+                    f"{_num(s.slack_coin):>10} {_num(s.slack_carry):>11}  {_dist(s)}{extra}")
     return rows
 
 
