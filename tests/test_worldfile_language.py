@@ -473,7 +473,7 @@ def test_the_word_checks_are_linear_in_the_phrases(tmp_path: Path) -> None:
     start = time.process_time()
     world, _ = world_from_dict({"goods": goods, "keepers": keepers, "quest_items": [0, 1],
                                 "guild": 0})
-    assert len(world.keepers) == 9 and time.process_time() - start < 5.0  # 0.1 s here
+    assert len(world.keepers) == 9 and time.process_time() - start < 5.0  # linear: far under
 
 
 @pytest.mark.parametrize(("data", "where", "old", "new"), [

@@ -133,7 +133,7 @@ class Built:
     @property
     def unfinished(self) -> bool:
         """Fewer episodes than league.json plans (a run was stopped, or is still playing)."""
-        return self.planned is not None and self.episodes < self.planned
+        return report_html.unfinished(self.episodes, self.planned)
 
 
 def build_report(out: str | Path, page: str | Path | None = None) -> Built:

@@ -71,17 +71,17 @@ def summary(name: str, manifest: dict, ladder: dict, tally: Tally,
     ])
 
 
-def unfinished(tally: Tally, planned: int | None) -> bool:
+def unfinished(episodes: int, planned: int | None) -> bool:
     """Whether the results hold fewer episodes than league.json plans (a run was stopped, or
     is still playing)."""
-    return planned is not None and tally.episodes < planned
+    return planned is not None and episodes < planned
 
 
 def _header(name: str, manifest: dict, tally: Tally, planned: int | None) -> str:
     seed = manifest.get("seed")
     draw = f"seed {seed} (public draw)" if seed is not None else "secret draw"
     count = (f"{tally.episodes} of {planned} episodes (unfinished)"
-             if unfinished(tally, planned) else f"{tally.episodes} episodes")
+             if unfinished(tally.episodes, planned) else f"{tally.episodes} episodes")
     facts = [
         f"policies: {', '.join(str(p) for p in manifest['policies'])}",
         count, draw,
@@ -111,7 +111,7 @@ def ladder_section(ladder: dict, tally: Tally, planned: int | None = None) -> st
         "drawn from the whole list; unranked policies (too many decisions not their own) "
         "are listed below the ranked ones.</p>\n",
     ]
-    if unfinished(tally, planned):
+    if unfinished(tally.episodes, planned):
         n = tally.episodes
         parts.append(f'<p class="note warn" id="unfinished">The league is unfinished: '
                      f"results.jsonl holds {n} of its {planned} episodes (a run was stopped, "
