@@ -7,6 +7,10 @@ episodes/s replaying recorded sentences, i.e. 58,884 seat-steps/s; 695 on its ba
 ``train_steps_per_s`` is the whole loop of ``guild train`` (collection and learning, CPU, the
 default network; ``bench/train.py``), ``train_engine_share`` the part of it spent in the engine.
 
+``--only NAME`` (repeatable) runs any figure a whole run prints on its own: the same measurement
+at the same sizes, the same line (``MEASUREMENTS``).  Figures read from one measurement (a rate
+and its ``_vs_original``, say) share its run.
+
 Speed lives here, not in timed tests.  Figures depend on the machine; the README records the
 ones measured on the project's 2-core machine class.
 """
@@ -23,6 +27,8 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from bench import ORIGINAL_BASELINE_EPISODES_PER_S, ORIGINAL_SEAT_STEPS_PER_S
 from bench.workloads import (
@@ -75,6 +81,8 @@ def _league_folder() -> str:
 
 
 def bench_feasibility() -> float | None:
+    """Seconds of a whole ``python -m feasibility`` (the gate at its defaults), a fresh
+    process included."""
     if importlib.util.find_spec("feasibility") is None:
         return None
     start = time.perf_counter()
@@ -83,27 +91,12 @@ def bench_feasibility() -> float | None:
     return time.perf_counter() - start
 
 
-def _league_episodes(secs: float) -> int:
-    """The bench leagues' size: 1,000 episodes, 120 with ``--quick``."""
-    return 1000 if secs >= 5 else 120
-
-
-def _league_figure(secs: float) -> float | None:
-    return bench_league(_league_episodes(secs))
-
-
 def bench_apart(n: int, name: str) -> tuple[float, float] | None:
     """League episodes/s of ``bench.policies.NAME`` against factor: in sandboxed seat
     processes, and in the league's process (``--trust``)."""
     fast = (f"bench.policies:{name}", "factor")
     apart, trusted = bench_league(n, fast), bench_league(n, fast, trust=True)
     return None if apart is None or trusted is None else (apart, trusted)
-
-
-def _isolated_ratio(secs: float) -> float | None:
-    """League episodes/s with the Waiter in sandboxed seat processes over the same in-process."""
-    got = bench_apart(_league_episodes(secs), "Waiter")
-    return None if got is None else got[0] / got[1]
 
 
 def bench_sandbox_start() -> tuple[float, float] | None:
@@ -132,33 +125,148 @@ def bench_sandbox_start() -> tuple[float, float] | None:
     return times[0], times[1]
 
 
-# The figures ``--only`` can run alone: name -> (measure(seconds), unit, decimals).
-FIGURES: dict[str, tuple[Callable[[float], float | None], str, int]] = {
-    "scalar_structured_episodes_per_s": (bench_structured, "episodes/s", 1),
-    "scalar_structured_live_episodes_per_s": (bench_structured_live, "episodes/s", 1),
-    "scalar_sentence_episodes_per_s": (bench_sentences, "episodes/s", 1),
-    "parse_sentences_per_s": (bench_parse, "sentences/s", 0),
-    "baseline_episodes_per_s": (bench_baselines, "episodes/s", 1),
-    "gym_steps_per_s": (bench_gym, "steps/s", 0),
-    "parallel_joint_steps_per_s": (bench_parallel, "joint-steps/s", 0),
-    "league_episodes_per_s": (_league_figure, "episodes/s", 1),
-    "league_isolated_vs_trusted": (_isolated_ratio, "x", 2),
-}
+class Sizes(NamedTuple):
+    """How much each measurement does: a whole run's, or ``--quick``'s."""
+
+    seconds: float  # each timed loop (the scalar, faces' and batched figures)
+    league_episodes: int  # each bench league
+    batched_n: int  # the batched figures' episodes in lockstep
+    train_seconds: float  # the training loop
 
 
-def _value(name: str, value: float) -> str:
-    """``value`` with figure ``name``'s decimals and unit."""
-    unit, decimals = FIGURES[name][1:]
-    return f"{value:.{decimals}f} {unit}"
+FULL = Sizes(seconds=5.0, league_episodes=1000, batched_n=4096, train_seconds=20.0)
+QUICK = Sizes(seconds=1.0, league_episodes=120, batched_n=4096, train_seconds=2.0)
 
 
-def _line(name: str, value: float) -> str:
-    return f"{name}: {_value(name, value)}"
+def _same(got: float) -> float:
+    return got
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One printed figure: ``<name>: <of(result)> <unit>``, ``decimals`` after the point."""
+
+    name: str
+    unit: str
+    decimals: int
+    of: Callable[[Any], float] = _same  # the figure from its measurement's result
+
+
+@dataclass(eq=False)
+class Measurement:
+    """One timed run and the figures read from its result; ``measure`` returns None when a
+    package it needs is not installed (then none of its figures is printed)."""
+
+    measure: Callable[[Sizes], Any]
+    figures: tuple[Figure, ...]
+
+
+def _seat_steps(episodes_per_s: float) -> float:
+    return episodes_per_s * SEAT_STEPS
+
+
+def _vs_original(seat_steps_per_s: float) -> float:
+    return seat_steps_per_s / ORIGINAL_SEAT_STEPS_PER_S
+
+
+def _apart(label: str, name: str) -> Measurement:
+    """A policy apart (sandboxed seats) and trusted (in the league's process) vs factor."""
+    return Measurement(lambda z: bench_apart(z.league_episodes, name), (
+        Figure(f"league_isolated{label}_episodes_per_s", "episodes/s", 1, lambda got: got[0]),
+        Figure(f"league_trusted{label}_episodes_per_s", "episodes/s", 1, lambda got: got[1]),
+        Figure(f"league_isolated{label}_vs_trusted", "x", 2, lambda got: got[0] / got[1])))
+
+
+def _batched_engine(z: Sizes) -> float:
+    from bench import batched
+
+    return batched.bench_engine(z.seconds, z.batched_n)
+
+
+def _batched_full(z: Sizes) -> float:
+    from bench import batched
+
+    return batched.bench_full(z.seconds, z.batched_n)
+
+
+def _batched_vector_env(z: Sizes) -> float:
+    from bench import batched
+
+    return batched.bench_vector_env(z.seconds, z.batched_n)
+
+
+def _train(z: Sizes) -> tuple[float, float] | None:
+    from bench import train
+
+    return train.bench_train(z.train_seconds)
+
+
+# Every figure, in the order of a whole run; ``--only`` runs one measurement (once a round for
+# all the figures asked of it) and prints the figures asked.  The leagues come before training:
+# a league of our baselines forks its workers from this process, and after the train bench
+# (torch loaded, a network trained) they start from a heavier process and run slower.
+MEASUREMENTS: tuple[Measurement, ...] = (
+    Measurement(lambda z: bench_structured(z.seconds), (
+        Figure("scalar_structured_episodes_per_s", "episodes/s", 1),
+        Figure("scalar_structured_seat_steps_per_s", "seat-steps/s", 0, _seat_steps),
+        Figure("scalar_structured_vs_original", "x", 2,
+               lambda eps: _vs_original(_seat_steps(eps))))),
+    Measurement(lambda z: bench_structured_live(z.seconds), (
+        Figure("scalar_structured_live_episodes_per_s", "episodes/s", 1),)),
+    Measurement(lambda z: bench_sentences(z.seconds), (
+        Figure("scalar_sentence_episodes_per_s", "episodes/s", 1),
+        Figure("scalar_sentence_seat_steps_per_s", "seat-steps/s", 0, _seat_steps))),
+    Measurement(lambda z: bench_parse(z.seconds), (
+        Figure("parse_sentences_per_s", "sentences/s", 0),)),
+    Measurement(lambda z: bench_baselines(z.seconds), (
+        Figure("baseline_episodes_per_s", "episodes/s", 1),
+        Figure("baseline_vs_original", "x", 2,
+               lambda eps: eps / ORIGINAL_BASELINE_EPISODES_PER_S))),
+    Measurement(lambda z: bench_gym(z.seconds), (Figure("gym_steps_per_s", "steps/s", 0),)),
+    Measurement(lambda z: bench_parallel(z.seconds), (
+        Figure("parallel_joint_steps_per_s", "joint-steps/s", 0),)),
+    Measurement(lambda z: bench_league(z.league_episodes), (
+        Figure("league_episodes_per_s", "episodes/s", 1),)),
+    # a policy that answers at once, and one that reads its observation first
+    _apart("", "Waiter"),
+    _apart("_observing", "Observer"),
+    Measurement(lambda z: bench_sandbox_start(), (
+        Figure("sandbox_seat_cold_start_s", "s", 3, lambda got: got[0]),
+        Figure("sandbox_seat_warm_start_s", "s", 3, lambda got: got[1]))),
+    Measurement(_batched_engine, (
+        Figure("batched_engine_seat_steps_per_s", "seat-steps/s", 0),
+        Figure("batched_engine_vs_original", "x", 1, _vs_original))),
+    Measurement(_batched_full, (
+        Figure("batched_full_seat_steps_per_s", "seat-steps/s", 0),
+        Figure("batched_full_vs_original", "x", 1, _vs_original))),
+    Measurement(_batched_vector_env, (
+        Figure("batched_vector_env_steps_per_s", "steps/s", 0),)),
+    Measurement(_train, (
+        Figure("train_steps_per_s", "steps/s", 0, lambda got: got[0]),
+        Figure("train_engine_share", "%", 0, lambda got: 100 * got[1]))),
+    Measurement(lambda z: bench_feasibility(), (Figure("feasibility_gate_s", "s", 2),)),
+)
+
+# name -> (its measurement, the figure): what ``--only NAME`` runs and prints
+FIGURES: dict[str, tuple[Measurement, Figure]] = {
+    f.name: (m, f) for m in MEASUREMENTS for f in m.figures}
+assert len(FIGURES) == sum(len(m.figures) for m in MEASUREMENTS), "a figure name twice"
+
+
+def _value(figure: Figure, value: float) -> str:
+    """``value`` with the figure's decimals and unit."""
+    return f"{value:.{figure.decimals}f} {figure.unit}"
+
+
+def _line(figure: Figure, value: float) -> str:
+    return f"{figure.name}: {_value(figure, value)}"
 
 
 def _only_options(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--only", choices=sorted(FIGURES), action="append",
-                    help="run only this figure (repeatable)")
+    ap.add_argument("--only", choices=list(FIGURES), action="append", metavar="NAME",
+                    help="run only this figure (repeatable), with a whole run's sizes (or "
+                         "--quick's); figures of one measurement share its run: "
+                         + ", ".join(FIGURES))
     ap.add_argument("--rounds", type=int, default=1, metavar="N",
                     help="with --only: run the figures N times, round-robin, and print each "
                          "one's median (the range goes to stderr); for shared machines whose "
@@ -168,26 +276,34 @@ def _only_options(ap: argparse.ArgumentParser) -> None:
                          "(sim.game.PARSE_MEMO; also GUILD_PARSE_MEMO=0)")
 
 
-def _only(args: argparse.Namespace, secs: float) -> bool:
-    """Apply ``--no-parse-memo``; run the ``--only`` figures and say whether that was all."""
-    if args.no_parse_memo:
-        import sim.game
-
-        sim.game.PARSE_MEMO = False
-    names = list(dict.fromkeys(args.only or ()))
-    values: dict[str, list[float]] = {name: [] for name in names}
-    for _ in range(args.rounds):
-        for name in names:
-            value = FIGURES[name][0](secs)
-            if value is not None:  # None: its package is not installed
-                values[name].append(value)
-    for name, got in values.items():
+def _only(names: list[str], sizes: Sizes, rounds: int) -> None:
+    """Run the measurements of the figures ``names``, ``rounds`` times round-robin (each
+    measurement once a round), and print each figure's median (its range to stderr)."""
+    asked = [FIGURES[name] for name in dict.fromkeys(names)]
+    values: dict[str, list[float]] = {figure.name: [] for _, figure in asked}
+    for _ in range(rounds):
+        for measurement in dict.fromkeys(m for m, _ in asked):
+            got = measurement.measure(sizes)
+            if got is None:  # its package is not installed
+                continue
+            for m, figure in asked:
+                if m is measurement:
+                    values[figure.name].append(figure.of(got))
+    for _, figure in asked:
+        got = values[figure.name]
         if got:
-            print(_line(name, statistics.median(got)))
+            print(_line(figure, statistics.median(got)))
             if len(got) > 1:
-                print(f"{name}: {_value(name, min(got))} to {_value(name, max(got))} over "
-                      f"{len(got)} rounds", file=sys.stderr)
-    return bool(names)
+                print(f"{figure.name}: {_value(figure, min(got))} to "
+                      f"{_value(figure, max(got))} over {len(got)} rounds", file=sys.stderr)
+
+
+def _whole_run(sizes: Sizes) -> None:
+    for measurement in MEASUREMENTS:
+        got = measurement.measure(sizes)
+        if got is not None:  # None: its package is not installed
+            for figure in measurement.figures:
+                print(_line(figure, figure.of(got)), flush=True)
 
 
 def _builds() -> str:
@@ -211,66 +327,16 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--rounds must be at least 1; got {args.rounds}")
     if args.rounds > 1 and not args.only:
         ap.error("--rounds needs --only (the figures to repeat)")
-    secs = 1.0 if args.quick else 5.0
+    sizes = QUICK if args.quick else FULL
     print(_builds(), file=sys.stderr)
-    if _only(args, secs):
-        return 0
-    eps = bench_structured(secs)
-    print(_line("scalar_structured_episodes_per_s", eps))
-    print(f"scalar_structured_seat_steps_per_s: {eps * SEAT_STEPS:.0f} seat-steps/s")
-    print(f"scalar_structured_vs_original: {eps * SEAT_STEPS / ORIGINAL_SEAT_STEPS_PER_S:.2f} x")
-    print(_line("scalar_structured_live_episodes_per_s", bench_structured_live(secs)))
-    eps = bench_sentences(secs)
-    print(_line("scalar_sentence_episodes_per_s", eps))
-    print(f"scalar_sentence_seat_steps_per_s: {eps * SEAT_STEPS:.0f} seat-steps/s")
-    print(_line("parse_sentences_per_s", bench_parse(secs)))
-    eps = bench_baselines(secs)
-    if eps is not None:
-        print(_line("baseline_episodes_per_s", eps))
-        print(f"baseline_vs_original: {eps / ORIGINAL_BASELINE_EPISODES_PER_S:.2f} x")
-    steps = bench_gym(secs)
-    if steps is not None:
-        print(_line("gym_steps_per_s", steps))
-    print(_line("parallel_joint_steps_per_s", bench_parallel(secs)))
-    # The leagues before training: a league of our baselines forks its workers from this
-    # process, and after the train bench (torch loaded, a network trained) they start from a
-    # heavier process and run slower.
-    n = _league_episodes(secs)
-    rate = bench_league(n)
-    if rate is not None:
-        print(_line("league_episodes_per_s", rate))
-        # a policy that answers at once, and one that reads its observation first, vs factor
-        for label, name in (("", "Waiter"), ("_observing", "Observer")):
-            got = bench_apart(n, name)
-            if got is None:  # the league package is there (rate above), so it is not
-                continue
-            apart, trusted = got
-            print(f"league_isolated{label}_episodes_per_s: {apart:.1f} episodes/s")
-            print(f"league_trusted{label}_episodes_per_s: {trusted:.1f} episodes/s")
-            print(f"league_isolated{label}_vs_trusted: {apart / trusted:.2f} x")
-        start = bench_sandbox_start()
-        if start is not None:
-            print(f"sandbox_seat_cold_start_s: {start[0]:.3f} s")
-            print(f"sandbox_seat_warm_start_s: {start[1]:.3f} s")
-    from bench import batched
+    if args.no_parse_memo:
+        import sim.game
 
-    n = 4096
-    engine = batched.bench_engine(secs, n)
-    full = batched.bench_full(secs, n)
-    print(f"batched_engine_seat_steps_per_s: {engine:.0f} seat-steps/s")
-    print(f"batched_engine_vs_original: {engine / ORIGINAL_SEAT_STEPS_PER_S:.1f} x")
-    print(f"batched_full_seat_steps_per_s: {full:.0f} seat-steps/s")
-    print(f"batched_full_vs_original: {full / ORIGINAL_SEAT_STEPS_PER_S:.1f} x")
-    print(f"batched_vector_env_steps_per_s: {batched.bench_vector_env(secs, n):.0f} steps/s")
-    from bench import train
-
-    figures = train.bench_train(2.0 if args.quick else 20.0)
-    if figures is not None:  # nothing without torch
-        print(f"train_steps_per_s: {figures[0]:.0f} steps/s")
-        print(f"train_engine_share: {100 * figures[1]:.0f} %")
-    gate = bench_feasibility()
-    if gate is not None:
-        print(f"feasibility_gate_s: {gate:.2f} s")
+        sim.game.PARSE_MEMO = False
+    if args.only:
+        _only(args.only, sizes, args.rounds)
+    else:
+        _whole_run(sizes)
     return 0
 
 

@@ -52,6 +52,7 @@ def test_masked_random_reaches_every_legal_action() -> None:
 
 
 def test_rounds_print_each_figures_median_and_its_range(monkeypatch, capsys) -> None:
+    """Figures read from one measurement share its run: one run a round, round-robin."""
     import bench.__main__ as bench
 
     drawn = {"baseline_episodes_per_s": iter([900.0, 1200.0, 1000.0]),
@@ -59,20 +60,22 @@ def test_rounds_print_each_figures_median_and_its_range(monkeypatch, capsys) -> 
     order: list[str] = []
 
     def fake(name: str):
-        def measure(secs: float) -> float:
-            assert secs == 1.0  # --quick
+        def measure(sizes: bench.Sizes) -> float:
+            assert sizes == bench.QUICK
             order.append(name)
             return next(drawn[name])
         return measure
 
     for name in drawn:
-        monkeypatch.setitem(bench.FIGURES, name, (fake(name), *bench.FIGURES[name][1:]))
+        monkeypatch.setattr(bench.FIGURES[name][0], "measure", fake(name))
     assert bench.main(["--quick", "--rounds", "3", "--only", "baseline_episodes_per_s",
-                       "--only", "parse_sentences_per_s"]) == 0
+                       "--only", "parse_sentences_per_s", "--only", "baseline_vs_original"]) == 0
     out, err = capsys.readouterr()
     assert out.splitlines() == ["baseline_episodes_per_s: 1000.0 episodes/s",
-                                "parse_sentences_per_s: 99000 sentences/s"]
+                                "parse_sentences_per_s: 99000 sentences/s",
+                                "baseline_vs_original: 1.44 x"]  # 1000 / 695
     assert "baseline_episodes_per_s: 900.0 episodes/s to 1200.0 episodes/s over 3 rounds" in err
+    assert "baseline_vs_original: 1.29 x to 1.73 x over 3 rounds" in err
     assert order == ["baseline_episodes_per_s", "parse_sentences_per_s"] * 3  # round-robin
 
 
