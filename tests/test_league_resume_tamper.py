@@ -53,6 +53,10 @@ def _extra_score(row: dict) -> None:
     row["scores"].append(1.0)
 
 
+def _extra_key(row: dict) -> None:
+    row["checkedBy"] = "the league\u001b[2J"
+
+
 def _refused(out: Path, capsys, episodes: int = 12) -> str:
     """Run the league's own command on ``out``: it must be refused in one line and change
     nothing; the line."""
@@ -247,7 +251,7 @@ def test_without_its_signature_every_line_is_checked_and_the_league_signs_again(
 
 # --- lines after the signed ones (a run stopped before it signed): re-derived --------------------
 
-@pytest.mark.parametrize("edit", [_raise_score, _extra_score])
+@pytest.mark.parametrize("edit", [_raise_score, _extra_score, _extra_key])
 def test_an_edited_line_after_a_crash_is_refused(crashed, tmp_path, capsys, edit) -> None:
     out = copy_league(crashed, tmp_path)
     _edit_line(out, 7, edit)
@@ -256,8 +260,11 @@ def test_an_edited_line_after_a_crash_is_refused(crashed, tmp_path, capsys, edit
     if edit is _raise_score:
         assert head + "does not verify: results.jsonl claims scores [" in line
         assert "] but replay replays/e000007.json gives [" in line
-    else:
+    elif edit is _extra_score:
         assert head + "does not verify: the line has no 6 scores; " in line
+    else:  # a key no league writes would be signed with the line
+        assert head + ("does not verify: the line holds a key no league writes: "
+                       "'checkedBy'; ") in line
     assert (f"{UNVOUCHED}restore the line and its replay as the league wrote them, or start "
             "the league in another --out") in line
 
@@ -274,6 +281,16 @@ def test_an_edited_line_after_a_crash_whose_replay_is_gone_is_refused_when_playe
             "is not what its episode gives when played again (its replay was missing): "
             "results.jsonl claims scores [") in line
     assert "] but the episode gives [" in line
+
+
+def test_verify_names_a_key_no_league_writes(crashed, tmp_path, capsys) -> None:
+    """``guild verify`` reports the key, shown inert, on the line that holds it."""
+    out = copy_league(crashed, tmp_path)
+    _edit_line(out, 7, _extra_key)
+    code, got = _verify(out, capsys)
+    assert code == 1
+    assert ("verify: e000007 (results.jsonl line 8): the line holds a key no league writes: "
+            "'checkedBy'") in got, got
 
 
 def test_a_forged_seat_after_a_crash_is_refused(crashed, tmp_path, capsys) -> None:

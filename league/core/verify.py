@@ -51,6 +51,10 @@ from sim.rules.world import SEATS, STANDARD_TOWN
 PROTOCOL = "cogmud.replay.v1"
 ROW_KEYS = ("id", "index", "group", "rotation", "seed", "lineup", *RESULT_KEYS, "fallbacks",
             "faults", "faultNotes")
+# Keys the league writes that lines of older leagues lack (fallbackPlay, trusted) or that no
+# one can check (wallTime): allowed, never required.  Any other key is no league's: a key
+# added by hand would otherwise be signed with the lines on a resume.
+LATER_KEYS = ("trusted", "fallbackPlay", "wallTime")
 
 
 @dataclass
@@ -212,11 +216,23 @@ def _first_problem(root: Path, rows: Sequence[dict], lines: range, manifest: dic
 
 def _shape(row: dict) -> str | None:
     """What a results line lacks to be one (None if nothing)."""
+    problem = _key_problem(row)
+    if problem is not None:
+        return problem
+    problem = row_problem(row)
+    return None if problem is None else f"the line {problem}"
+
+
+def _key_problem(row: dict) -> str | None:
+    """A key the line lacks, or one no league writes (None if neither)."""
     missing = [k for k in ROW_KEYS if k not in row]
     if missing:
         return f"the line lacks {', '.join(missing)}"
-    problem = row_problem(row)
-    return None if problem is None else f"the line {problem}"
+    foreign = [k for k in row if k not in ROW_KEYS and k not in LATER_KEYS]
+    if foreign:
+        more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
+        return f"the line holds a key no league writes: {shown(foreign[0], quoted=True)}{more}"
+    return None
 
 
 def one_line(text: str, limit: int = SHOWN_CHARS) -> str:
@@ -269,9 +285,9 @@ def check_episode(root: Path, n: int, row: dict, manifest: dict, draw: Draw | No
                   secret: list[int] | None = None, seats: replay_seats.Seats | None = None,
                   ) -> tuple[str | None, claims.Marks | None]:
     """What is wrong with results line ``n`` (None when it verifies), and the replay's marks."""
-    missing = [k for k in ROW_KEYS if k not in row]
-    if missing:
-        return f"the line lacks {', '.join(missing)}", None
+    problem = _key_problem(row)
+    if problem is not None:
+        return problem, None
     index = row["index"]
     if not isinstance(index, int) or isinstance(index, bool) or index < 0:
         return f"index {shown(index, quoted=True)} is not an episode index", None
