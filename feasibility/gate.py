@@ -19,12 +19,14 @@ it gets its verdict all the same, and the cases left unsearched are counted and 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+from array import array
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import TextIO, overload
 
 from sim.rules.setup import draw_town
 from sim.rules.world import DEFAULT_TURNS, MAX_TURNS, MIN_TURNS, SEATS, STANDARD_TOWN, World
@@ -105,18 +107,25 @@ class Checker:
         return Outcome(case, greedy, optimal, problems, searched)
 
     def check_all(self, cases: list[Case]) -> list[Outcome]:
-        """``check`` of every case, one commission pair at a time: each pair's search (its
-        memo) is dropped when the pair is done, so memory holds one search, not one per pair
-        (a town of many commission goods has hundreds of pairs)."""
-        todo = sorted({(c.start, c.goods) for c in cases} - set(self._cache),
-                      key=lambda k: (sorted(k[1]), k))
+        """``check`` of every case, each (room, goods) checked once (:meth:`settle`)."""
+        self.settle((c.start, c.goods) for c in cases)
+        return [self.check(c) for c in cases]
+
+    def settle(self, keys: Iterable[tuple[int, tuple[int, int]]]) -> None:
+        """Check every (room, goods) of ``keys`` not checked yet, one commission pair at a time:
+        each pair's search (its memo) is dropped when the pair is done, so memory holds one
+        search, not one per pair (a town of many commission goods has hundreds of pairs)."""
+        todo = sorted(set(keys) - set(self._cache), key=lambda k: (sorted(k[1]), k))
         for key in todo:
             self._cache[key] = self._check(*key)
             if len(self._searches) > 1:  # a new pair began: forget the finished ones
                 pair = tuple(sorted(key[1]))
                 self._searches = {pair: self._searches[pair]}
         self._searches = {}
-        return [self.check(c) for c in cases]
+
+    def verdict(self, key: tuple[int, tuple[int, int]]) -> _Checked:
+        """The checked plans of a (room, goods) :meth:`settle` has seen."""
+        return self._cache[key]
 
     def _check(self, start: int, goods: tuple[int, int]) -> _Checked:
         w = self.world
@@ -142,19 +151,99 @@ class Checker:
 
     def seeded_cases(self, seeds: Iterable[int]) -> list[Case]:
         """The setup draw (RULES §4) of each seed: one case per seat."""
-        out = []
+        return list(self.seeded(seeds).cases())
+
+    def seeded(self, seeds: Iterable[int]) -> SeededOutcomes:
+        """The setup draw (RULES §4) of each seed, one case per seat, held compactly; their
+        outcomes can be read once :meth:`settle` has checked ``.keys``."""
+        out = SeededOutcomes(self)
         for seed in seeds:
             starts, commissions, _floor = draw_town(seed, self.world)
-            for seat in range(SEATS):
-                a, b = commissions[seat]
-                out.append(Case(starts[seat], (a, b), seed, seat))
+            out.add(seed, [(starts[seat], (commissions[seat][0], commissions[seat][1]))
+                           for seat in range(SEATS)])
         return out
+
 
     def exhaustive_cases(self) -> list[Case]:
         """Every starting room x every ordered pair of distinct commission goods."""
         q = self.world.quest_items
         return [Case(r, (a, b)) for r in range(self.world.n_rooms) for a in q for b in q
                 if a != b]
+
+
+class SeededOutcomes(Sequence[Outcome]):
+    """The seeded cases' outcomes: each seed once, a (room, goods) number per case (its seat is
+    its place among the seed's six), and the checker's verdict per (room, goods), an
+    :class:`Outcome` made when one is read.  Seeds share their few (room, goods): a million
+    seeds (six million cases) take about 32 MB here where objects took over a GB.  Reads as a
+    list; ``+`` with a list gives a list."""
+
+    __slots__ = ("_checker", "_seeds", "_keys", "keys", "_index")
+
+    def __init__(self, checker: Checker) -> None:
+        self._checker = checker
+        self._seeds = array("q")  # one a seed: its seats' cases follow in seat order
+        self._keys = array("i")   # one a case: the number of its (room, goods) in keys
+        self.keys: list[tuple[int, tuple[int, int]]] = []  # each (room, goods) once
+        self._index: dict[tuple[int, tuple[int, int]], int] = {}
+
+    def add(self, seed: int, keys: Sequence[tuple[int, tuple[int, int]]]) -> None:
+        """A seed's cases: each seat's (room, goods), in seat order."""
+        assert len(keys) == SEATS
+        self._seeds.append(seed)
+        for key in keys:
+            n = self._index.get(key)
+            if n is None:
+                n = self._index[key] = len(self.keys)
+                self.keys.append(key)
+            self._keys.append(n)
+
+    def case(self, i: int) -> Case:
+        start, goods = self.keys[self._keys[i]]
+        return Case(start, goods, self._seeds[i // SEATS], i % SEATS)
+
+    def cases(self) -> Iterator[Case]:
+        return (self.case(i) for i in range(len(self)))
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    @overload
+    def __getitem__(self, i: int) -> Outcome: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Outcome]: ...
+
+    def __getitem__(self, i: int | slice) -> Outcome | list[Outcome]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError("seeded outcome index out of range")
+        return Outcome(self.case(i), *self._checker.verdict(self.keys[self._keys[i]]))
+
+    def __iter__(self) -> Iterator[Outcome]:
+        return (self[i] for i in range(len(self)))
+
+    def __add__(self, other: object) -> list[Outcome]:
+        if not isinstance(other, (list, SeededOutcomes)):
+            return NotImplemented
+        return [*self, *other]
+
+    def __radd__(self, other: object) -> list[Outcome]:
+        if not isinstance(other, list):
+            return NotImplemented
+        return [*other, *self]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, SeededOutcomes)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal to a list, so unhashable as one
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} seeded outcomes>"
 
 
 @dataclass
@@ -226,7 +315,7 @@ class GateReport:
     turns: int
     seeds: tuple[int, int] | None
     sources: dict[int, Source | None]
-    seeded: list[Outcome]
+    seeded: Sequence[Outcome]  # a SeededOutcomes from run_gate: read it as a list
     exhaustive: list[Outcome]
     search_steps: int | None = DEFAULT_SEARCH_STEPS  # the optimal search's bound (None: none)
     search_used: int = 0                             # steps it spent
@@ -239,15 +328,27 @@ class GateReport:
     @property
     def unsearched(self) -> int:
         """Cases whose optimal plan is not known: the search's steps ran out first."""
-        return sum(not o.searched for o in self.seeded + self.exhaustive)
+        return sum(not o.searched for o in self.outcomes())
+
+    def outcomes(self) -> Iterator[Outcome]:
+        """Every outcome, the seeded ones first."""
+        return itertools.chain(self.seeded, self.exhaustive)
+
+    @property
+    def cases(self) -> int:
+        return len(self.seeded) + len(self.exhaustive)
 
     @property
     def failures(self) -> list[Outcome]:
-        return [o for o in self.seeded + self.exhaustive if not o.ok]
+        return list(self.iter_failures())
+
+    def iter_failures(self) -> Iterator[Outcome]:
+        """The failing outcomes, one at a time (a failing town over many seeds has millions)."""
+        return (o for o in self.outcomes() if not o.ok)
 
     @property
     def ok(self) -> bool:
-        return not self.failures
+        return next(self.iter_failures(), None) is None
 
     def summary(self, which: str, oracle: str) -> Summary:
         outcomes = self.seeded if which == "seeded" else self.exhaustive
@@ -262,17 +363,15 @@ class GateReport:
         failure at a time: a failing gate over many seeds has hundreds of thousands, each with
         two plans, and their whole list would take gigabytes."""
         head = json.dumps({**self._json_head(), "failures": []}, indent=1, ensure_ascii=False)
-        fails = self.failures
-        if not fails:
-            out.write(head)
-            return
         empty = "[]\n}"
         assert head.endswith(empty)
-        out.write(head[:-len(empty)] + "[\n")
-        for i, o in enumerate(fails):
+        first = True
+        for o in self.iter_failures():
             text = json.dumps(failure_json(self, o), indent=1, ensure_ascii=False)
-            out.write("  " + text.replace("\n", "\n  ") + (",\n" if i < len(fails) - 1 else "\n"))
-        out.write(" ]\n}")
+            out.write((head[:-len(empty)] + "[\n" if first else ",\n")
+                      + "  " + text.replace("\n", "\n  "))
+            first = False
+        out.write(head if first else "\n ]\n}")
 
     def _json_head(self) -> dict:
         """Everything of :meth:`to_json` but the failures."""
@@ -362,10 +461,10 @@ def run_gate(world: World = STANDARD_TOWN, turns: int = DEFAULT_TURNS,
     if not seeds and not exhaustive:
         raise ValueError("nothing to check: give seeds, or leave exhaustive on")
     checker = Checker(world, turns, search_steps)
-    seeded_cases = checker.seeded_cases(seeds or ())
+    seeded = checker.seeded(seeds or ())
     every_cases = checker.exhaustive_cases() if exhaustive else []
-    outcomes = checker.check_all(seeded_cases + every_cases)
-    seeded, every = outcomes[:len(seeded_cases)], outcomes[len(seeded_cases):]
+    checker.settle([*seeded.keys, *((c.start, c.goods) for c in every_cases)])
+    every = checker.check_all(every_cases)
     sources = {g: cheapest_source(world, g) for g in world.quest_items}
     span = (seeds.start, seeds.stop - 1) if seeds else None
     path = None if world_file is None else os.fspath(world_file)

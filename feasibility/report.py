@@ -105,18 +105,21 @@ def format_text(report: GateReport) -> str:
 
     if report.unsearched:
         lines.append(f"optimal search: stopped at its {report.search_steps:,} steps with "
-                     f"{report.unsearched} of {len(report.seeded) + len(report.exhaustive)} "
+                     f"{report.unsearched} of {report.cases} "
                      "cases not searched (--search-steps N searches further; the verdict is "
                      "the greedy plans' and stands)")
-    fails = report.failures
-    if not fails:
+    shown: list = []
+    failed = 0
+    for o in report.iter_failures():  # counted, and the first few kept: there may be millions
+        failed += 1
+        if len(shown) < SHOWN_FAILURES:
+            shown.append(o)
+    if not failed:
         lines.append("failures: none")
         lines.append("PASS: every plan fits")
     else:
-        total = len(report.seeded) + len(report.exhaustive)
-        shown = fails[:SHOWN_FAILURES]
-        more = f", first {len(shown)} shown (--json lists all)" if len(fails) > len(shown) else ""
-        lines.append(f"failures: {len(fails)}{more}")
+        more = f", first {len(shown)} shown (--json lists all)" if failed > len(shown) else ""
+        lines.append(f"failures: {failed}{more}")
         lines += [f"  {describe_failure(report, o)}" for o in shown]
-        lines.append(f"FAIL: {len(fails)} of {total} plans do not fit")
+        lines.append(f"FAIL: {failed} of {report.cases} plans do not fit")
     return "\n".join(lines)

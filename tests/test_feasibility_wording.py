@@ -14,9 +14,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from towns import write_town
 
-from feasibility import greedy_plan, optimal_plan, run_gate
+from feasibility import Case, Checker, greedy_plan, optimal_plan, run_gate
 from feasibility.cli import main
 from feasibility.report import format_text
 from sim.rules.world import STANDARD_TOWN
@@ -163,3 +165,40 @@ def test_the_docs_show_what_the_gate_prints_for_small_packs(small_packs, capsys)
     for block in blocks:
         for line in block.splitlines():
             assert line in out.splitlines() or f"  {line}" in out.splitlines(), line
+
+
+# --- the seeded outcomes, held compactly ----------------------------------------------------
+
+@given(st.integers(-10**9, 10**9), st.integers(1, 40))
+@settings(max_examples=25, deadline=None)
+def test_seeded_outcomes_read_as_the_list_of_their_cases(first, n) -> None:
+    """Each seeded outcome is the draw's case (RULES §4: seed, seat, start, commissions) with
+    the checker's verdict on it, by index, slice, from the end, and iterated."""
+    from sim.rules.setup import draw_town
+
+    report = run_gate(seeds=range(first, first + n), exhaustive=False)
+    checker = Checker()
+    want = [checker.check(Case(starts[seat], tuple(goods[seat]), seed, seat))
+            for seed in range(first, first + n)
+            for starts, goods, _ in [draw_town(seed, STANDARD_TOWN)] for seat in range(6)]
+    got = report.seeded
+    assert len(got) == 6 * n and list(got) == want and got == want
+    assert got[-1] == want[-1] and got[2:7] == want[2:7] and got[::5] == want[::5]
+    assert got + [] == want and [] + got == want
+    with pytest.raises(IndexError):
+        got[6 * n]
+
+
+def test_many_seeds_take_little_memory() -> None:
+    """20,000 seeds (120,000 cases) share the standard town's few (room, goods): a few bytes a
+    case, where an object each took over 20 MB."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        report = run_gate(seeds=range(20_000), exhaustive=False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(report.seeded) == 120_000 and report.ok
+    assert peak < 8 << 20, f"{peak / 2**20:.1f} MB"
