@@ -15,6 +15,7 @@ from .gate import (
     Checker,
     GateReport,
     Outcome,
+    SeededOutcomes,
     Summary,
     run_gate,
 )
@@ -24,6 +25,7 @@ from .plan import TURN_MARGIN, UNITS, Plan, Step, allowance
 
 __all__ = [
     "DEFAULT_SEARCH_STEPS", "DEFAULT_SEEDS", "TURN_MARGIN", "UNITS", "Case", "Checker",
-    "GateReport", "OptimalSearch", "OutOfEffort", "Outcome", "Plan", "SearchEffort", "Source",
-    "Step", "Summary", "allowance", "cheapest_source", "greedy_plan", "optimal_plan", "run_gate",
+    "GateReport", "OptimalSearch", "OutOfEffort", "Outcome", "Plan", "SearchEffort",
+    "SeededOutcomes", "Source", "Step", "Summary", "allowance", "cheapest_source", "greedy_plan",
+    "optimal_plan", "run_gate",
 ]
