@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from .game import Game, GameConfig
-from .rules.errors import ReplayMismatch
+from .rules.errors import ReplayMismatch, shown
 from .rules.intents import Intent
 from .rules.world import SEATS, STANDARD_TOWN, World
 
@@ -29,7 +29,7 @@ def town_problem(config: object, world: World | None) -> TownProblem | None:
     """Why ``world`` (``None``: the standard town) is not the town a replay's ``config``
     records (its ``world``, RULES §16.1), or ``None``.  The record holds the rooms, goods,
     keepers and the guild, not the purses or the stock, so two towns that differ only there
-    pass here and part at the first act they change."""
+    pass here; the opening snapshot shows those, and :func:`purse_problem` compares it."""
     recorded = config.get("world") if isinstance(config, dict) else None
     town = STANDARD_TOWN if world is None else world
     if recorded is None or recorded == town.to_json():
@@ -43,6 +43,18 @@ def town_problem(config: object, world: World | None) -> TownProblem | None:
     return TownProblem("the replay was played in another town than the world given", False)
 
 
+def purse_problem(config: GameConfig, events: Sequence[dict]) -> str | None:
+    """Why the opening snapshot of ``events`` (event 1, before any act) is not the one
+    ``config``'s town gives, when the purses or the stock are all that differ there, or
+    ``None``: the town's ``start_coin``, ``keeper_start_coin`` or opening stock are not those
+    the game was played with (the replay's ``world`` does not record them).  Asked only of a
+    town other than the standard one: there, such a difference is a mismatch of the record."""
+    if (isinstance(events, (str, bytes)) or not isinstance(events, Sequence) or len(events) < 2
+            or _standard(config.world)):
+        return None
+    return _purse_difference(config.world, Game(config).events[1], events[1])
+
+
 def replay(config: dict | GameConfig, events: Sequence[dict], world: World | None = None) -> Game:
     """Play the recorded acts again and return the game; raise ``ReplayMismatch`` on a difference.
 
@@ -51,14 +63,13 @@ def replay(config: dict | GameConfig, events: Sequence[dict], world: World | Non
             ``thievery``, optional ``players``).
         events: the episode's events in JSON form, starting with ``start``.
         world: the town, when it is not the standard one (a JSON ``config`` records the town
-            it was played in: another one is refused before any act, :func:`town_problem`).
+            it was played in: another one is refused before any act, :func:`town_problem`;
+            so is one whose purses or stock differ, :func:`purse_problem`).
     """
     cfg = config if isinstance(config, GameConfig) else GameConfig.from_dict(config, world)
     problem = town_problem(config, world)  # (after the config: a world that is none says so)
     if problem is not None:
-        advice = ("replay it without world=" if problem.standard else
-                  "pass the town it was played in (world=sim.rules.worldfile.load_world(FILE)"
-                  "[0])")
+        advice = "replay it without world=" if problem.standard else _PASS_TOWN
         raise ReplayMismatch(f"{problem.why}; {advice}", 0)
     if isinstance(events, (str, bytes)) or not isinstance(events, Sequence):
         raise ReplayMismatch(f"events must be a list of event objects; got "
@@ -67,6 +78,10 @@ def replay(config: dict | GameConfig, events: Sequence[dict], world: World | Non
     if not events or not isinstance(events[0], dict) or events[0].get("kind") != "start":
         raise ReplayMismatch("event 0 must be the 'start' event", 0)
     game = Game(cfg)
+    if len(events) > 1 and not _standard(cfg.world):
+        why = _purse_difference(cfg.world, game.events[1], events[1])
+        if why is not None:
+            raise ReplayMismatch(f"{why}; {_PASS_TOWN}", 1)
     i = 1
     # The opening snapshot of turn 0.
     i = _expect(game, events, i, 1)
@@ -156,8 +171,84 @@ def _compare(mine: dict, recorded: dict, i: int) -> None:
     if a.get("kind") != b.get("kind"):
         raise ReplayMismatch(f"event {i}: expected a {a.get('kind')!r} event, recorded "
                              f"{b.get('kind')!r}", i)
-    for key in sorted(set(a) | set(b)):
-        if a.get(key) != b.get(key):
-            raise ReplayMismatch(f"event {i} ({a.get('kind')}, turn {a.get('turn')}): field "
-                                 f"{key!r} is {b.get(key)!r} in the record but the rules give "
-                                 f"{a.get(key)!r}", i)
+    path, ours, theirs = _first_difference(a, b) or ((), a, b)
+    raise ReplayMismatch(f"event {i} ({a.get('kind')}, turn {a.get('turn')}): field "
+                         f"{_path_text(path)!r} is {shown(theirs, 60)} in the record but the "
+                         f"rules give {shown(ours, 60)}", i)
+
+
+_PASS_TOWN = "pass the town it was played in (world=sim.rules.worldfile.load_world(FILE)[0])"
+
+_Path = tuple[str | int, ...]
+
+
+def _first_difference(a: object, b: object,
+                      path: _Path = ()) -> tuple[_Path, object, object] | None:
+    """The first place where ``a`` (the rules') and ``b`` (the record's) differ, as (path, a's
+    value, b's value), going into dicts (keys in sorted order) and lists of equal length;
+    ``None`` when they are equal."""
+    if a == b:
+        return None
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b), key=str):
+            if (key in a) != (key in b):
+                return (*path, key), a.get(key), b.get(key)
+            if a[key] != b[key]:
+                return _first_difference(a[key], b[key], (*path, key))
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for k, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                return _first_difference(x, y, (*path, k))
+    return path, a, b
+
+
+def _path_text(path: _Path) -> str:
+    """``("cogs", 2, "coin")`` as ``cogs[2].coin``."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else str(part)
+    return text
+
+
+def _purse_difference(world: World, mine: dict, recorded: object) -> str | None:
+    """Why the recorded opening snapshot differs from ``mine`` (the rules', in ``world``) when
+    only purses and stock differ there (the town's parts a replay's ``world`` does not record),
+    naming the first such difference by the world file's key; else ``None``."""
+    if not isinstance(recorded, dict) or recorded.get("kind") != "turn" or recorded == mine:
+        return None
+    if _without_purses(mine) != _without_purses(recorded):
+        return None  # more differs than the purses and stock: a mismatch of the record
+    found = _first_difference(mine, recorded)
+    if found is None:
+        return None
+    path, ours, theirs = found
+    match path:
+        case ("cogs", int(seat), "coin"):
+            what = f"start_coin (seat {seat}'s purse)"
+        case ("npcs", int(k), "coin") if k < world.n_keepers:
+            what = f"keeper_start_coin ({world.keepers[k].name}'s purse)"
+        case ("npcs", int(k), "stock", int(g)) if k < world.n_keepers and g < world.n_goods:
+            what = f"{world.keepers[k].name}'s opening stock of {world.goods[g].name}"
+        case _:
+            return None
+    return (f"the town's purses or stock likely differ from those the game was played with "
+            f"(the opening snapshot differs only there: {what} is {shown(theirs, 20)} in the "
+            f"record, {shown(ours, 20)} in the world given)")
+
+
+def _standard(world: World) -> bool:
+    return world is STANDARD_TOWN or world == STANDARD_TOWN
+
+
+_PURSES = {"cogs": ("coin",), "npcs": ("coin", "stock")}
+
+
+def _without_purses(snapshot: dict) -> dict:
+    """``snapshot`` without its seats' and keepers' purses and the keepers' stock."""
+    out = dict(snapshot)
+    for key, fields in _PURSES.items():
+        rows = snapshot.get(key)
+        if isinstance(rows, list):
+            out[key] = [{f: v for f, v in row.items() if f not in fields}
+                        if isinstance(row, dict) else row for row in rows]
+    return out

@@ -220,3 +220,44 @@ def test_text_mode_holds_any_speech_in_its_spaces(said: str) -> None:
     penv.reset(seed=1)
     obs, *_ = penv.step({a: sentence for a in penv.agents})
     assert all(penv.observation_space(a).contains(o) for a, o in obs.items())
+
+
+def test_a_policy_of_another_town_is_refused_when_the_env_is_made() -> None:
+    """``gymnasium.make`` with a ``champion`` opponent in a world file's town is refused by the
+    constructor, as ``make_vec`` is, with the same message: Gymnasium users make the env first
+    and reset it later."""
+    from sim.rules.worldfile import world_from_dict
+
+    poorer, _ = world_from_dict({"start_coin": 30})
+    lineup = ["factor", "champion", "magpie", "factor", "magpie"]
+    messages = []
+    for make in (lambda: gymnasium.make("guild/Guild-v0", world=poorer, opponents=lineup),
+                 lambda: GuildEnv(world=poorer, opponents=lineup),
+                 lambda: gymnasium.make_vec("guild/Guild-v0", num_envs=2, world=poorer,
+                                            opponents=lineup),
+                 lambda: gymnasium.make_vec("guild/Guild-v0", num_envs=2, world=poorer,
+                                            opponents=lineup, vectorization_mode="sync")):
+        with pytest.raises(ValueError) as e:
+            make()
+        messages.append(str(e.value))
+    assert len(set(messages)) == 1
+    assert messages[0].startswith("champion: it was trained in the standard town and plays "
+                                  "only there")
+    # named opponents are built with the env (their twins too); the same lineup plays the
+    # standard town
+    env = GuildEnv(opponents=lineup, turns=6)
+    assert [type(p).__name__ for p in env.opponents] == ["Factor", "Champion", "Magpie",
+                                                         "Factor", "Magpie"]
+    twins = GuildEnv(opponents=["factor", "magpie"] * 2 + ["factor"], turns=6)
+    assert twins._twins is not None and twins.opponents is not None
+    for e in (env, twins):
+        _, info = e.reset(seed=2)
+        done = False
+        while not done:
+            _, _, done, _, info = e.step(int(np.flatnonzero(info["action_mask"])[0]))
+        assert len(info["results"]["scores"]) == SEATS
+    # the default lineup (factor and magpie, any town) is built at the first reset
+    env = GuildEnv(world=poorer, turns=6)
+    assert env.opponents is None
+    env.reset(seed=0)
+    assert [type(p).__name__ for p in env.opponents] == ["Factor", "Magpie"] * 2 + ["Factor"]

@@ -504,8 +504,8 @@ def test_the_champion_in_another_town_is_a_value_error_naming_it() -> None:
     from sim.rules.worldfile import world_from_dict
 
     other, _ = world_from_dict({"start_coin": 50})
-    env = gymnasium.make("sim:guild/Guild-v0", opponents=["champion"] * 5, world=other)
     with pytest.raises(ValueError, match="standard town"):
+        env = gymnasium.make("sim:guild/Guild-v0", opponents=["champion"] * 5, world=other)
         obs, info = env.reset(seed=1)
         env.step(int(np.flatnonzero(info["action_mask"])[0]))
 

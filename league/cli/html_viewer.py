@@ -30,7 +30,7 @@ from league.core.files import MAX_REPLAY_BYTES, read_regular, world_option
 from sim import GameConfig, ReplayMismatch, replay
 from sim.game import Game
 from sim.language.phrasing import outcome_text
-from sim.replay import town_problem
+from sim.replay import purse_problem, town_problem
 from sim.rules.errors import ConfigError
 from sim.rules.world import MAX_TURNS, SEATS, STANDARD_TOWN, World
 
@@ -222,6 +222,9 @@ def view_model(payload: dict, world: World | None = None) -> dict:
         cfg = GameConfig.from_dict({**config, "players": policies}, world)
     except (ConfigError, TypeError) as e:
         raise LeagueError(f"the replay's config is invalid: {e}") from None
+    why = purse_problem(cfg, events)  # a town that matches the record but in purses or stock
+    if why is not None:
+        raise LeagueError(f"{why}; pass the world file it was played in")
     n_frames = sum(1 for e in events if isinstance(e, dict) and e.get("kind") == "turn")
     try:
         final = replay(cfg, events)

@@ -62,7 +62,9 @@ class GuildEnv(gym.Env):
     ``seat`` (0..5, or None to draw one per episode), ``opponents`` (5 policy specs or objects:
     ``"factor"``, ``"magpie"``, ``"random"``, ``"module:Name"``, or anything with
     ``act(game, seat)``), ``turns``, ``thievery``, ``speech``, ``world``, ``text_mode``,
-    ``flatten``, ``reward``, ``render_mode`` (``"ansi"`` or ``"human"``).
+    ``flatten``, ``reward``, ``render_mode`` (``"ansi"`` or ``"human"``).  Named opponents are
+    built when the env is made, and one that does not play ``world`` (``champion`` in a world
+    file's town) is refused then with a ``ValueError``; the default lineup at the first reset.
 
     An ``"sb3:model.zip"`` opponent is loaded in this process, the call being your own: the zip
     is a pickle and loading it runs its code (as ``"module:Name"`` runs the module's), so name
@@ -107,6 +109,12 @@ class GuildEnv(gym.Env):
         self._twins: list[tuple[object, list[int]]] | None = None
         self._groups: list[tuple[object, np.ndarray, np.ndarray]] = []  # twin, rows, seats
         self._mask = np.zeros(self.face.n_actions, bool)
+        if opponents is not None:
+            # Named opponents are built now, so that one that does not play this town (the
+            # champion in a world file's town) is refused here, as make_vec refuses it; the
+            # default lineup (factor and magpie, which play any town) waits for the first
+            # reset, so that making the default env loads no policy code.
+            self._resolve_opponents()
 
     # --- gymnasium API ---------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -114,11 +122,8 @@ class GuildEnv(gym.Env):
         rng = self.np_random
         game_seed = int(rng.integers(0, 2 ** 31 - 1))
         self.seat = int(rng.integers(0, SEATS)) if self.fixed_seat is None else self.fixed_seat
-        if self.opponents is None:
-            opponents = [resolve_policy(s) for s in self.opponent_specs]
-            check_town(opponents, self.world)  # before any game: a policy of another town
-            self.opponents = opponents
-            self._twins = None if self.face.text_mode else batched_twins(self.opponent_specs)
+        if self.opponents is None:  # the default lineup, built at the first reset
+            self._resolve_opponents()
         for k, p in enumerate(self.opponents):
             if hasattr(p, "reset"):
                 p.reset(int(rng.integers(0, 2 ** 31 - 1)) + k)
@@ -135,6 +140,14 @@ class GuildEnv(gym.Env):
         self._row = self._row or RowEpisode(config)
         self._row.reset(config, self._replay)
         return self._observe()
+
+    def _resolve_opponents(self) -> None:
+        """Build the opponents from their specs and ask them whether they play the town
+        (``sim.policies.check_town``: a ``ValueError`` before any game)."""
+        opponents = [resolve_policy(s) for s in self.opponent_specs]
+        check_town(opponents, self.world)
+        self.opponents = opponents
+        self._twins = None if self.face.text_mode else batched_twins(self.opponent_specs)
 
     @property
     def game(self) -> Game | None:
