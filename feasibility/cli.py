@@ -17,8 +17,8 @@ from typing import NoReturn
 
 from sim.commandline import broken_pipe
 from sim.rules.setup import seed_in_range
-from sim.rules.world import DEFAULT_TURNS, MAX_TURNS, MIN_TURNS, STANDARD_TOWN
-from sim.rules.worldfile import WorldFileError, load_world
+from sim.rules.world import MAX_TURNS, MIN_TURNS
+from sim.rules.worldfile import WorldFileError, world_and_turns
 
 from .gate import DEFAULT_SEARCH_STEPS, DEFAULT_SEEDS, run_gate
 from .report import format_text
@@ -131,18 +131,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"python -m feasibility: error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    world, file_turns = STANDARD_TOWN, None
-    if args.world is not None:
-        try:
-            world, file_turns = load_world(args.world)
-        except (WorldFileError, ValueError) as e:  # ValueError: a town World itself refuses
-            print(f"python -m feasibility: bad world file: {_one_line(e)}", file=sys.stderr)
-            return EXIT_USAGE
-        except RecursionError:
-            print(f"python -m feasibility: bad world file: {args.world} is nested too deeply",
-                  file=sys.stderr)
-            return EXIT_USAGE
-    turns = args.turns if args.turns is not None else (file_turns or DEFAULT_TURNS)
+    try:
+        world, turns = world_and_turns(args.world, args.turns)
+    except WorldFileError as e:
+        print(f"python -m feasibility: {e}", file=sys.stderr)
+        return EXIT_USAGE
     if not MIN_TURNS <= turns <= MAX_TURNS:  # a world file's own turns, checked here too
         print(f"python -m feasibility: error: turns must be {MIN_TURNS}..{MAX_TURNS}; got "
               f"{turns}", file=sys.stderr)
@@ -167,8 +160,3 @@ def main(argv: Sequence[str] | None = None) -> int:
               "verdict", file=sys.stderr)
         return EXIT_USAGE
     return EXIT_PASS if report.ok else EXIT_FAIL
-
-
-def _one_line(e: BaseException, limit: int = 300) -> str:
-    text = " ".join(str(e).split())
-    return text if len(text) <= limit else text[:limit] + "..."

@@ -23,6 +23,12 @@ def broken_pipe() -> int:
     return EXIT_BROKEN_PIPE
 
 
+def printable(text: str) -> str:
+    """``text`` (a path, a name a user gave) with every non-printing character, a newline or
+    an ANSI escape's ESC, as its escape: it prints as one inert line."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 class OneLineParser(argparse.ArgumentParser):
     """``argparse.ArgumentParser`` whose usage errors are one line (exit 2)."""
 

@@ -25,7 +25,7 @@ from sim.rules.worldfile import load_world, world_to_dict
 
 torch = needs_module("torch", "torch==2.13.0, then pip install -e '.[train]'")
 
-from agents.learn.training import TrainOptions, train  # noqa: E402
+from agents.learn.training import TrainingError, TrainOptions, train  # noqa: E402
 
 ENVS = 16
 TINY = ["--envs", str(ENVS), "--eval-episodes", "2", "--quiet"]
@@ -99,11 +99,13 @@ def test_the_model_plays_its_town_and_is_refused_in_another(town_run, capsys) ->
     code, printed = _guild("evaluate", f"ppo:{out}", "--world", str(world_path), "--seeds",
                            "0..1")
     assert code == 0, capsys.readouterr().err
-    assert "vs factor" in printed or "factor" in printed
+    assert "seeds 0..1, 12 turns" in printed  # the file's turns, as trained
+    assert f"town: the world file {world_path}, not the standard town" in printed
     code, _ = _guild("evaluate", f"ppo:{out}", "--seeds", "0..1")  # the standard town
     assert code == 2
     err = _one_line(capsys.readouterr().err)
     assert "was trained for" in err and "this town has" in err
+    assert f"(it was trained in the town of {world_path.resolve()}, 12 turns: --world" in err
 
 
 def test_the_same_town_read_twice_has_one_digest(town_run, tmp_path) -> None:
@@ -130,6 +132,7 @@ def test_turns_overrides_the_file_and_the_standard_town(tmp_path) -> None:
     assert summary["steps"] == ENVS * 8 and summary["turns"] == 8
     assert summary["world"] is None  # the standard town
     assert summary["evaluation"]["turns"] == 8
+    assert "town: the standard town, 8 turns" in printed.splitlines()
 
 
 def test_a_resume_continues_in_the_checkpoints_town_even_if_the_file_changed(
@@ -146,8 +149,46 @@ def test_a_resume_continues_in_the_checkpoints_town_even_if_the_file_changed(
     summary = train(replace(options, steps=2 * ENVS * 12, resume=True), warn=said.append)
     assert summary["resumed_from"] == ENVS * 12 and summary["turns"] == 12
     assert _same(_weights(tmp_path / "half"), _weights(out))
-    assert len(said) == 1 and "keeps the run's town" in said[0], said
-    assert "12 turns), not the town of" in said[0] and "9 turns as its file reads now" in said[0]
+    assert said == [f"train: --resume keeps the run's town (the town of {world.resolve()}, 12 "
+                    f"turns), not the town of {world} as the file reads now"]
+
+
+@pytest.mark.parametrize("case", ["deleted", "other turns", "same file, other turns"])
+def test_a_resume_says_what_it_keeps(case, tmp_path) -> None:
+    world = _lighthouse(tmp_path)
+    options = TrainOptions(out=str(tmp_path / "run"), steps=ENVS * 12, seed=1, envs=ENVS,
+                           eval_episodes=2, plot=False, world=str(world))
+    train(options)
+    again = replace(options, steps=2 * ENVS * 12, resume=True)
+    if case == "deleted":  # the checkpoint holds the town: the file is not needed
+        world.unlink()
+        want = (f"train: --resume keeps the run's town (the town of {world.resolve()}, 12 "
+                f"turns); {world} cannot be read now, and need not be: the checkpoint holds "
+                "the town")
+    elif case == "other turns":
+        again = replace(again, turns=20)
+        want = "train: --resume keeps the run's 12 turns (not 20)"
+    else:
+        _lighthouse(tmp_path, turns=9)  # the same town, the file's turns changed
+        want = "train: --resume keeps the run's 12 turns (not the file's 9)"
+    said: list[str] = []
+    summary = train(again, warn=said.append)
+    assert summary["steps"] == 2 * ENVS * 12 and summary["turns"] == 12
+    assert said == [want]
+
+
+def test_a_resume_checks_its_own_opponents_in_its_own_town(town_run, tmp_path, capsys) -> None:
+    """A run in the lighthouse town against a model of that town, resumed with the same
+    command but no --world: the opponent is checked in the run's town, not the standard one."""
+    world_path, model, _ = town_run
+    out = tmp_path / "run"
+    code, printed = _guild("train", "--out", str(out), "--world", str(world_path), "--against",
+                           f"factor,ppo:{model}", "--steps", str(ENVS * 12), *TINY)
+    assert code == 0, printed + capsys.readouterr().err
+    code, printed = _guild("train", "--out", str(out), "--against", f"factor,ppo:{model}",
+                           "--steps", str(2 * ENVS * 12), "--resume", *TINY)
+    assert code == 0, capsys.readouterr().err
+    assert json.loads((out / "summary.json").read_text())["steps"] == 2 * ENVS * 12
 
 
 def test_a_checkpoint_of_the_standard_town_resumes_there(tmp_path) -> None:
@@ -166,16 +207,32 @@ def test_a_checkpoint_of_the_standard_town_resumes_there(tmp_path) -> None:
     assert summary["world"] is None
 
 
-def test_a_config_file_names_the_world_and_turns(tmp_path) -> None:
-    world = _lighthouse(tmp_path)
-    config = tmp_path / "train.toml"
-    config.write_text(f'world = {json.dumps(str(world))}\nturns = 7\n')
-    out = tmp_path / "run"
-    code, printed = _guild("train", "--out", str(out), "--config", str(config), "--steps",
+def test_a_config_file_names_the_world_and_turns(tmp_path, monkeypatch) -> None:
+    """A config file's world path is relative to the file's folder, wherever the command runs."""
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    world = _lighthouse(folder)
+    config = folder / "train.toml"
+    config.write_text('world = "lighthouse.json"\nturns = 7\n')
+    monkeypatch.chdir(tmp_path)
+    code, printed = _guild("train", "--out", "run", "--config", "configs/train.toml", "--steps",
                            str(ENVS * 7), *TINY)
     assert code == 0, printed
-    summary = json.loads((out / "summary.json").read_text())
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["turns"] == 7 and summary["world"]["path"] == str(world.resolve())
+
+
+def test_the_league_counts_the_learner_in_every_seat_against_the_memory_bound(
+        tmp_path) -> None:
+    """A league row may seat the learner six times, as self-play does: the same envs that one
+    learning seat a row fits in the bound are refused for the league, in one line."""
+    base = TrainOptions(out=str(tmp_path / "no"), envs=16_384, turns=60, steps=1)
+    from agents.learn.train_options import check_rollout
+
+    check_rollout(base, 460, 60)  # one learning seat a row: 1.8 GB, under the bound
+    for many in (replace(base, league=True), replace(base, self_play=True)):
+        with pytest.raises(TrainingError, match=r"GiB of observations .* x 6 learning seats"):
+            check_rollout(many, 460, 60)
 
 
 @pytest.mark.parametrize("case", ["champion", "standard model", "bad file", "missing file",

@@ -35,6 +35,7 @@ from sim import Game, Intent
 from sim.batched.observe import encode as encode_rows
 from sim.codec.action_table import TABLE_VERSION, legal_mask, to_intent
 from sim.codec.encode import encode_flat
+from sim.commandline import printable
 
 try:
     import torch
@@ -346,6 +347,7 @@ class _Policy:
         self.name = f"ppo:{self.path}"  # how evaluations and leagues label it
         self.deterministic = deterministic
         self._net: PolicyNet | None = None
+        self._provenance: dict = {}
         self._generator = None
 
     def __repr__(self) -> str:
@@ -366,7 +368,9 @@ class _Policy:
 
     def net(self) -> PolicyNet:
         if self._net is None:
-            self._net = load_model(self.path)[0]
+            self._net, data = load_model(self.path)
+            provenance = data.get("provenance")
+            self._provenance = provenance if isinstance(provenance, dict) else {}
         return self._net
 
     def check_world(self, world: Any) -> None:
@@ -383,7 +387,22 @@ class _Policy:
         if (width, n_actions) != (net.obs_width, net.n_actions):
             raise ModelError(f"ppo model {self.path!r} was trained for {net.obs_width} observed "
                              f"numbers and {net.n_actions} actions; this town has {width} and "
-                             f"{n_actions}")
+                             f"{n_actions}{_trained_in(self._provenance)}")
+
+
+def _trained_in(provenance: Mapping[str, Any]) -> str:
+    """Where ``guild train`` says the model was trained, as a hint (its file's path, shown
+    inert), or nothing for a model that does not say."""
+    if "world" not in provenance:
+        return ""
+    town, turns = provenance.get("world"), provenance.get("turns")
+    at = f", {turns} turns" if isinstance(turns, int) and not isinstance(turns, bool) else ""
+    if town is None:
+        return f" (it was trained in the standard town{at})"
+    path = town.get("path") if isinstance(town, Mapping) else None
+    if not isinstance(path, str):
+        return ""
+    return f" (it was trained in the town of {printable(path[:200])}{at}: --world FILE plays it)"
 
 
 class PPOPolicy(_Policy):

@@ -39,6 +39,7 @@ from agents.learn.train_options import (
     check_against,
     flag,
     shown,
+    world_path,
 )
 from sim.commandline import OneLineParser
 
@@ -116,12 +117,6 @@ def _against(value: Any) -> tuple[str, ...]:
         raise ValueError(str(e).removeprefix("against ")) from None
 
 
-def _world(value: Any) -> str:
-    if not isinstance(value, str) or not value or "\0" in value:
-        raise ValueError(f"must be a world file's path; got {value!r:.40}")
-    return value
-
-
 def _run(name: str, metavar: str, help: str, aliases: tuple[str, ...] = ()) -> Option:
     return _number(name, metavar, help, KNOBS[name], aliases)
 
@@ -148,8 +143,9 @@ RUN_OPTIONS = (
     Option("against", "the fixed opponents, comma-separated (a list in a config file): "
            "factor, magpie, random, champion, ppo:MODEL", _against, _against, "P1,P2,..."),
     Option("world", "train and evaluate in the town of this world file (TOML or JSON; "
-           "docs/feasibility.md); a model trained there plays it with --world in guild evaluate, "
-           "play and view", _world, _world, "FILE"),
+           "docs/feasibility.md; in a --config file, relative to that file's folder); a model "
+           "trained there plays it with --world (and --turns) in guild evaluate and guild play",
+           world_path, world_path, "FILE"),
     _run("turns", "N", "turns of every episode, trained and evaluated (default the world "
          "file's, else 14)"),
     _run("checkpoint_minutes", "M", "minutes between checkpoints"),
@@ -284,6 +280,8 @@ def read_config(path: str) -> tuple[dict[str, Any], tuple[str, str]]:
         except ValueError as e:
             raise TrainingError(f"--config {path!r}: {key} {e}") from None
         given[o.name] = key
+    if "world" in values:  # a path in the file is relative to the file, as it was written
+        values["world"] = os.path.join(os.path.dirname(os.path.abspath(path)), values["world"])
     return values, (str(Path(path).resolve()), hashlib.sha256(data).hexdigest())
 
 

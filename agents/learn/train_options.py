@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 from agents.learn.evaluation import MAX_SEEDS
 from agents.learn.knobs import Knob
 from agents.learn.ppo_config import PPOConfig
+from sim.commandline import printable
 from sim.rules.world import DEFAULT_TURNS, MAX_TURNS, MIN_TURNS, STANDARD_TOWN, World
 
 Say = Callable[[str], None]
@@ -48,9 +50,10 @@ KNOBS: dict[str, Knob] = {
     "turns": Knob(int, MIN_TURNS, MAX_TURNS),
 }
 UNSET = ("turns",)  # knobs that may be None: turns unset is the world file's, else 14
-# The observations one update holds (its rollouts), in bytes: the standard town's largest run
+# The observations one update may hold (its rollouts), in bytes: the standard town's largest run
 # (16,384 episodes, six learning seats each, 14 turns of 460 numbers) holds 2.5 GB; a town of
-# many rooms and goods, or a long game, could ask for far more before any work.
+# many rooms and goods, or a long game, could ask for far more before any work.  The run's
+# memory peaks at two to three times its observations (the update joins the rollouts' blocks).
 MAX_ROLLOUT_BYTES = 4 << 30
 
 
@@ -102,9 +105,11 @@ class TrainOptions:
                 raise TrainingError(f"{name} {e}") from None
         if "\0" in str(self.out):  # a path that no system call takes (a config file's string)
             raise TrainingError(f"out must be a folder's path; got {self.out!r:.40}")
-        if self.world is not None and (not isinstance(self.world, str) or not self.world
-                                       or "\0" in self.world):
-            raise TrainingError(f"world must be a world file's path; got {self.world!r:.40}")
+        if self.world is not None:
+            try:
+                object.__setattr__(self, "world", world_path(self.world))
+            except ValueError as e:
+                raise TrainingError(f"world {e}") from None
         if self.device not in DEVICES:
             raise TrainingError(f"device must be one of {', '.join(DEVICES)}; got "
                                 f"{self.device!r}")
@@ -239,11 +244,15 @@ def run_record(options: TrainOptions, town: Town) -> dict:
 @dataclass(frozen=True)
 class Town:
     """The town a run trains and is evaluated in (``path``: the world file it was read from,
-    None for the standard town) and its episodes' length."""
+    None for a town read from no file) and its episodes' length."""
 
     world: World = STANDARD_TOWN
     turns: int = DEFAULT_TURNS
     path: str | None = None
+
+    @property
+    def standard(self) -> bool:
+        return self.path is None and self.world == STANDARD_TOWN
 
     @property
     def sha256(self) -> str:
@@ -259,41 +268,46 @@ class Town:
         which may have changed), its file's path and the turns."""
         from sim.rules.worldfile import world_to_dict
 
-        standard = self.path is None
-        return {"world": None if standard else world_to_dict(self.world),
+        return {"world": None if self.standard else world_to_dict(self.world),
                 "world_file": self.path, "turns": self.turns}
 
     def summary(self) -> dict | None:
         """How ``summary.json`` and a model file name it: None for the standard town."""
-        return None if self.path is None else {"path": self.path, "sha256": self.sha256}
+        return None if self.standard else {"path": self.path, "sha256": self.sha256}
 
     def shown(self) -> str:
-        """The town in a line of the command's output."""
-        where = "the standard town" if self.path is None else f"the town of {self.path}"
+        """The town in a line of the command's output (a path's control characters escaped:
+        it may hold any)."""
+        where = ("the standard town" if self.standard else "a town read from no file"
+                 if self.path is None else f"the town of {printable(self.path)}")
         return f"{where}, {self.turns} turns"
+
+
+def world_path(value: object) -> str:
+    """A world file's path as an option holds it (``~`` expanded); ValueError otherwise."""
+    if not isinstance(value, str) or not value or "\0" in value:
+        raise ValueError(f"must be a world file's path; got {value!r:.40}")
+    return os.path.expanduser(value)
 
 
 def read_town(options: TrainOptions) -> Town:
     """The town ``options`` ask for (``--world``, ``--turns``); :class:`TrainingError` in one
     line for a file that is no world file."""
-    from sim.rules.worldfile import world_and_turns
+    from sim.rules.worldfile import WorldFileError, world_and_turns
 
     try:
         world, turns = world_and_turns(options.world, options.turns)
-    except ValueError as e:  # WorldFileError, or a town World itself refuses
-        raise TrainingError(f"--world: bad world file: {' '.join(str(e).split())[:300]}"
-                            ) from None
-    except RecursionError:
-        raise TrainingError(f"--world: bad world file: {options.world!r:.80} is nested too "
-                            "deeply") from None
+    except WorldFileError as e:
+        raise TrainingError(str(e)) from None
     path = None if options.world is None else str(Path(options.world).resolve())
     return Town(world, turns, path)
 
 
-def run_town(asked: Town, checkpoint: dict, options: TrainOptions, warn: Say) -> Town:
+def run_town(checkpoint: dict, options: TrainOptions, warn: Say) -> Town:
     """The town a resumed run continues in: the one its checkpoint holds (a run begun before
-    towns were recorded trained in the standard town, 14 turns). Another town or turn count
-    asked for is named and ignored, as another seed is."""
+    towns were recorded trained in the standard town, 14 turns), whatever ``--world`` and
+    ``--turns`` ask, which are named and ignored when they differ, as another seed is.  The
+    file need not be there any more: the checkpoint holds the whole town."""
     from sim.rules.worldfile import world_from_dict
 
     run = checkpoint["run"]
@@ -301,19 +315,49 @@ def run_town(asked: Town, checkpoint: dict, options: TrainOptions, warn: Say) ->
     world = STANDARD_TOWN if data is None else world_from_dict(data, "its town")[0]
     path = run.get("world_file")
     kept = Town(world, KNOBS["turns"].check(turns), None if path is None else str(path))
-    if ((options.world is not None or options.turns is not None)
-            and (asked.world != kept.world or asked.turns != kept.turns)):
-        now = " as its file reads now" if asked.path is not None and asked.path == path else ""
-        warn(f"train: --resume keeps the run's town ({kept.shown()}), not {asked.shown()}{now}")
+    if options.world is not None:
+        try:
+            asked: Town | None = read_town(options)
+        except TrainingError:
+            asked = None
+        where = printable(options.world)
+        if asked is None:
+            warn(f"train: --resume keeps the run's town ({kept.shown()}); {where} cannot be "
+                 "read now, and need not be: the checkpoint holds the town")
+        elif asked.world != kept.world:
+            now = " as the file reads now" if asked.path == kept.path else ""
+            warn(f"train: --resume keeps the run's town ({kept.shown()}), not the town of "
+                 f"{where}{now}")
+        elif options.turns is None and asked.turns != kept.turns:
+            warn(f"train: --resume keeps the run's {kept.turns} turns (not the file's "
+                 f"{asked.turns})")
+    if options.turns is not None and options.turns != kept.turns:
+        warn(f"train: --resume keeps the run's {kept.turns} turns (not {options.turns})")
     return kept
 
 
+def resumed_run(options: TrainOptions, checkpoint: dict, where: str,
+                warn: Say) -> tuple[TrainOptions, Town]:
+    """The options and town a resume continues with (:func:`run_options`, :func:`run_town`);
+    :class:`TrainingError` for a checkpoint damaged inside (``where``: its path) or other
+    hyperparameters asked."""
+    try:
+        return run_options(options, checkpoint, warn), run_town(checkpoint, options, warn)
+    except TrainingError:
+        raise
+    except (KeyError, TypeError, ValueError, RuntimeError) as e:  # damaged inside
+        raise TrainingError(f"--resume: checkpoint {where!r} cannot be restored "
+                            f"({type(e).__name__}: {str(e)[:100]})") from None
+
+
 def check_rollout(options: TrainOptions, width: int, turns: int) -> None:
-    """Refuse a run whose update would hold more than :data:`MAX_ROLLOUT_BYTES` of
-    observations (``width`` float32 numbers a learning seat and turn), before any work."""
+    """Refuse a run whose update could hold more than :data:`MAX_ROLLOUT_BYTES` of
+    observations (``width`` float32 numbers a learning seat and turn), before any work.  A
+    row of self-play or the league may seat the learner six times (the league draws the
+    learner itself for seats it still loses to), so those count six."""
     from sim.rules.world import SEATS
 
-    learners = SEATS if options.self_play else 1
+    learners = SEATS if options.self_play or options.league else 1
     size = options.envs * options.ppo.episodes * turns * learners * width * 4
     if size > MAX_ROLLOUT_BYTES:
         raise TrainingError(

@@ -67,6 +67,7 @@ from agents.learn.train_options import (
     TrainOptions,
     check_rollout,
     read_town,
+    resumed_run,
 )
 
 Say = Callable[[str], None]
@@ -110,11 +111,9 @@ def train(options: TrainOptions, *, say: Say = _quiet, log: Say = _quiet, warn: 
         raise TrainingError(f"needs torch (pip install torch==2.13.0, then pip install -e "
                             f"'.[train]'): {e}") from None
     device = resolve_device(options.device)
-    town = read_town(options)
-    _check_opponents(options.against, town)
-    from sim.batched.tables import tables_for
-
-    check_rollout(options, tables_for(town.world).obs_width, town.turns)
+    if not options.resume:  # (a resume checks the run's own, once its checkpoint is read)
+        town = read_town(options)
+        _check_run(options, town)
     out = Path(options.out)
     if out.exists() and not out.is_dir():
         raise TrainingError(f"--out {options.out!r} is not a directory")
@@ -131,6 +130,8 @@ def train(options: TrainOptions, *, say: Say = _quiet, log: Say = _quiet, warn: 
                 checkpoint = load_checkpoint(out)
             except CheckpointError as e:
                 raise TrainingError(str(e)) from None
+            options, town = resumed_run(options, checkpoint, str(out / RUN_FILES[0]), warn)
+            _check_run(options, town)
         else:
             checkpoint = None
             kept = [name for name in RUN_FILES if (out / name).exists()]
@@ -154,6 +155,15 @@ def train(options: TrainOptions, *, say: Say = _quiet, log: Say = _quiet, warn: 
 
 BATCHED_KINDS = ("factor, magpie, random, champion, ppo:MODEL, sb3:MODEL or a batched "
                  "module:Name")
+
+
+def _check_run(options: TrainOptions, town: Town) -> None:
+    """What can be refused before any work: opponents that cannot play the town, an update
+    too large for memory."""
+    from sim.batched.tables import tables_for
+
+    _check_opponents(options.against, town)
+    check_rollout(options, tables_for(town.world).obs_width, town.turns)
 
 
 def _check_opponents(against: Sequence[str], town: Town) -> None:

@@ -34,11 +34,10 @@ from agents.learn.train_options import (
     Town,
     TrainingError,
     TrainOptions,
-    run_options,
     run_record,
-    run_town,
 )
 from sim.codec.action_table import TABLE_VERSION
+from sim.rules.world import DEFAULT_TURNS
 
 Say = Callable[[str], None]
 DIGESTS = 3        # updates whose weights' digest summary.json records (a re-run's check)
@@ -65,8 +64,8 @@ def run_training(options: TrainOptions, town: Town, out: Path, device: str,
     """Train as ``options`` say, in ``town``, into ``out`` (module docstring); returns the
     summary."""
     if checkpoint is not None:
-        o, town, learner, curve, seconds, before, digests = _restore(options, town, out, device,
-                                                                     checkpoint, warn)
+        o = options  # (train() has read the run's own options and town from the checkpoint)
+        learner, curve, seconds, before, digests = _restore(o, town, out, device, checkpoint)
         resumed: int | None = learner.steps
         log(f"resumed from the checkpoint at step {learner.steps:,} ({seconds:.0f} s trained)")
     else:
@@ -75,7 +74,7 @@ def run_training(options: TrainOptions, town: Town, out: Path, device: str,
                           against=o.against, league=o.league, world=town.world)
         curve, seconds, before, digests = [], 0.0, None, []
     seeds = range(EVAL_SEED0, EVAL_SEED0 + o.eval_episodes)
-    if town.path is not None:
+    if not town.standard or town.turns != DEFAULT_TURNS:
         say(f"town: {town.shown()}")
     say(f"paired evaluation: seeds {seeds[0]}..{seeds[-1]}, the model in each of the six "
         f"seats against {' and '.join(EVAL_OPPONENTS)}, compared with factor in its place")
@@ -133,14 +132,12 @@ def run_training(options: TrainOptions, town: Town, out: Path, device: str,
     return summary
 
 
-def _restore(options: TrainOptions, asked: Town, out: Path, device: str, checkpoint: dict,
-             warn: Say) -> tuple[TrainOptions, Town, Learner, list, float, dict, list]:
-    """The run a checkpoint holds: its options, town, learner, curve, seconds trained,
-    "before" figures and first digests; :class:`TrainingError` for one damaged inside or
-    other hyperparameters asked."""
+def _restore(o: TrainOptions, town: Town, out: Path, device: str, checkpoint: dict,
+             ) -> tuple[Learner, list, float, dict, list]:
+    """The run a checkpoint holds (its options ``o`` and ``town`` read from it): its learner,
+    curve, seconds trained, "before" figures and first digests; :class:`TrainingError` for
+    one damaged inside."""
     try:
-        o = run_options(options, checkpoint, warn)
-        town = run_town(asked, checkpoint, options, warn)
         learner = Learner(o.ppo, o.envs, o.self_play, o.seed, device, turns=town.turns,
                           against=o.against, league=o.league, world=town.world)
         learner.load_state(checkpoint["learner"], str(out / CHECKPOINT_NAME))
@@ -159,7 +156,7 @@ def _restore(options: TrainOptions, asked: Town, out: Path, device: str, checkpo
     except (KeyError, TypeError, ValueError, RuntimeError) as e:  # damaged inside
         raise TrainingError(f"--resume: checkpoint {str(out / CHECKPOINT_NAME)!r} cannot "
                             f"be restored ({type(e).__name__}: {str(e)[:100]})") from None
-    return o, town, learner, curve, seconds, before, digests
+    return learner, curve, seconds, before, digests
 
 
 def _loop(o: TrainOptions, town: Town, out: Path, learner: Learner, curve: list, seconds: float,

@@ -89,11 +89,9 @@ def world_option(path: str | None, turns: int | None = None) -> tuple[World, int
     """A command's ``--world FILE`` and ``--turns`` (``sim.rules.worldfile.world_and_turns``);
     a file that is no world file is a ``LeagueError`` in one line ("bad world file: ...").
     ``load_world`` reads it bounded and refuses a FIFO or a device unread."""
-    from sim.rules.worldfile import world_and_turns
+    from sim.rules.worldfile import WorldFileError, world_and_turns
 
     try:
         return world_and_turns(path, turns)
-    except ValueError as e:  # WorldFileError, or a town World itself refuses
-        raise LeagueError(f"bad world file: {' '.join(str(e).split())[:300]}") from None
-    except RecursionError:
-        raise LeagueError(f"bad world file: {path} is nested too deeply") from None
+    except WorldFileError as e:
+        raise LeagueError(str(e)) from None

@@ -118,11 +118,19 @@ def load_world(path: str | Path, base: World = STANDARD_TOWN) -> tuple[World, in
 def world_and_turns(path: str | Path | None, turns: int | None = None) -> tuple[World, int]:
     """A command's ``--world FILE`` and ``--turns``: the town (the standard one without a file)
     and the turn count (``turns`` when given, else the file's, else :data:`DEFAULT_TURNS`).
-    A file that is no world file raises :class:`WorldFileError`; every command that plays a
-    world file reads it and its turns here, so they agree on both."""
+    Every command that plays a world file reads it and its turns here, so they agree on both,
+    and refuse a bad one alike: :class:`WorldFileError` whose text is one line ready to print,
+    ``bad world file: ...`` (at most 300 characters of the reason)."""
     if path is None:
         return STANDARD_TOWN, DEFAULT_TURNS if turns is None else turns
-    world, file_turns = load_world(path)
+    try:
+        world, file_turns = load_world(path)
+    except ValueError as e:  # WorldFileError, or a town World itself refuses
+        text = " ".join(str(e).split())
+        raise WorldFileError(f"bad world file: {text[:300]}"
+                             + ("..." if len(text) > 300 else "")) from None
+    except RecursionError:
+        raise WorldFileError(f"bad world file: {path} is nested too deeply") from None
     return world, turns if turns is not None else (file_turns or DEFAULT_TURNS)
 
 
