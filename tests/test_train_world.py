@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 from conftest import needs_module
-from towns import write_town
+from towns import lighthouse, write_town
 
 from league.cli.guild import main as guild
 from sim.batched.tables import tables_for
 from sim.rules.world import STANDARD_TOWN
-from sim.rules.worldfile import load_world, world_to_dict
+from sim.rules.worldfile import load_world
 
 torch = needs_module("torch", "torch==2.13.0, then pip install -e '.[train]'")
 
@@ -34,12 +34,7 @@ TINY = ["--envs", str(ENVS), "--eval-episodes", "2", "--quiet"]
 def _lighthouse(tmp_path: Path, turns: int = 12, coin: int = 40) -> Path:
     """A tenth room off the Docks with a keeper selling salt and lamps: a town of other shapes
     (more rooms and keepers: a wider observation and a longer action table)."""
-    full = world_to_dict(STANDARD_TOWN)
-    full["rooms"][5]["exits"].append("Lighthouse")
-    full["rooms"].append({"name": "Lighthouse", "keywords": ["lighthouse"], "exits": ["docks"],
-                          "x": 95, "y": 95, "dark": True})
-    full["keepers"].append({"name": "Keeper Ilo", "keywords": ["ilo"], "room": "Lighthouse",
-                            "trade": ["salt", "lamp"], "opening": [9, 2]})
+    full = lighthouse()
     full["turns"] = turns
     full["start_coin"] = coin
     return write_town(tmp_path, full, "lighthouse.json")

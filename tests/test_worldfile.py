@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from towns import play_plan, write_town
+from towns import lighthouse, play_plan, write_town
 
 from feasibility import (
     Checker,
@@ -82,12 +82,7 @@ opening = [4, 8, 4]
 
 def test_world_file_with_a_new_room_and_keeper(tmp_path: Path) -> None:
     """A list replaces a whole table: a tenth room off the Docks with a salt merchant."""
-    full = world_to_dict(W)
-    full["rooms"][5]["exits"].append("Lighthouse")
-    full["rooms"].append({"name": "Lighthouse", "keywords": ["lighthouse"], "exits": ["docks"],
-                          "x": 95, "y": 95, "dark": True})
-    full["keepers"].append({"name": "Keeper Ilo", "keywords": ["ilo"], "room": "Lighthouse",
-                            "trade": ["salt", "lamp"], "opening": [9, 2]})
+    full = lighthouse()
     full["turns"] = 14
     path = write_town(tmp_path, full)
     config = load_config(path, seed=4)  # seat 3 starts at the Docks

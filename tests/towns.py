@@ -17,6 +17,21 @@ def write_town(tmp_path: Path, data: dict | str, name: str = "town.json") -> Pat
     return p
 
 
+def lighthouse() -> dict:
+    """The standard town as a full world file with a tenth room off the Docks, the
+    Lighthouse (dark), and a keeper there selling salt and lamps: a town of other shapes."""
+    from sim.rules.world import STANDARD_TOWN
+    from sim.rules.worldfile import world_to_dict
+
+    full = world_to_dict(STANDARD_TOWN)
+    full["rooms"][5]["exits"].append("Lighthouse")
+    full["rooms"].append({"name": "Lighthouse", "keywords": ["lighthouse"], "exits": ["docks"],
+                          "x": 95, "y": 95, "dark": True})
+    full["keepers"].append({"name": "Keeper Ilo", "keywords": ["ilo"], "room": "Lighthouse",
+                            "trade": ["salt", "lamp"], "opening": [9, 2]})
+    return full
+
+
 def play_plan(world: World, seed: int, seat: int, plan: Plan, turns: int = 14) -> Game:
     """Play ``plan`` for one seat in the real engine while the other five wait."""
     game = Game(GameConfig(seed=seed, turns=turns, world=world))
