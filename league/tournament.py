@@ -187,10 +187,11 @@ def check_options(o: LeagueOptions) -> list[tuple[str, Any]]:
 
 def reach_policies(built: Sequence[tuple[str, Any]]) -> None:
     """Refuse the league (``LeagueError``, one line) unless every policy :func:`check_options`
-    built can play: its endpoint answers, its program starts in its sandbox."""
+    built can play: its endpoint answers, its program starts in its sandbox, it plays the
+    league's town (a ``ppo:`` or ``sb3:`` model of another town's shapes does not)."""
     for spec, policy in built:
         try:
-            reach(policy)
+            reach(policy, spec)
         except Exception as e:  # a user's policy may raise anything
             raise _refusal(spec, e) from None
 

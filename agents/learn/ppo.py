@@ -402,7 +402,7 @@ def _trained_in(provenance: Mapping[str, Any]) -> str:
     path = town.get("path") if isinstance(town, Mapping) else None
     if not isinstance(path, str):
         return ""
-    return f" (it was trained in the town of {printable(path[:200])}{at}: --world FILE plays it)"
+    return f" (it was trained in the town of {printable(path[:200])}{at})"
 
 
 class PPOPolicy(_Policy):

@@ -48,9 +48,10 @@ from sim.codec.action_table import (
     TABLE_VERSION,
     action_table,
     legal_mask,
+    n_actions,
     to_intent,
 )
-from sim.codec.encode import encode, encode_flat, slices
+from sim.codec.encode import encode, encode_flat, layout, slices
 from sim.rules.world import STANDARD_TOWN
 
 _log = logging.getLogger(__name__)
@@ -207,6 +208,33 @@ def _load_described(p: Path, path: str | os.PathLike, size: int, extract: Extrac
     return _Loaded(model, not isinstance(model.observation_space, gspaces.Dict), meta)
 
 
+def check_spaces(path: str | os.PathLike, model: Any, world: Any) -> None:
+    """``ValueError`` in one line unless ``model`` (a loaded MaskablePPO or the policy rebuilt
+    from its description) observes and chooses as a seat of ``world`` does: the width of the
+    observation (``sim.codec.encode.layout``; a ``Dict`` one key by key) and the number of
+    actions of the town's table."""
+    lay = layout(world)
+    width, table = sum(shape[0] for shape, _ in lay.values()), n_actions(world)
+    obs_space, act_space = model.observation_space, model.action_space
+    parts = getattr(obs_space, "spaces", None)  # a Dict observation: its keys' boxes
+    shapes = ({k: tuple(getattr(v, "shape", ()) or ()) for k, v in parts.items()}
+              if parts is not None else None)
+    observed = (sum(int(np.prod(s)) for s in shapes.values()) if shapes is not None
+                else int(np.prod(obs_space.shape or ())))
+    actions = int(act_space.n)
+    if (observed, actions) != (width, table):
+        raise ValueError(f"sb3 model {str(path)!r} was trained for {observed} observed numbers "
+                         f"and {actions} actions; this town has {width} and {table}")
+    if shapes is None:
+        return
+    for key, (shape, _) in lay.items():
+        if shapes.get(key) != shape:
+            has = ("no" if key not in shapes else
+                   f"{int(np.prod(shapes[key]))} numbers in its")
+            raise ValueError(f"sb3 model {str(path)!r} observes {has} {key!r}; this town has "
+                             f"{shape[0]} there")
+
+
 class SB3Policy:
     """A trained MaskablePPO model playing one seat from that seat's own encoding.
 
@@ -252,6 +280,12 @@ class SB3Policy:
             self._loaded = load_model(self.path, self.extract)
         return self._loaded
 
+    def check_world(self, world: Any) -> None:
+        """``ValueError`` unless the model's observation and action spaces have ``world``'s
+        shapes, asked before the first turn (``sim.policies.check_town``): a model trained in
+        one town plays any town of the same shapes."""
+        check_spaces(self.path, self._model().model, world)
+
     def act(self, game: Game, seat: int) -> Intent:
         """The model's choice for ``seat`` in the start-of-turn state, always a legal index."""
         loaded = self._model()
@@ -285,6 +319,10 @@ class BatchedSB3Policy:
                  extract: Extract | None = None) -> None:
         self._scalar = SB3Policy(path, deterministic, extract)
         self.name = f"sb3:{path}"
+
+    def check_world(self, world: Any) -> None:
+        """As :meth:`SB3Policy.check_world`."""
+        self._scalar.check_world(world)
 
     def act(self, engine: Any, rows: np.ndarray, seats: np.ndarray) -> np.ndarray:
         loaded = self._scalar._model()

@@ -57,6 +57,24 @@ DEFAULT_CPU_S = 3600
 START_TIMEOUT = 60.0        # seconds for a reset (the program starts and imports)
 
 
+def town_refusal(name: str, why: object) -> str:
+    """Why policy ``name`` cannot play a league: ``why``, its ``check_world``'s refusal (a
+    model of another town's shapes; every league plays the standard town)."""
+    text = str(why).strip()
+    first = text.splitlines()[0] if text else type(why).__name__
+    return f"policy {name!r} cannot play the league's town (the standard one): {first}"
+
+
+def _refused_town(reply: bytes) -> bool:
+    """Whether a build answer's error is the policy's refusal of the league's town
+    (``league.seat.host`` says ``"town": true`` with it)."""
+    try:
+        data = json.loads(reply)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and data.get("town") is True
+
+
 def _reset_reply(reply: bytes) -> tuple[str | None, tuple[str, ...]]:
     """What a reply to ``build`` or ``reset`` says went wrong (None: nothing; any other answer
     is accepted, as the protocol says), and the view fields it asks for (default: all)."""
@@ -266,7 +284,8 @@ class IsolatedPolicy:
 
     def probe(self) -> None:
         """Start the program and reset it once: a ``ValueError`` naming the policy when it
-        cannot start or its policy cannot be built (a league checks before any episode)."""
+        cannot start, its policy cannot be built or it cannot play the league's town (a league
+        checks before any episode)."""
         for attempt in range(2):  # a second start, so that one lost start is not the verdict
             try:
                 proc = self._process(pooled=False)  # the policy built afresh
@@ -278,6 +297,8 @@ class IsolatedPolicy:
                     raise ValueError(f"policy {self.name!r} cannot start: {e}") from None
         error, _ = _reset_reply(reply)
         self.close()
+        if error and _refused_town(reply):
+            raise ValueError(town_refusal(self.name, error))
         if error:
             raise ValueError(f"policy {self.name!r} cannot be built: {error}")
 

@@ -40,13 +40,14 @@ from agents import Decision, Factor, is_scripted, make_policy
 from agents.baselines.rules import WAIT
 from league.apart import sandbox
 from league.apart.calls import Seat, check, describe, explain, fault_of, past, plays, until
-from league.apart.isolated import DEFAULT_MEMORY_MB, START_TIMEOUT, hosted
+from league.apart.isolated import DEFAULT_MEMORY_MB, START_TIMEOUT, hosted, town_refusal
 from league.apart.isolated import from_spec as exec_policy
 from league.core.atomic import write_atomic
 from league.core.lineups import EpisodeSpec
 from league.core.replay_json import STDLIB, encode
 from sim import Game, GameConfig, Intent
-from sim.rules.world import SEATS
+from sim.policies import check_town
+from sim.rules.world import SEATS, STANDARD_TOWN
 
 RESULT_KEYS = ("names", "scores", "coin", "wealth", "questPoints", "delivered", "robberies",
                "robbed", "turns", "maxTurns", "reason")  # RULES §13, in its order
@@ -80,6 +81,7 @@ class Settings:
     fallback: str | None = None    # wait or factor for every seat; None: factor for llm:, else wait
 
 
+TOWN = STANDARD_TOWN  # the town every league plays (GameConfig's default; league.seat.host's)
 APART_DECISION_TIMEOUT = 10.0  # seconds a seat that runs apart has per decision by default
 BASELINES = ("factor", "magpie", "random")   # ours, pure Python (no numpy to load)
 IN_PROCESS = (*BASELINES, "champion")        # ours: the engine's side
@@ -124,7 +126,7 @@ _FALLBACK_ACTS: dict[str, FallbackAct] = {"wait": _wait, "factor": _FACTOR.act}
 def check_policy(name: str, settings: Settings) -> None:
     """Build the policy once before a league starts and check that it can play (ValueError
     naming it when it cannot)."""
-    reach(built_policy(name, settings))
+    reach(built_policy(name, settings), name)
 
 
 def built_policy(name: str, settings: Settings) -> Any:
@@ -137,13 +139,20 @@ def built_policy(name: str, settings: Settings) -> Any:
     return policy
 
 
-def reach(policy: Any) -> None:
-    """Check that a built policy can play (its ``probe``: an ``llm:`` endpoint answers, a
-    program starts in its sandbox), a ValueError in one line when it cannot. Only for a league
-    that will play: one that re-ranks finished episodes needs no server."""
+def reach(policy: Any, name: str) -> None:
+    """Check that a built policy (of seat name ``name``) can play, a ValueError in one line
+    when it cannot: its ``probe`` (an ``llm:`` endpoint answers, a program starts in its
+    sandbox) and, for one that plays in this process, its ``check_world`` (a ``ppo:`` model of
+    another town's shapes cannot play :data:`TOWN`); one that runs apart is asked in its seat
+    process when probed (``league.seat.host``), where it is loaded. Only for a league that will
+    play: one that re-ranks finished episodes needs no server."""
     probe = getattr(policy, "probe", None)
     if callable(probe):
         probe()
+    try:
+        check_town([policy], TOWN)
+    except ValueError as e:
+        raise ValueError(town_refusal(name, e)) from None
 
 
 def own_fallback(policy: Any, name: str, play: str) -> None:

@@ -28,6 +28,7 @@ from league.seat.protocol import VIEW_FIELDS, encode_line
 from sim import Intent
 from sim.language.phrasing import canonical_sentence
 from sim.language.textview import render_observation
+from sim.policies import check_town
 from sim.rules.world import STANDARD_TOWN
 from sim.seat_view import TURN_FIELDS, FunctionPolicy, plain_sentence
 
@@ -141,18 +142,24 @@ def as_answer(got: Any, view: SeatGame) -> dict:
 def _said(e: BaseException) -> str:
     """``Type: message`` (``Type`` alone without one), as the league describes an exception
     raised in its own process; a message whose ``__str__`` raises is not shown."""
+    msg = _message(e)
+    return f"{type(e).__name__}: {msg}" if msg else type(e).__name__
+
+
+def _message(e: BaseException) -> str:
+    """``str(e)``, or a remark when its ``__str__`` raises."""
     try:
-        msg = str.__str__(str(e))
+        return str.__str__(str(e))
     except KeyboardInterrupt:
         raise
     except BaseException:
-        msg = "(its message cannot be shown)"
-    return f"{type(e).__name__}: {msg}" if msg else type(e).__name__
+        return "(its message cannot be shown)"
 
 
 # Of an error's text: a refusal's whole line (a module not found: about 210), and room for the
 # place and the league's own words ("turn 13: its policy failed: ") in its 300-character notes.
 MAX_SAID = 220
+MAX_REFUSAL = 300  # a town refusal names a model's file and both shapes: the league's whole line
 _OURS = tuple(str(Path(__file__).resolve().parents[2] / package) + os.sep
               for package in ("agents", "feasibility", "league", "sim"))
 
@@ -170,6 +177,22 @@ def _where(e: BaseException, spec: str) -> str:
     name = "/".join(pick.filename.split("/")[-2:]) if "/__init__" in pick.filename else \
         pick.filename.rsplit("/", 1)[-1]
     return f" (at {name}:{pick.lineno})"
+
+
+def build(policy: Any) -> dict:
+    """The answer to ``build``: whether the policy can play (its ``probe``: an ``sb3:`` model
+    loads, an endpoint answers) and plays the league's town, the standard one (its
+    ``check_world``, as ``sim.policies.check_town`` asks it: a model of another town's shapes
+    does not), refused with ``"town": true``. It is asked here, where the policy is loaded,
+    since the league's process may not be able to load it."""
+    probe = getattr(policy, "probe", None)
+    if callable(probe):
+        probe()
+    try:
+        check_town([policy], STANDARD_TOWN)
+    except ValueError as e:
+        return {"error": (_message(e) or type(e).__name__)[:MAX_REFUSAL], "town": True}
+    return {"ok": True}
 
 
 def serve(spec: str, requests: Any, replies: Any) -> None:
@@ -195,10 +218,7 @@ def serve(spec: str, requests: Any, replies: Any) -> None:
         try:
             request = json.loads(line)
             if request.get("type") == "build":  # the league's check before it starts
-                probe = getattr(make_policy(spec), "probe", None)
-                if callable(probe):  # it can play: an sb3: model loads, an endpoint answers
-                    probe()
-                reply = {"ok": True}
+                reply = build(make_policy(spec))
             elif request.get("type") == "reset":
                 speech = bool(request.get("speech", True))
                 policy = make_policy(spec)

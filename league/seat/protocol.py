@@ -5,7 +5,8 @@ talks to the league in one JSON object per line on its standard input and output
 language (``exec:COMMAND``; ``module:Name`` through ``python -m league.seat.host``).  Requests:
 
 * ``{"type": "build"}`` once, when a league checks its policies before it starts (answer
-  ``{}``, or ``{"error": "..."}`` if the policy cannot be built);
+  ``{}``, or ``{"error": "..."}`` if the policy cannot be built, with ``"town": true`` if it
+  cannot play the league's town, the standard one);
 * ``{"type": "reset", "seed": S, "seat": K, "turns": T, "speech": B, "thievery": B}`` at the
   start of every episode (``seed`` seeds a stochastic policy but does not reveal the town);
 * ``{"type": "act", "turn", "seat", "turns", "aliases", "commissions", "observation", "text",
