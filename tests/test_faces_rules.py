@@ -12,8 +12,9 @@ empty purses, broke shops):
   rules refuse, the refusal's cause must be one hidden from the seat (``legal_mask``'s
   docstring lists them) and must hold.  Both the scalar and the batched kernels' mask; a fixed
   set of states shows that every block and every condition of the mask is met.
-* the numeric observation is ``Game.observe(seat)``: every key but the mask is rebuilt from the
-  ``observe`` dict alone (so it carries nothing else), and changing what ``observe`` does not
+* the numeric observation is ``Game.observe(seat)``: the whole vector is rebuilt from the
+  ``observe`` dict, the aliases and the legal actions alone (``encode_view``, so it carries
+  nothing else), and changing what ``observe`` does not
   show (other seats' purses, packs, bonds, whereabouts elsewhere, other rooms and shops, offers
   between others) leaves the whole vector, mask included, unchanged.  Both encoders.
 """
@@ -32,7 +33,7 @@ from sim.batched.engine import BatchedGuild
 from sim.batched.observe import encode as batch_encode
 from sim.batched.observe import legal_masks
 from sim.codec.action_table import action_table, legal_mask, to_intent
-from sim.codec.encode import FLOOR_CLIP, encode, encode_flat, slices
+from sim.codec.encode import encode, encode_flat, encode_view, slices, split
 from sim.rules.intents import REASONS
 from sim.rules.offers import Offer
 from sim.rules.world import SEATS, STANDARD_TOWN
@@ -215,65 +216,6 @@ def test_mask_states_meet_every_condition() -> None:
 
 
 # --- 2b: the numeric observation is what observe() shows ---------------------------------------
-def from_view(view: dict, aliases: list[str]) -> dict[str, list]:
-    """Every key of ``sim.codec.encode.layout`` but the mask, from the ``observe`` dict alone
-    (and the town, which every seat knows)."""
-    good = {g.name: i for i, g in enumerate(W.goods)}
-    room_id = {r.name: i for i, r in enumerate(W.rooms)}
-    keeper_id = {k.name: i for i, k in enumerate(W.keepers)}
-    me = view["slot"]
-    rel = {aliases[(me + r) % SEATS]: r for r in range(1, SEATS)}
-    g, r = W.n_goods, W.n_rooms
-    out: dict[str, list] = {"time": [view["turn"], max(0, view["turns"] - view["turnsPlayed"])],
-                            "purse": [view["coin"]], "pack": [0] * g}
-    for e in view["items"]:
-        out["pack"][good[e["item"]]] = e["count"]
-    out["commissions"], out["hint"] = [], [0] * (2 * (1 + r))
-    for q, c in enumerate(view["quests"]):
-        row = [0] * (g + 2)
-        row[good[c["item"]]], row[g], row[g + 1] = 1, c["count"], c["delivered"]
-        out["commissions"] += row
-        if "cheapest" in c:
-            out["hint"][q * (1 + r)] = c["cheapest"]["ask"]
-            out["hint"][q * (1 + r) + 1 + room_id[c["cheapest"]["at"]]] = 1
-    room = view["room"]
-    out["room"] = [int(i == room["id"]) for i in range(r)]
-    exits = {x["id"] for x in room["exits"]}
-    out["exits"] = [int(i in exits) for i in range(r)]
-    out["dark"] = [int(room["dark"])]
-    out["floor"] = [0] * g
-    for e in room["ground"]:
-        out["floor"][good[e["item"]]] = min(e["count"], FLOOR_CLIP)
-    out["cogs"] = [int(aliases[(me + k) % SEATS] in room["cogs"]) for k in range(1, SEATS)]
-    out["keeper"], out["shop"], out["shop_coin"] = [0] * W.n_keepers, [0] * (4 * g), [0]
-    if "npc" in room:
-        out["keeper"][keeper_id[room["npc"]["name"]]] = 1
-        for e in room["npc"]["goods"]:
-            i = good[e["item"]]
-            out["shop"][4 * i:4 * i + 4] = [1, e["stock"], e["ask"], e["bid"]]
-        out["shop_coin"] = [room["npc"]["coin"]]
-    width = 4 + g
-    out["offers"] = [0] * (5 * width)
-    for o in view["offers"]:
-        base = (rel[o["from"]] - 1) * width
-        assert not any(out["offers"][base:base + 2]), "one live offer per sender"
-        out["offers"][base + (0 if o["kind"] == "trade" else 1)] = 1
-        if o["kind"] == "trade":
-            out["offers"][base + 2 + good[o["item"]]] = 1
-            out["offers"][base + 2 + g] = o["qty"]
-        out["offers"][base + 3 + g] = o["coin"]
-    standing = view["standing"]
-    out["standing"] = [0] * 11
-    if standing["hiredTo"]:
-        out["standing"][rel[standing["hiredTo"]] - 1] = 1
-        out["standing"][5] = standing["hiredToTurns"]
-    for h in standing["retainers"]:
-        out["standing"][5 + rel[h["name"]]] = h["turns"]
-    out["last"] = [int(view["lastReason"] == x) for x in REASONS]
-    out["heard"] = [len(view["heard"])]
-    return out
-
-
 def batched_row(game: Game, seat: int) -> np.ndarray:
     e = batched_engine(game)
     return batch_encode(e, np.array([0]), np.array([seat]))[0]
@@ -282,16 +224,18 @@ def batched_row(game: Game, seat: int) -> np.ndarray:
 @VIEW_SETTINGS
 @given(place=places, seat=seats)
 def test_numeric_observation_carries_what_observe_shows(place: tuple, seat: int) -> None:
+    """The vector built from the ``observe`` dict alone (and the town, the aliases and the
+    legal actions, which the seat knows: ``encode_view``, what a policy in a sandbox builds) is
+    the one built from the state, scalar and batched."""
     game = reachable(*place)
-    want = from_view(game.observe(seat), game.aliases)
-    got = encode(game.state, seat)
-    assert set(got) == set(want) | {"action_mask"}
-    row = batched_row(game, seat)
-    for key, (a, b) in slices(W).items():
-        if key == "action_mask":
-            continue
-        assert got[key].tolist() == want[key], f"encode: {key}"
-        assert row[a:b].tolist() == want[key], f"batched encode_rows: {key}"
+    legal = [i for i, ok in enumerate(legal_mask(game.state, seat)) if ok]
+    want = encode_view(game.observe(seat), W, game.aliases, legal)
+    got = encode_flat(game.state, seat)
+    assert got.tolist() == want.tolist(), [
+        k for k, (a, b) in slices(W).items() if got[a:b].tolist() != want[a:b].tolist()]
+    assert batched_row(game, seat).tolist() == want.tolist()
+    assert {k: v.tolist() for k, v in split(want, W).items()} == {
+        k: v.tolist() for k, v in encode(game.state, seat).items()}
 
 
 def hide(game: Game, seat: int, rng: np.random.Generator) -> None:

@@ -51,7 +51,7 @@ from sim.codec.action_table import (
     n_actions,
     to_intent,
 )
-from sim.codec.encode import encode, encode_flat, layout, slices
+from sim.codec.encode import encode_flat, encode_view, layout, slices, split
 from sim.rules.world import STANDARD_TOWN
 
 _log = logging.getLogger(__name__)
@@ -235,6 +235,12 @@ def check_spaces(path: str | os.PathLike, model: Any, world: Any) -> None:
                              f"{shape[0]} there")
 
 
+def slice_mask(flat: np.ndarray, world: Any) -> list[bool]:
+    """The legal mask held in a flat observation's last columns."""
+    a, b = slices(world)["action_mask"]
+    return [bool(x) for x in flat[a:b]]
+
+
 class SB3Policy:
     """A trained MaskablePPO model playing one seat from that seat's own encoding.
 
@@ -287,16 +293,28 @@ class SB3Policy:
         check_spaces(self.path, self._model().model, world)
 
     def act(self, game: Game, seat: int) -> Intent:
-        """The model's choice for ``seat`` in the start-of-turn state, always a legal index."""
+        """The model's choice for ``seat`` in the start-of-turn state, always a legal index.
+
+        ``game`` is the whole game in this process, or, in a league's sandbox, the seat's own
+        view (``league.seat.host``: no state, only what the seat is sent), whose vector
+        ``encode_view`` builds, the same as ``encode_flat`` of the state."""
         loaded = self._model()
-        st = game.state
-        mask_list = legal_mask(st, seat)
+        st = getattr(game, "state", None)
+        if st is not None:
+            mask_list = legal_mask(st, seat)
+            flat = encode_flat(st, seat, mask_list)
+            world, room = st.world, st.room[seat]
+        else:  # a seat's view: what it was sent
+            view = game.observe(seat)
+            world, room = game.world, view["room"]["id"]
+            flat = encode_view(view, world, game.aliases, game.legal)
+            mask_list = slice_mask(flat, world)
         mask = np.array(mask_list, dtype=bool)
-        obs: Any = encode_flat(st, seat, mask_list) if loaded.flat else encode(st, seat, mask_list)
+        obs: Any = flat if loaded.flat else split(flat, world)
         action, _ = loaded.model.predict(obs, action_masks=mask,
                                          deterministic=self.deterministic)
         index = int(np.asarray(action).item())
-        return to_intent(index, st.world, seat, st.room[seat])
+        return to_intent(index, world, seat, room)
 
 
 def from_spec(spec: str, **params: Any) -> SB3Policy:

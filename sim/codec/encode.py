@@ -13,6 +13,8 @@ row in ``test_batched_equals_scalar_turn_by_turn``, ``tests/test_batched.py``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 import numpy as np
 
 from ..rules.intents import REASONS
@@ -80,10 +82,7 @@ def encode(st: GameState, seat: int, mask: list[bool] | None = None) -> dict[str
     Built as one flat list and split into views of one array (a handful of numpy calls per
     observation instead of one per field).  ``mask`` may be passed when already computed.
     """
-    flat = encode_flat(st, seat, mask)
-    out = {k: flat[a:b] for k, (a, b) in slices(st.world).items()}
-    out["action_mask"] = out["action_mask"].astype(np.int8)
-    return out
+    return split(encode_flat(st, seat, mask), st.world)
 
 
 def encode_flat(st: GameState, seat: int, mask: list[bool] | None = None) -> np.ndarray:
@@ -158,6 +157,91 @@ def encode_flat(st: GameState, seat: int, mask: list[bool] | None = None) -> np.
     v.append(len(st.heard_log[here]))
     v += legal_mask(st, seat) if mask is None else mask
     return np.array(v, np.float32)
+
+
+def encode_view(view: dict, world: World, aliases: Sequence[str],
+                legal: Iterable[int]) -> np.ndarray:
+    """The float32 vector :func:`encode_flat` gives, built from what a seat is sent instead
+    of the state: its ``observe`` dict (RULES §17), the seats' aliases and the indices of its
+    legal actions (the mask).  A policy that runs apart, in a sandbox, holds only these.
+
+    The twin of :func:`encode_flat`, written from the other side: ``tests/test_faces_rules.py``
+    holds the two equal in every reachable state, which also shows that the vector carries
+    nothing ``observe`` hides."""
+    good = {g.name: i for i, g in enumerate(world.goods)}
+    room_id = {r.name: i for i, r in enumerate(world.rooms)}
+    keeper_id = {k.name: i for i, k in enumerate(world.keepers)}
+    me = view["slot"]
+    rel = {aliases[(me + r) % SEATS]: r for r in range(1, SEATS)}
+    g, r = world.n_goods, world.n_rooms
+    v: list = [view["turn"], max(0, view["turns"] - view["turnsPlayed"]), view["coin"]]
+    pack = [0] * g
+    for e in view["items"]:
+        pack[good[e["item"]]] = e["count"]
+    v += pack
+    hint = [0] * (2 * (1 + r))
+    for q, c in enumerate(view["quests"][:2]):
+        row = [0] * (g + 2)
+        row[good[c["item"]]], row[g], row[g + 1] = 1, c["count"], c["delivered"]
+        v += row
+        if "cheapest" in c:
+            hint[q * (1 + r)] = c["cheapest"]["ask"]
+            hint[q * (1 + r) + 1 + room_id[c["cheapest"]["at"]]] = 1
+    v += hint
+    room = view["room"]
+    v += [int(i == room["id"]) for i in range(r)]
+    exits = {x["id"] for x in room["exits"]}
+    v += [int(i in exits) for i in range(r)]
+    v.append(int(room["dark"]))
+    floor = [0] * g
+    for e in room["ground"]:
+        floor[good[e["item"]]] = min(e["count"], FLOOR_CLIP)
+    v += floor
+    v += [int(aliases[(me + k) % SEATS] in room["cogs"]) for k in range(1, SEATS)]
+    keeper, shop, shop_coin = [0] * world.n_keepers, [0] * (4 * g), 0
+    if "npc" in room:
+        keeper[keeper_id[room["npc"]["name"]]] = 1
+        for e in room["npc"]["goods"]:
+            i = good[e["item"]]
+            shop[4 * i:4 * i + 4] = [1, e["stock"], e["ask"], e["bid"]]
+        shop_coin = room["npc"]["coin"]
+    v += keeper
+    v += shop
+    v.append(shop_coin)
+    width = 4 + g
+    offers = [0] * (REL * width)
+    for o in view["offers"]:
+        base = (rel[o["from"]] - 1) * width
+        if offers[base] or offers[base + 1]:
+            continue  # one live offer per sender: the oldest, as encode_flat keeps
+        offers[base + (0 if o["kind"] == "trade" else 1)] = 1
+        if o["kind"] == "trade":
+            offers[base + 2 + good[o["item"]]] = 1
+            offers[base + 2 + g] = o["qty"]
+        offers[base + 3 + g] = o["coin"]
+    v += offers
+    standing_view = view["standing"]
+    standing = [0] * (2 * REL + 1)
+    if standing_view["hiredTo"]:
+        standing[rel[standing_view["hiredTo"]] - 1] = 1
+        standing[REL] = standing_view["hiredToTurns"]
+    for h in standing_view["retainers"]:
+        standing[REL + rel[h["name"]]] = h["turns"]
+    v += standing
+    v += [int(view["lastReason"] == x) for x in REASONS]
+    v.append(len(view["heard"]))
+    mask = [0] * n_actions(world)
+    for i in legal:
+        mask[i] = 1
+    v += mask
+    return np.array(v, np.float32)
+
+
+def split(flat: np.ndarray, world: World) -> dict[str, np.ndarray]:
+    """A flat observation as :func:`encode`'s dict of views (``action_mask`` as int8)."""
+    out = {k: flat[a:b] for k, (a, b) in slices(world).items()}
+    out["action_mask"] = out["action_mask"].astype(np.int8)
+    return out
 
 
 @per_world
