@@ -11,6 +11,11 @@ default network; ``bench/train.py``), ``train_engine_share`` the part of it spen
 at the same sizes, the same line (``MEASUREMENTS``).  Figures read from one measurement (a rate
 and its ``_vs_original``, say) share its run.
 
+A figure this machine cannot measure (no bubblewrap sandbox for the seats apart, a package not
+installed) is not printed: a ``bench: NAME not measured: WHY`` line on stderr says so, and the
+other figures go on.  A whole run still exits 0; ``--only`` exits 1 when a figure it asked for
+was not measured, so that a comparison never takes a missing figure for a measured one.
+
 Speed lives here, not in timed tests.  Figures depend on the machine; the README records the
 ones measured on the project's 2-core machine class.
 """
@@ -44,12 +49,32 @@ from bench.workloads import (
 from sim import native
 
 
+class NotMeasuredError(Exception):
+    """A measurement this machine cannot run; the message says why (``no bubblewrap sandbox
+    (...)``)."""
+
+
+def _need(package: str) -> None:
+    """:class:`NotMeasuredError` unless ``package`` is installed."""
+    if importlib.util.find_spec(package) is None:
+        raise NotMeasuredError(f"the {package} package is not installed")
+
+
+def _need_sandbox() -> None:
+    """:class:`NotMeasuredError` unless seats apart can run here (``league.apart.sandbox``)."""
+    _need("league")
+    from league.apart import sandbox
+
+    why = sandbox.problem()
+    if why is not None:
+        raise NotMeasuredError(f"no bubblewrap sandbox ({why})")
+
+
 def bench_league(episodes: int, policies: tuple[str, ...] = ("factor", "magpie"),
-                 trust: bool = False) -> float | None:
+                 trust: bool = False) -> float:
     """League episodes/s: factor vs magpie (or ``policies``), replays written, 2 worker
     processes."""
-    if importlib.util.find_spec("league") is None:
-        return None
+    _need("league")
     import contextlib
     import io
 
@@ -80,37 +105,32 @@ def _league_folder() -> str:
     return tempfile.mkdtemp(dir=_LEAGUES[0])
 
 
-def bench_feasibility() -> float | None:
+def bench_feasibility() -> float:
     """Seconds of a whole ``python -m feasibility`` (the gate at its defaults), a fresh
     process included."""
-    if importlib.util.find_spec("feasibility") is None:
-        return None
+    _need("feasibility")
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "feasibility"], check=False,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - start
 
 
-def bench_apart(n: int, name: str) -> tuple[float, float] | None:
+def bench_apart(n: int, name: str) -> tuple[float, float]:
     """League episodes/s of ``bench.policies.NAME`` against factor: in sandboxed seat
     processes, and in the league's process (``--trust``)."""
+    _need_sandbox()
     fast = (f"bench.policies:{name}", "factor")
-    apart, trusted = bench_league(n, fast), bench_league(n, fast, trust=True)
-    return None if apart is None or trusted is None else (apart, trusted)
+    return bench_league(n, fast), bench_league(n, fast, trust=True)
 
 
-def bench_sandbox_start() -> tuple[float, float] | None:
+def bench_sandbox_start() -> tuple[float, float]:
     """Seconds to a first answer from a sandboxed seat: cold (bubblewrap and the zygote start)
     and warm (a seat forked from the running zygote, in namespaces of its own)."""
-    if importlib.util.find_spec("league") is None:
-        return None
-    from league.apart import sandbox
+    _need_sandbox()
     from league.apart.isolated import close_all
     from league.core.episode import Settings, league_policy
     from sim import Game, GameConfig
 
-    if sandbox.problem() is not None:
-        return None
     settings = Settings(policies=("bench.policies:Waiter",))
     times = []
     for _ in range(2):
@@ -154,11 +174,27 @@ class Figure:
 
 @dataclass(eq=False)
 class Measurement:
-    """One timed run and the figures read from its result; ``measure`` returns None when a
-    package it needs is not installed (then none of its figures is printed)."""
+    """One timed run and the figures read from its result; ``measure`` raises
+    :class:`NotMeasuredError` (or returns None: a package it needs is not installed) when this
+    machine cannot run it, and then none of its figures is printed."""
 
     measure: Callable[[Sizes], Any]
     figures: tuple[Figure, ...]
+
+
+def _measured(measurement: Measurement, sizes: Sizes) -> tuple[Any, str | None]:
+    """``(result, None)``, or ``(None, why)`` when this machine cannot run the measurement."""
+    try:
+        got = measurement.measure(sizes)
+    except NotMeasuredError as e:
+        return None, str(e)
+    if got is None:
+        return None, "a package it needs is not installed"
+    return got, None
+
+
+def _not_measured(figure: Figure, why: str) -> None:
+    print(f"bench: {figure.name} not measured: {why}", file=sys.stderr, flush=True)
 
 
 def _seat_steps(episodes_per_s: float) -> float:
@@ -198,6 +234,7 @@ def _batched_vector_env(z: Sizes) -> float:
 def _train(z: Sizes) -> tuple[float, float] | None:
     from bench import train
 
+    _need("torch")
     return train.bench_train(z.train_seconds)
 
 
@@ -276,34 +313,44 @@ def _only_options(ap: argparse.ArgumentParser) -> None:
                          "(sim.game.PARSE_MEMO; also GUILD_PARSE_MEMO=0)")
 
 
-def _only(names: list[str], sizes: Sizes, rounds: int) -> None:
+def _only(names: list[str], sizes: Sizes, rounds: int) -> bool:
     """Run the measurements of the figures ``names``, ``rounds`` times round-robin (each
-    measurement once a round), and print each figure's median (its range to stderr)."""
+    measurement once a round), and print each figure's median (its range to stderr), or why
+    it was not measured; whether every figure asked for was measured."""
     asked = [FIGURES[name] for name in dict.fromkeys(names)]
     values: dict[str, list[float]] = {figure.name: [] for _, figure in asked}
+    unable: dict[Measurement, str] = {}  # a measurement this machine cannot run: why
     for _ in range(rounds):
         for measurement in dict.fromkeys(m for m, _ in asked):
-            got = measurement.measure(sizes)
-            if got is None:  # its package is not installed
+            if measurement in unable:
+                continue
+            got, why = _measured(measurement, sizes)
+            if why is not None:
+                unable[measurement] = why
                 continue
             for m, figure in asked:
                 if m is measurement:
                     values[figure.name].append(figure.of(got))
-    for _, figure in asked:
+    for m, figure in asked:
+        if m in unable:
+            _not_measured(figure, unable[m])
+            continue
         got = values[figure.name]
-        if got:
-            print(_line(figure, statistics.median(got)))
-            if len(got) > 1:
-                print(f"{figure.name}: {_value(figure, min(got))} to "
-                      f"{_value(figure, max(got))} over {len(got)} rounds", file=sys.stderr)
+        print(_line(figure, statistics.median(got)))
+        if len(got) > 1:
+            print(f"{figure.name}: {_value(figure, min(got))} to "
+                  f"{_value(figure, max(got))} over {len(got)} rounds", file=sys.stderr)
+    return not unable
 
 
 def _whole_run(sizes: Sizes) -> None:
     for measurement in MEASUREMENTS:
-        got = measurement.measure(sizes)
-        if got is not None:  # None: its package is not installed
-            for figure in measurement.figures:
+        got, why = _measured(measurement, sizes)
+        for figure in measurement.figures:
+            if why is None:
                 print(_line(figure, figure.of(got)), flush=True)
+            else:
+                _not_measured(figure, why)
 
 
 def _builds() -> str:
@@ -334,9 +381,8 @@ def main(argv: list[str] | None = None) -> int:
 
         sim.game.PARSE_MEMO = False
     if args.only:
-        _only(args.only, sizes, args.rounds)
-    else:
-        _whole_run(sizes)
+        return 0 if _only(args.only, sizes, args.rounds) else 1
+    _whole_run(sizes)
     return 0
 
 

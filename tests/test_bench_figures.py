@@ -4,6 +4,10 @@ same ``<name>: <value> <unit>`` line (docs/api.md §6), from the same measuremen
 The measurements run for real, at the smallest sizes they take (a hundredth of a second per
 timed loop, leagues of 4 episodes, 8 batched episodes in lockstep): these tests check what is
 printed, never how fast.
+
+A figure this machine cannot measure (here: no sandbox, ``league.apart.sandbox.problem``
+patched) is named on stderr with why, the other figures go on, and ``--only`` exits 1 when a
+figure it asked for was not measured (a whole run exits 0).
 """
 
 from __future__ import annotations
@@ -105,3 +109,76 @@ def test_only_lists_every_figure_in_its_help(capsys) -> None:
     help_text = " ".join(capsys.readouterr().out.split())
     for name in bench.FIGURES:
         assert name in help_text
+
+
+# --- figures this machine cannot measure --------------------------------------------------
+
+NO_BWRAP = "bubblewrap (bwrap) is not installed"
+APART = [name for name in bench.FIGURES
+         if name.startswith(("sandbox_", "league_isolated_", "league_trusted_"))]
+
+
+@pytest.fixture
+def no_sandbox(monkeypatch) -> list[int]:
+    """No sandbox can start here (``league.apart.sandbox.problem``), and no bench league may
+    run; the number of times the sandbox was asked for."""
+    from league.apart import sandbox
+
+    asked: list[int] = []
+    monkeypatch.setattr(sandbox, "problem", lambda: asked.append(1) or NO_BWRAP)
+
+    def league(*args, **kwargs):
+        raise AssertionError("a bench league ran without a sandbox")
+
+    monkeypatch.setattr(bench, "bench_league", league)
+    return asked
+
+
+def _note(name: str) -> str:
+    return f"bench: {name} not measured: no bubblewrap sandbox ({NO_BWRAP})"
+
+
+@pytest.mark.parametrize("name", APART)
+def test_a_figure_asked_for_without_a_sandbox_is_named_and_exits_1(name, no_sandbox, tiny,
+                                                                    capsys) -> None:
+    assert bench.main(["--quick", "--only", name]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert _note(name) in err.splitlines()
+    assert "Traceback" not in err and "LeagueError" not in err
+
+
+def test_the_other_figures_asked_for_go_on_without_a_sandbox(no_sandbox, monkeypatch,
+                                                             capsys) -> None:
+    """Each figure asked for is printed or named on stderr, in the order asked; a measurement
+    that cannot run is tried once, whatever the rounds."""
+    monkeypatch.setattr(bench.FIGURES["parse_sentences_per_s"][0], "measure",
+                        lambda sizes: 100_000.0)
+    argv = ["--rounds", "3", "--only", "league_isolated_vs_trusted",
+            "--only", "parse_sentences_per_s", "--only", "sandbox_seat_warm_start_s"]
+    assert bench.main(argv) == 1
+    out, err = capsys.readouterr()
+    assert out.splitlines() == ["parse_sentences_per_s: 100000 sentences/s"]
+    notes = [line for line in err.splitlines() if "not measured" in line]
+    assert notes == [_note("league_isolated_vs_trusted"), _note("sandbox_seat_warm_start_s")]
+    assert len(no_sandbox) == 2  # once for the league measurement, once for the seat's start
+
+
+def test_a_whole_run_without_a_sandbox_names_those_figures_and_exits_0(no_sandbox, monkeypatch,
+                                                                       capsys) -> None:
+    """A whole run prints every figure it can, in order, names each one it cannot on stderr,
+    and exits 0."""
+    parse, engine = (bench.FIGURES[name][0] for name in ("parse_sentences_per_s",
+                                                         "batched_engine_seat_steps_per_s"))
+    monkeypatch.setattr(parse, "measure", lambda sizes: 100_000.0)
+    monkeypatch.setattr(engine, "measure", lambda sizes: 5_888_400.0)
+    apart = list(dict.fromkeys(bench.FIGURES[name][0] for name in APART))
+    monkeypatch.setattr(bench, "MEASUREMENTS", (parse, *apart, engine))
+    assert bench.main([]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == ["parse_sentences_per_s: 100000 sentences/s",
+                                "batched_engine_seat_steps_per_s: 5888400 seat-steps/s",
+                                "batched_engine_vs_original: 100.0 x"]
+    assert [line for line in err.splitlines() if "not measured" in line] == [
+        _note(f.name) for m in apart for f in m.figures]
+    assert {f.name for m in apart for f in m.figures} == set(APART)

@@ -278,14 +278,18 @@ def play(game: Game, seat: int, policies: list) -> tuple[int, str]:
         show(turn_text(view, before, game.world))
         deciding = Deciding(game, seat, policies)  # while the person reads and types
         try:
-            line = choose(game, seat)
-        except EOFError:
-            print(flush=True)
-            return 0, "you left (end of input)"
-        if line is None:
-            return 0, "you quit"
+            try:
+                line = choose(game, seat)
+            except EOFError:
+                print(flush=True)
+                return 0, "you left (end of input)"
+            if line is None:
+                return 0, "you quit"
+            answers = deciding.answers()
+        finally:  # the person leaves (or has the answers): no seat thinks here any more
+            deciding.settle()
         before = view
-        for s, why in play_turn(game, seat, line, policies, deciding.answers()).items():
+        for s, why in play_turn(game, seat, line, policies, answers).items():
             if s not in told:
                 told.add(s)
                 show(failure_text(game, s, f"failed ({why})"))
@@ -299,10 +303,14 @@ class Deciding:
     opens: every seat acts on the state at the turn's start (RULES §6), so they need not wait
     for the person's move, and the person waits for the slowest seat, if at all, not for each
     in turn. Seats that may run at once (``concurrent``, language-model seats) get a thread
-    each. The threads are daemons: a person who quits does not wait for them."""
+    each. The threads are daemons: a person who leaves mid-turn waits for the seat that is
+    thinking in the background thread, if any, but asks none after it and does not wait for
+    the concurrent seats (:meth:`settle`)."""
 
     def __init__(self, game: Game, seat: int, policies: list) -> None:
         self._got: dict[int, tuple[Any, BaseException | None]] = {}
+        self._leaving = threading.Event()  # the person left: ask no more seats here
+        self._here = threading.Event()  # no seat is thinking in this thread any more
         self._thread = threading.Thread(target=self._all, args=(game, seat, policies),
                                         name="guild-play-seats", daemon=True)
         self._thread.start()
@@ -313,9 +321,14 @@ class Deciding:
                  for s in others if getattr(policies[s], "concurrent", False)]
         for t in apart:
             t.start()
-        for s in others:
-            if not getattr(policies[s], "concurrent", False):
-                self._one(game, s, policies[s])
+        try:
+            for s in others:
+                if self._leaving.is_set():
+                    break
+                if not getattr(policies[s], "concurrent", False):
+                    self._one(game, s, policies[s])
+        finally:
+            self._here.set()
         for t in apart:
             t.join()
 
@@ -333,6 +346,20 @@ class Deciding:
             show("(the other seats are still deciding...)")
             self._thread.join()
         return self._got
+
+    def settle(self) -> None:
+        """Ask no more seats, and wait for the one thinking in the background thread to
+        answer, as a person who leaves mid-turn must: the process may not exit while a policy
+        runs in native code with the interpreter's lock released (a network's forward pass in
+        torch).  The interpreter's exit would stop that thread where it takes the lock back,
+        unwinding through C++ frames that may not be unwound, and the process would abort
+        ("terminate called without an active exception", exit 134) instead of ending with its
+        status.  The concurrent seats (a language model's request, waiting on the network in
+        Python) are left to the exit."""
+        self._leaving.set()
+        if not self._here.wait(WAIT_NOTE_AFTER):
+            show("(waiting for an opponent to finish thinking...)")
+            self._here.wait()
 
 
 def play_turn(game: Game, seat: int, line: Line, policies: list,
