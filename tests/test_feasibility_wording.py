@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from towns import write_town
+from towns import play_plan, write_town
 
 from feasibility import Case, Checker, greedy_plan, optimal_plan, run_gate
 from feasibility.cli import main
@@ -140,18 +140,26 @@ def test_a_failure_without_a_greedy_plan_needs_no_carry(capsys, tmp_path: Path) 
     assert f["reason"].startswith("no keeper holds 2 rope")
 
 
-@pytest.mark.parametrize("limit", [1, 2, 3, 4, 8])
-def test_plan_carry_is_the_most_units_held_at_once(limit: int) -> None:
+@pytest.mark.parametrize("limit", [2, 3, 4, 8])
+def test_plan_carry_is_what_the_engine_lets_a_pack_hold(limit: int) -> None:
+    """Played in the engine with that carry limit (RULES §9.14), a plan whose ``carry`` fits
+    completes both commissions; the greedy plan's 4 units do not fit a pack of 3 or fewer:
+    its purchases fill in part there or are refused, and a commission is left short."""
     w = replace(W, carry_limit=limit)
-    g = greedy_plan(w, 5, (HIDE, NAILS))
-    assert not isinstance(g, str) and g.carry == 4  # buys both, then hands both over
-    best = optimal_plan(w, 5, (HIDE, NAILS))
-    assert best is not None
-    held = most = 0
-    for step in best.steps:
-        held += {"buy": step.qty, "give": -step.qty}.get(step.kind, 0)
-        most = max(most, held)
-    assert best.carry == most <= limit
+    case = next(c for c in Checker(w).seeded_cases(range(200)) if c.goods == (HIDE, NAILS))
+    greedy = greedy_plan(w, case.start, case.goods)
+    best = optimal_plan(w, case.start, case.goods)
+    assert not isinstance(greedy, str) and best is not None
+    assert greedy.carry == 4 and best.carry <= limit  # the search keeps to the limit
+    game = play_plan(w, case.seed, case.seat, best)  # asserts every step is accepted
+    assert all(c["delivered"] == 2 for c in game.commissions(case.seat))
+    try:  # a buy past the limit fills in part, or is refused with a full pack
+        game = play_plan(w, case.seed, case.seat, greedy)
+        done = all(c["delivered"] == 2 for c in game.commissions(case.seat))
+    except AssertionError as e:
+        assert "'reason': 'carry_limit'" in str(e)
+        done = False
+    assert done == (greedy.carry <= limit)
 
 
 def test_the_docs_show_what_the_gate_prints_for_small_packs(small_packs, capsys) -> None:
