@@ -39,7 +39,16 @@ from league.core.lineups import (
     schedule,
 )
 from league.core.signing import SIGNATURE
-from league.core.store import FORMAT, LADDER, MANIFEST, RESULTS, SECRETS, LeagueDir, sync_files
+from league.core.store import (
+    FORMAT,
+    LADDER,
+    MANIFEST,
+    RESULTS,
+    SECRETS,
+    LeagueDir,
+    shown,
+    sync_files,
+)
 from league.core.verify_signature import Vouched
 from league.procs import backends
 from league.procs.workers import runs_local_model
@@ -125,8 +134,8 @@ MAX_SECONDS = 1e6  # time limits: larger ones overflow select() and thread waits
 
 def _bounded(flag: str, value: int, low: int, high: int) -> None:
     if not low <= value <= high:
-        shown = str(value) if len(str(value)) <= 24 else f"a {len(str(abs(value)))}-digit number"
-        raise LeagueError(f"{flag} must be {low}..{high}; got {shown}")
+        got = str(value) if len(str(value)) <= 24 else f"a {len(str(abs(value)))}-digit number"
+        raise LeagueError(f"{flag} must be {low}..{high}; got {got}")
 
 
 def check_options(o: LeagueOptions) -> list[tuple[str, Any]]:
@@ -197,9 +206,12 @@ def reach_policies(built: Sequence[tuple[str, Any]]) -> None:
 
 
 def _refusal(spec: str, e: Exception) -> LeagueError:
+    """A policy's refusal as the league's one line, shown inert: its text may come from the
+    policy's own code (a ``check_world`` or a constructor raising escape codes)."""
     msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+    msg = shown(msg, 1000)
     return LeagueError(msg if isinstance(e, ValueError) else
-                       f"policy {spec!r} cannot be built: {type(e).__name__}: {msg}")
+                       f"policy {shown(spec)!r} cannot be built: {type(e).__name__}: {msg}")
 
 
 def _stop_local_servers() -> None:
@@ -443,9 +455,9 @@ def _lost(d: LeagueDir, rows: list[dict]) -> bool:
 def _first_difference(line: dict, played: dict) -> str:
     """The first key (but wall time) in which a results line differs from its episode."""
     key = next(k for k in line if k != "wallTime" and line[k] != played.get(k))
-    shown = verify.SHOWN_CHARS // 3
-    return (f"{RESULTS} claims {key} {verify.one_line(json.dumps(line[key]), shown)} but the "
-            f"episode gives {verify.one_line(json.dumps(played.get(key)), shown)}")
+    width = verify.SHOWN_CHARS // 3
+    return (f"{RESULTS} claims {key} {verify.one_line(json.dumps(line[key]), width)} but the "
+            f"episode gives {verify.one_line(json.dumps(played.get(key)), width)}")
 
 
 def _timeless(row: dict, like: dict) -> dict:

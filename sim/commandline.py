@@ -11,6 +11,8 @@ import os
 import sys
 from typing import NoReturn
 
+from .rules.errors import printable as printable  # what the commands print a path with
+
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE (13): what a shell reports for a program the pipe stopped
 
 
@@ -21,12 +23,6 @@ def broken_pipe() -> int:
     with contextlib.suppress(OSError, ValueError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return EXIT_BROKEN_PIPE
-
-
-def printable(text: str) -> str:
-    """``text`` (a path, a name a user gave) with every non-printing character, a newline or
-    an ANSI escape's ESC, as its escape: it prints as one inert line."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class OneLineParser(argparse.ArgumentParser):

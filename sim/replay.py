@@ -9,6 +9,7 @@ from it; all others are replayed from their sentence.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import NamedTuple
 
 from .game import Game, GameConfig
@@ -43,16 +44,23 @@ def town_problem(config: object, world: World | None) -> TownProblem | None:
     return TownProblem("the replay was played in another town than the world given", False)
 
 
-def purse_problem(config: GameConfig, events: Sequence[dict]) -> str | None:
+def purse_problem(config: GameConfig, events: Sequence[dict]) -> TownProblem | None:
     """Why the opening snapshot of ``events`` (event 1, before any act) is not the one
     ``config``'s town gives, when the purses or the stock are all that differ there, or
     ``None``: the town's ``start_coin``, ``keeper_start_coin`` or opening stock are not those
-    the game was played with (the replay's ``world`` does not record them).  Asked only of a
-    town other than the standard one: there, such a difference is a mismatch of the record."""
+    the game was played with (the replay's ``world`` does not record them).  ``standard``:
+    the snapshot is the standard town's, so the game was played there.  Asked only of a town
+    other than the standard one: there, such a difference is a mismatch of the record."""
     if (isinstance(events, (str, bytes)) or not isinstance(events, Sequence) or len(events) < 2
             or _standard(config.world)):
         return None
-    return _purse_difference(config.world, Game(config).events[1], events[1])
+    why = _purse_difference(config.world, Game(config).events[1], events[1])
+    if why is None:
+        return None
+    standard = Game(replace(config, world=STANDARD_TOWN)).events[1] == events[1]
+    if standard:
+        why += ", and it is the standard town's: the game was played there"
+    return TownProblem(why, standard)
 
 
 def replay(config: dict | GameConfig, events: Sequence[dict], world: World | None = None) -> Game:
@@ -77,11 +85,11 @@ def replay(config: dict | GameConfig, events: Sequence[dict], world: World | Non
     events = list(events)
     if not events or not isinstance(events[0], dict) or events[0].get("kind") != "start":
         raise ReplayMismatch("event 0 must be the 'start' event", 0)
+    purses = purse_problem(cfg, events)
+    if purses is not None:
+        advice = "replay it without world=" if purses.standard else _PASS_TOWN
+        raise ReplayMismatch(f"{purses.why}; {advice}", 1)
     game = Game(cfg)
-    if len(events) > 1 and not _standard(cfg.world):
-        why = _purse_difference(cfg.world, game.events[1], events[1])
-        if why is not None:
-            raise ReplayMismatch(f"{why}; {_PASS_TOWN}", 1)
     i = 1
     # The opening snapshot of turn 0.
     i = _expect(game, events, i, 1)

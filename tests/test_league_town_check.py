@@ -39,6 +39,16 @@ class OtherTown:
         return "wait"
 
 
+class Escape:
+    """Refuses every town in words that would act on a terminal."""
+
+    def check_world(self, world):
+        raise ValueError("\x1b[2J\x1b[31mred\x07 and more")
+
+    def act(self, game, seat):
+        return "wait"
+
+
 class StandardOnly:
     """Plays the standard town only: the league must ask it about that one."""
 
@@ -186,3 +196,12 @@ def test_a_league_begun_with_such_a_model_re_ranks_but_plays_no_more(
     assert sorted((out / "replays").iterdir()) == sorted(p for p in files
                                                          if p.parent == out / "replays")
     assert main(["verify", str(out)]) == 0, capsys.readouterr()
+
+
+@pytest.mark.parametrize("how", ["apart", "trusted"])
+def test_a_refusal_is_shown_inert(refuser, how, tmp_path, capsys) -> None:
+    """A policy's own words reach the league's line with their control characters escaped."""
+    spec = f"{refuser}:Escape" if how == "apart" else f"trusted:{refuser}:Escape"
+    line = _refused(capsys, _league(tmp_path / "league", f"{spec},factor", "--sandbox", "none"))
+    assert "\x1b" not in line and "\x07" not in line
+    assert line.endswith("\\u001b[2J\\u001b[31mred\\u0007 and more"), line

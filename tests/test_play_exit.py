@@ -70,3 +70,33 @@ def test_end_of_input_while_an_opponent_is_in_torch_exits_0(tmp_path: Path) -> N
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])]))
     _leave_at_once("in_torch:InTorch", 2, env)
+
+
+NEVER_POLICY = '''
+import time
+
+
+class Never:
+    """Never answers (as far as a person waits)."""
+
+    def act(self, game, seat):
+        time.sleep(3600)
+'''
+
+
+def test_leaving_does_not_wait_for_an_opponent_that_never_answers(tmp_path: Path) -> None:
+    """A person who quits while an opponent hangs waits SETTLE_LIMIT seconds at most, told so
+    and that Ctrl-C leaves at once; the game ends with its results and exit 0 (the limit is
+    set to half a second here)."""
+    (tmp_path / "never.py").write_text(NEVER_POLICY)
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import league.cli.terminal as t; "
+            "t.SETTLE_LIMIT = 0.5; from league.cli.guild import main; "
+            "sys.exit(main(['play', '--seed', '1', '--turns', '6', '--opponents', "
+            "'never:Never']))")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], input="quit\n",
+                          capture_output=True, text=True, cwd=str(ROOT), timeout=60,
+                          check=False)
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    assert "(waiting up to 0.5 s for an opponent to finish thinking; Ctrl-C leaves now)" in (
+        done.stdout + done.stderr)
+    assert "RESULTS after 0 of 6 turns: you quit." in done.stdout

@@ -75,7 +75,7 @@ def test_sim_replay_names_the_purse_or_stock_that_differs(lean_replay, tmp_path:
     assert str(e.value) == f"{LIKELY}{VARIANTS[name][1]}); {PASS_TOWN}"
     assert e.value.index == 1 and "\n" not in str(e.value)
     cfg = GameConfig.from_dict(payload["config"], world)
-    assert purse_problem(cfg, payload["events"]) == f"{LIKELY}{VARIANTS[name][1]})"
+    assert purse_problem(cfg, payload["events"]) == (f"{LIKELY}{VARIANTS[name][1]})", False)
     # the town it was played in replays it, and has nothing to say
     lean = load_world(LEAN)[0]
     assert replay(payload["config"], payload["events"], lean).results() == game.results()
@@ -158,3 +158,24 @@ def test_more_than_purses_differing_at_the_opening_is_a_mismatch(lean_replay) ->
                                              r"'no_such_reason' in the record but the rules "
                                              r"give '\w+'$"):
         replay(payload["config"], events, lean)
+
+
+def test_a_standard_game_given_a_town_of_other_purses_is_told_to_leave_the_world_out(
+        tmp_path: Path, capsys) -> None:
+    """A game of the standard town, replayed with a world file that changes only the starting
+    coin: its opening snapshot is the standard town's, so the advice is to give no world."""
+    game = play_episode(GameConfig(seed=3, turns=6), ["factor", "magpie"] * 3)
+    path = tmp_path / "standard.json"
+    terminal.save_replay(game, game.config.names, path, None)
+    payload = json.loads(path.read_text(encoding="utf-8"))
+    coin = tmp_path / "coin33.toml"
+    coin.write_text("start_coin = 33\n", encoding="utf-8")
+    world = load_world(coin)[0]
+    why = (f"{LIKELY}start_coin (seat 0's purse) is 40 in the record, 33 in the world given), "
+           "and it is the standard town's: the game was played there")
+    with pytest.raises(ReplayMismatch) as e:
+        replay(payload["config"], payload["events"], world)
+    assert str(e.value) == f"{why}; replay it without world="
+    assert main(["view", "--world", str(coin), str(path), "-o", str(tmp_path / "p.html")]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert line == f"guild view: error: {path}: {why}; leave out --world"

@@ -260,3 +260,34 @@ def test_what_cannot_train_is_refused_in_one_line(case, town_run, tmp_path, caps
     err = _one_line(capsys.readouterr().err)
     assert all(w in err for w in words), err
     assert not (out / "checkpoint.pt").exists()
+
+
+def test_a_world_path_is_shown_inert(tmp_path, capsys) -> None:
+    """A path holding escape codes is refused in one line that shows them escaped, by every
+    command that reads a world file."""
+    bad = tmp_path / "\x1b[2Jevil\x07.json"
+    for argv in (["train", "--out", str(tmp_path / "run"), "--world", str(bad), *TINY],
+                 ["evaluate", "factor", "--world", str(bad)],
+                 ["play", "--world", str(bad)]):
+        code, printed = _guild(*argv)
+        assert code == 2 and printed == ""
+        err = _one_line(capsys.readouterr().err)
+        assert "\x1b" not in err and "\x07" not in err, err
+        assert "bad world file: " in err and "\\x1b[2Jevil\\x07.json" in err, err
+
+
+def test_a_linked_config_file_reads_its_world_beside_its_target(tmp_path, monkeypatch) -> None:
+    """A config file given through a link reads its world relative to the file it links to,
+    the one summary.json records."""
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    world = _lighthouse(folder)
+    (folder / "train.toml").write_text('world = "lighthouse.json"\n')
+    (tmp_path / "link.toml").symlink_to(folder / "train.toml")
+    monkeypatch.chdir(tmp_path)
+    code, printed = _guild("train", "--out", "run", "--config", "link.toml", "--steps", "1",
+                           *TINY)
+    assert code == 0, printed
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["world"]["path"] == str(world.resolve())
+    assert summary["config"]["path"] == str((folder / "train.toml").resolve())

@@ -280,8 +280,9 @@ def read_config(path: str) -> tuple[dict[str, Any], tuple[str, str]]:
         except ValueError as e:
             raise TrainingError(f"--config {path!r}: {key} {e}") from None
         given[o.name] = key
-    if "world" in values:  # a path in the file is relative to the file, as it was written
-        values["world"] = os.path.join(os.path.dirname(os.path.abspath(path)), values["world"])
+    if "world" in values:  # a path in the file is relative to the file (its target, when
+        # the file given is a link: the one whose sha256 the summary records)
+        values["world"] = str(Path(path).resolve().parent / values["world"])
     return values, (str(Path(path).resolve()), hashlib.sha256(data).hexdigest())
 
 

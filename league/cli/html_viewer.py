@@ -222,9 +222,10 @@ def view_model(payload: dict, world: World | None = None) -> dict:
         cfg = GameConfig.from_dict({**config, "players": policies}, world)
     except (ConfigError, TypeError) as e:
         raise LeagueError(f"the replay's config is invalid: {e}") from None
-    why = purse_problem(cfg, events)  # a town that matches the record but in purses or stock
-    if why is not None:
-        raise LeagueError(f"{why}; pass the world file it was played in")
+    purses = purse_problem(cfg, events)  # a town that matches the record but in purses, stock
+    if purses is not None:
+        advice = "leave out --world" if purses.standard else "pass the world file it was played in"
+        raise LeagueError(f"{purses.why}; {advice}")
     n_frames = sum(1 for e in events if isinstance(e, dict) and e.get("kind") == "turn")
     try:
         final = replay(cfg, events)

@@ -73,6 +73,9 @@ COMMANDS = {"quit": "quit", "exit": "quit", "q": "quit", "help": "help", "?": "h
 _NUMBER = re.compile(r"[0-9]{1,9}")  # ASCII digits only: int() reads other scripts' digits too
 MAX_WHY = 200  # characters of an opponent's error shown to the person
 WAIT_NOTE_AFTER = 1.0  # seconds the person waits for the other seats before being told why
+# Seconds a person who leaves waits, at most, for an opponent still thinking: a network's forward
+# pass takes milliseconds; a policy that never answers must not keep the person in the game.
+SETTLE_LIMIT = 10.0
 
 
 @dataclass(frozen=True)
@@ -355,11 +358,14 @@ class Deciding:
         unwinding through C++ frames that may not be unwound, and the process would abort
         ("terminate called without an active exception", exit 134) instead of ending with its
         status.  The concurrent seats (a language model's request, waiting on the network in
-        Python) are left to the exit."""
+        Python) are left to the exit, and so is a seat still thinking after
+        :data:`SETTLE_LIMIT` seconds: a policy that never answers must not keep the person in
+        the game (Ctrl-C leaves at once)."""
         self._leaving.set()
         if not self._here.wait(WAIT_NOTE_AFTER):
-            show("(waiting for an opponent to finish thinking...)")
-            self._here.wait()
+            show(f"(waiting up to {SETTLE_LIMIT:g} s for an opponent to finish thinking; "
+                 "Ctrl-C leaves now)")
+            self._here.wait(SETTLE_LIMIT)
 
 
 def play_turn(game: Game, seat: int, line: Line, policies: list,

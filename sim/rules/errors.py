@@ -19,6 +19,12 @@ def shown(v: object, width: int = 40) -> str:
     return text if len(text) <= width else text[:width - 3] + "..."
 
 
+def printable(text: str) -> str:
+    """``text`` (a path, a name a user gave) with every non-printing character, a newline or
+    an ANSI escape's ESC, as its escape: it prints as one inert line."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 class GuildError(ValueError):
     """Base class of every error this project raises on bad input."""
 

@@ -60,6 +60,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .errors import printable
 from .world import DEFAULT_TURNS, MAX_TURNS, STANDARD_TOWN, World
 from .worldfile_build import (
     GOOD_KEYS,
@@ -126,11 +127,12 @@ def world_and_turns(path: str | Path | None, turns: int | None = None) -> tuple[
     try:
         world, file_turns = load_world(path)
     except ValueError as e:  # WorldFileError, or a town World itself refuses
-        text = " ".join(str(e).split())
+        text = printable(" ".join(str(e).split()))  # a path may hold escape codes
         raise WorldFileError(f"bad world file: {text[:300]}"
                              + ("..." if len(text) > 300 else "")) from None
     except RecursionError:
-        raise WorldFileError(f"bad world file: {path} is nested too deeply") from None
+        raise WorldFileError(f"bad world file: {printable(str(path))} is nested too "
+                             "deeply") from None
     return world, turns if turns is not None else (file_turns or DEFAULT_TURNS)
 
 
