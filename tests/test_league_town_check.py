@@ -39,6 +39,16 @@ class OtherTown:
         return "wait"
 
 
+class Hang:
+    """Never answers whether it plays the town."""
+
+    def check_world(self, world):
+        __import__("time").sleep(3600)
+
+    def act(self, game, seat):
+        return "wait"
+
+
 class Escape:
     """Refuses every town in words that would act on a terminal."""
 
@@ -205,3 +215,17 @@ def test_a_refusal_is_shown_inert(refuser, how, tmp_path, capsys) -> None:
     line = _refused(capsys, _league(tmp_path / "league", f"{spec},factor", "--sandbox", "none"))
     assert "\x1b" not in line and "\x07" not in line
     assert line.endswith("\\u001b[2J\\u001b[31mred\\u0007 and more"), line
+
+
+def test_a_policy_whose_town_check_hangs_is_refused_saying_what_it_was_asked(
+        refuser, tmp_path, capsys, monkeypatch) -> None:
+    """Apart, the build answer (start, construction, town check) has START_TIMEOUT seconds,
+    twice; the refusal says what was waited for, not only that the program did not start."""
+    from league.apart import isolated
+
+    monkeypatch.setattr(isolated, "START_TIMEOUT", 1.0)
+    spec = f"{refuser}:Hang"
+    line = _refused(capsys, _league(tmp_path / "league", f"{spec},factor", "--sandbox", "none"))
+    assert line.startswith(f"guild league: error: policy {spec!r} was not ready within 1 s, "
+                           "twice (its program's start, its policy's construction and its "
+                           "answer whether it plays the league's town): took over 1 s"), line

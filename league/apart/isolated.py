@@ -293,6 +293,11 @@ class IsolatedPolicy:
                 break
             except SeatFaultError as e:
                 self._restart()
+                if attempt and e.kind == "timeout":  # the program may have started: say all
+                    raise ValueError(
+                        f"policy {self.name!r} was not ready within {START_TIMEOUT:g} s, twice "
+                        "(its program's start, its policy's construction and its answer whether "
+                        f"it plays the league's town): {e}") from None
                 if attempt:
                     raise ValueError(f"policy {self.name!r} cannot start: {e}") from None
         error, _ = _reset_reply(reply)
