@@ -44,17 +44,20 @@ def town_problem(config: object, world: World | None) -> TownProblem | None:
     return TownProblem("the replay was played in another town than the world given", False)
 
 
-def purse_problem(config: GameConfig, events: Sequence[dict]) -> TownProblem | None:
+def purse_problem(config: GameConfig, events: Sequence[dict],
+                  game: Game | None = None) -> TownProblem | None:
     """Why the opening snapshot of ``events`` (event 1, before any act) is not the one
     ``config``'s town gives, when the purses or the stock are all that differ there, or
     ``None``: the town's ``start_coin``, ``keeper_start_coin`` or opening stock are not those
     the game was played with (the replay's ``world`` does not record them).  ``standard``:
     the snapshot is the standard town's, so the game was played there.  Asked only of a town
-    other than the standard one: there, such a difference is a mismatch of the record."""
+    other than the standard one: there, such a difference is a mismatch of the record.
+    ``game``: a fresh game of ``config`` already made (the replay's), not made again."""
     if (isinstance(events, (str, bytes)) or not isinstance(events, Sequence) or len(events) < 2
             or _standard(config.world)):
         return None
-    why = _purse_difference(config.world, Game(config).events[1], events[1])
+    opening = (game if game is not None else Game(config)).events[1]
+    why = _purse_difference(config.world, opening, events[1])
     if why is None:
         return None
     standard = Game(replace(config, world=STANDARD_TOWN)).events[1] == events[1]
@@ -85,11 +88,11 @@ def replay(config: dict | GameConfig, events: Sequence[dict], world: World | Non
     events = list(events)
     if not events or not isinstance(events[0], dict) or events[0].get("kind") != "start":
         raise ReplayMismatch("event 0 must be the 'start' event", 0)
-    purses = purse_problem(cfg, events)
+    game = Game(cfg)
+    purses = purse_problem(cfg, events, game)
     if purses is not None:
         advice = "replay it without world=" if purses.standard else _PASS_TOWN
         raise ReplayMismatch(f"{purses.why}; {advice}", 1)
-    game = Game(cfg)
     i = 1
     # The opening snapshot of turn 0.
     i = _expect(game, events, i, 1)
