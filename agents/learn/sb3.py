@@ -47,7 +47,6 @@ from sim.codec.action_table import (
     EARLIER_TABLE_SIZES,
     TABLE_VERSION,
     action_table,
-    legal_mask,
     n_actions,
     to_intent,
 )
@@ -235,12 +234,6 @@ def check_spaces(path: str | os.PathLike, model: Any, world: Any) -> None:
                              f"{shape[0]} there")
 
 
-def slice_mask(flat: np.ndarray, world: Any) -> list[bool]:
-    """The legal mask held in a flat observation's last columns."""
-    a, b = slices(world)["action_mask"]
-    return [bool(x) for x in flat[a:b]]
-
-
 class SB3Policy:
     """A trained MaskablePPO model playing one seat from that seat's own encoding.
 
@@ -301,15 +294,13 @@ class SB3Policy:
         loaded = self._model()
         st = getattr(game, "state", None)
         if st is not None:
-            mask_list = legal_mask(st, seat)
-            flat = encode_flat(st, seat, mask_list)
+            flat = encode_flat(st, seat)
             world, room = st.world, st.room[seat]
         else:  # a seat's view: what it was sent
             view = game.observe(seat)
             world, room = game.world, view["room"]["id"]
             flat = encode_view(view, world, game.aliases, game.legal)
-            mask_list = slice_mask(flat, world)
-        mask = np.array(mask_list, dtype=bool)
+        mask = flat[-n_actions(world):] > 0  # the legal mask: the vector's last columns
         obs: Any = flat if loaded.flat else split(flat, world)
         action, _ = loaded.model.predict(obs, action_masks=mask,
                                          deterministic=self.deterministic)
