@@ -115,12 +115,25 @@ def bench_feasibility() -> float:
     return time.perf_counter() - start
 
 
-def bench_apart(n: int, name: str) -> tuple[float, float]:
+def bench_apart(n: int, name: str) -> tuple[float | NotMeasuredError, float]:
     """League episodes/s of ``bench.policies.NAME`` against factor: in sandboxed seat
-    processes, and in the league's process (``--trust``)."""
-    _need_sandbox()
+    processes (or the :class:`NotMeasuredError` saying why they cannot run here), and in the
+    league's process (``--trust``), which needs no sandbox."""
     fast = (f"bench.policies:{name}", "factor")
-    return bench_league(n, fast), bench_league(n, fast, trust=True)
+    try:
+        _need_sandbox()
+    except NotMeasuredError as e:
+        isolated: float | NotMeasuredError = e
+    else:
+        isolated = bench_league(n, fast)
+    return isolated, bench_league(n, fast, trust=True)
+
+
+def _known(part: float | NotMeasuredError) -> float:
+    """A part of a measurement's result, or the :class:`NotMeasuredError` it holds raised."""
+    if isinstance(part, NotMeasuredError):
+        raise part
+    return part
 
 
 def bench_sandbox_start() -> tuple[float, float]:
@@ -176,7 +189,8 @@ class Figure:
 class Measurement:
     """One timed run and the figures read from its result; ``measure`` raises
     :class:`NotMeasuredError` (or returns None: a package it needs is not installed) when this
-    machine cannot run it, and then none of its figures is printed."""
+    machine cannot run it, and then none of its figures is printed.  A figure's ``of`` raises
+    it when only its part of the run could not be made (the sandboxed league of a pair)."""
 
     measure: Callable[[Sizes], Any]
     figures: tuple[Figure, ...]
@@ -193,6 +207,14 @@ def _measured(measurement: Measurement, sizes: Sizes) -> tuple[Any, str | None]:
     return got, None
 
 
+def _read(figure: Figure, got: Any) -> tuple[float | None, str | None]:
+    """``(value, None)``, or ``(None, why)`` when the figure's part was not measured."""
+    try:
+        return figure.of(got), None
+    except NotMeasuredError as e:
+        return None, str(e)
+
+
 def _not_measured(figure: Figure, why: str) -> None:
     print(f"bench: {figure.name} not measured: {why}", file=sys.stderr, flush=True)
 
@@ -206,11 +228,14 @@ def _vs_original(seat_steps_per_s: float) -> float:
 
 
 def _apart(label: str, name: str) -> Measurement:
-    """A policy apart (sandboxed seats) and trusted (in the league's process) vs factor."""
+    """A policy apart (sandboxed seats) and trusted (in the league's process) vs factor; the
+    trusted figure is measured without a sandbox too."""
     return Measurement(lambda z: bench_apart(z.league_episodes, name), (
-        Figure(f"league_isolated{label}_episodes_per_s", "episodes/s", 1, lambda got: got[0]),
+        Figure(f"league_isolated{label}_episodes_per_s", "episodes/s", 1,
+               lambda got: _known(got[0])),
         Figure(f"league_trusted{label}_episodes_per_s", "episodes/s", 1, lambda got: got[1]),
-        Figure(f"league_isolated{label}_vs_trusted", "x", 2, lambda got: got[0] / got[1])))
+        Figure(f"league_isolated{label}_vs_trusted", "x", 2,
+               lambda got: _known(got[0]) / got[1])))
 
 
 def _batched_engine(z: Sizes) -> float:
@@ -320,6 +345,7 @@ def _only(names: list[str], sizes: Sizes, rounds: int) -> bool:
     asked = [FIGURES[name] for name in dict.fromkeys(names)]
     values: dict[str, list[float]] = {figure.name: [] for _, figure in asked}
     unable: dict[Measurement, str] = {}  # a measurement this machine cannot run: why
+    missing: dict[str, str] = {}  # a figure whose part of its measurement was not made: why
     for _ in range(rounds):
         for measurement in dict.fromkeys(m for m, _ in asked):
             if measurement in unable:
@@ -330,27 +356,33 @@ def _only(names: list[str], sizes: Sizes, rounds: int) -> bool:
                 continue
             for m, figure in asked:
                 if m is measurement:
-                    values[figure.name].append(figure.of(got))
+                    value, why = _read(figure, got)
+                    if why is None:
+                        values[figure.name].append(value)
+                    else:
+                        missing[figure.name] = why
     for m, figure in asked:
-        if m in unable:
-            _not_measured(figure, unable[m])
+        why = unable.get(m) or missing.get(figure.name)
+        if why is not None:
+            _not_measured(figure, why)
             continue
         got = values[figure.name]
         print(_line(figure, statistics.median(got)))
         if len(got) > 1:
             print(f"{figure.name}: {_value(figure, min(got))} to "
                   f"{_value(figure, max(got))} over {len(got)} rounds", file=sys.stderr)
-    return not unable
+    return not unable and not missing
 
 
 def _whole_run(sizes: Sizes) -> None:
     for measurement in MEASUREMENTS:
         got, why = _measured(measurement, sizes)
         for figure in measurement.figures:
-            if why is None:
-                print(_line(figure, figure.of(got)), flush=True)
+            value, why_not = _read(figure, got) if why is None else (None, why)
+            if why_not is None:
+                print(_line(figure, value), flush=True)
             else:
-                _not_measured(figure, why)
+                _not_measured(figure, why_not)
 
 
 def _builds() -> str:

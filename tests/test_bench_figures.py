@@ -38,8 +38,7 @@ def _needs_for(names) -> None:
     """What the figures' measurements need, or a skip (a failure in CI)."""
     if {"train_steps_per_s", "train_engine_share"} & set(names):
         needs_module("torch", "torch==2.13.0, then pip install -e '.[train]'")
-    if any(name.startswith(("sandbox_", "league_isolated_", "league_trusted_"))
-           for name in names):
+    if any(name.startswith(("sandbox_", "league_isolated_")) for name in names):
         from league.apart import sandbox
 
         why = sandbox.problem()
@@ -114,21 +113,24 @@ def test_only_lists_every_figure_in_its_help(capsys) -> None:
 # --- figures this machine cannot measure --------------------------------------------------
 
 NO_BWRAP = "bubblewrap (bwrap) is not installed"
-APART = [name for name in bench.FIGURES
-         if name.startswith(("sandbox_", "league_isolated_", "league_trusted_"))]
+APART = [name for name in bench.FIGURES if name.startswith(("sandbox_", "league_isolated_"))]
+TRUSTED = [name for name in bench.FIGURES if name.startswith("league_trusted_")]
+TRUSTED_RATE = 400.0  # episodes/s of a trusted bench league in these tests
 
 
 @pytest.fixture
 def no_sandbox(monkeypatch) -> list[int]:
-    """No sandbox can start here (``league.apart.sandbox.problem``), and no bench league may
-    run; the number of times the sandbox was asked for."""
+    """No sandbox can start here (``league.apart.sandbox.problem``), and no bench league of
+    sandboxed seats may run (a trusted one runs at :data:`TRUSTED_RATE`); the number of times
+    the sandbox was asked for."""
     from league.apart import sandbox
 
     asked: list[int] = []
     monkeypatch.setattr(sandbox, "problem", lambda: asked.append(1) or NO_BWRAP)
 
-    def league(*args, **kwargs):
-        raise AssertionError("a bench league ran without a sandbox")
+    def league(episodes, policies=("factor", "magpie"), trust=False):
+        assert trust, "a bench league of sandboxed seats ran without a sandbox"
+        return TRUSTED_RATE
 
     monkeypatch.setattr(bench, "bench_league", league)
     return asked
@@ -151,17 +153,28 @@ def test_a_figure_asked_for_without_a_sandbox_is_named_and_exits_1(name, no_sand
 def test_the_other_figures_asked_for_go_on_without_a_sandbox(no_sandbox, monkeypatch,
                                                              capsys) -> None:
     """Each figure asked for is printed or named on stderr, in the order asked; a measurement
-    that cannot run is tried once, whatever the rounds."""
+    that cannot run is tried once, whatever the rounds; one whose sandboxed part cannot run
+    still measures its trusted part every round."""
     monkeypatch.setattr(bench.FIGURES["parse_sentences_per_s"][0], "measure",
                         lambda sizes: 100_000.0)
     argv = ["--rounds", "3", "--only", "league_isolated_vs_trusted",
-            "--only", "parse_sentences_per_s", "--only", "sandbox_seat_warm_start_s"]
+            "--only", "parse_sentences_per_s", "--only", "sandbox_seat_warm_start_s",
+            "--only", "league_trusted_episodes_per_s"]
     assert bench.main(argv) == 1
     out, err = capsys.readouterr()
-    assert out.splitlines() == ["parse_sentences_per_s: 100000 sentences/s"]
+    assert out.splitlines() == ["parse_sentences_per_s: 100000 sentences/s",
+                                f"league_trusted_episodes_per_s: {TRUSTED_RATE:.1f} episodes/s"]
     notes = [line for line in err.splitlines() if "not measured" in line]
     assert notes == [_note("league_isolated_vs_trusted"), _note("sandbox_seat_warm_start_s")]
-    assert len(no_sandbox) == 2  # once for the league measurement, once for the seat's start
+    assert len(no_sandbox) == 3 + 1  # each round for the league pair, once for the seat's start
+
+
+def test_a_trusted_figure_is_measured_without_a_sandbox(no_sandbox, tiny, capsys) -> None:
+    for name in TRUSTED:
+        assert bench.main(["--quick", "--only", name]) == 0
+        out, err = capsys.readouterr()
+        assert out.splitlines() == [f"{name}: {TRUSTED_RATE:.1f} episodes/s"]
+        assert "not measured" not in err
 
 
 def test_a_whole_run_without_a_sandbox_names_those_figures_and_exits_0(no_sandbox, monkeypatch,
@@ -177,8 +190,9 @@ def test_a_whole_run_without_a_sandbox_names_those_figures_and_exits_0(no_sandbo
     assert bench.main([]) == 0
     out, err = capsys.readouterr()
     assert out.splitlines() == ["parse_sentences_per_s: 100000 sentences/s",
+                                *(f"{name}: {TRUSTED_RATE:.1f} episodes/s" for name in TRUSTED),
                                 "batched_engine_seat_steps_per_s: 5888400 seat-steps/s",
                                 "batched_engine_vs_original: 100.0 x"]
     assert [line for line in err.splitlines() if "not measured" in line] == [
-        _note(f.name) for m in apart for f in m.figures]
-    assert {f.name for m in apart for f in m.figures} == set(APART)
+        _note(f.name) for m in apart for f in m.figures if f.name not in TRUSTED]
+    assert {f.name for m in apart for f in m.figures} == set(APART) | set(TRUSTED)
