@@ -261,3 +261,11 @@ def test_a_policy_of_another_town_is_refused_when_the_env_is_made() -> None:
     assert env.opponents is None
     env.reset(seed=0)
     assert [type(p).__name__ for p in env.opponents] == ["Factor", "Magpie"] * 2 + ["Factor"]
+
+
+@pytest.mark.parametrize("opponents", ["factor", b"factor", {"name": "factor"}, 5])
+def test_opponents_that_are_no_sequence_are_refused_naming_what_they_are(opponents) -> None:
+    """A single spec is not read as its characters ("got 6" for "factor")."""
+    with pytest.raises(ValueError, match=r"opponents must be a sequence of 5 policies \(for "
+                                         r"example \[.*\] \* 5\); got the (str|bytes|dict|int)"):
+        GuildEnv(opponents=opponents)

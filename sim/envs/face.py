@@ -7,6 +7,7 @@ module of ``sim`` imports ``agents``.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from operator import itemgetter
 
 import numpy as np
@@ -59,6 +60,21 @@ def check_seat(seat: object) -> int | None:
             0 <= seat < SEATS):
         raise ValueError(f"seat must be an int 0..{SEATS - 1} or None; got {seat!r}")
     return int(seat)
+
+
+def opponent_specs(opponents: object) -> list:
+    """The five opponents' specs (``None``: :data:`DEFAULT_OPPONENTS`), or a ``ValueError``
+    naming what is wrong: a single spec such as ``"factor"`` is not read as its characters."""
+    if opponents is None:
+        return list(DEFAULT_OPPONENTS)
+    if isinstance(opponents, (str, bytes, dict)) or not isinstance(opponents, Iterable):
+        raise ValueError(f"opponents must be a sequence of {SEATS - 1} policies (for example "
+                         f"[{opponents!r:.60}] * {SEATS - 1}); got the "
+                         f"{type(opponents).__name__} {opponents!r:.60}")
+    specs = list(opponents)
+    if len(specs) != SEATS - 1:
+        raise ValueError(f"opponents must name {SEATS - 1} policies; got {len(specs)}")
+    return specs
 
 
 def resolve_policy(spec):

@@ -16,7 +16,8 @@ from ..game import Game, GameConfig
 from ..policies import BATCHED_POLICIES, check_town
 from ..rules.scoring import score
 from ..rules.world import SEATS, STANDARD_TOWN, World
-from .face import DEFAULT_OPPONENTS, SeatFace, check_seat, resolve_policy, seat_spaces
+from .face import SeatFace, check_seat, opponent_specs, resolve_policy, seat_spaces
+from .picture import seat_picture
 from .row import RowEpisode
 
 
@@ -62,9 +63,10 @@ class GuildEnv(gym.Env):
     ``seat`` (0..5, or None to draw one per episode), ``opponents`` (5 policy specs or objects:
     ``"factor"``, ``"magpie"``, ``"random"``, ``"module:Name"``, or anything with
     ``act(game, seat)``), ``turns``, ``thievery``, ``speech``, ``world``, ``text_mode``,
-    ``flatten``, ``reward``, ``render_mode`` (``"ansi"`` or ``"human"``).  Named opponents are
-    built when the env is made, and one that does not play ``world`` (``champion`` in a world
-    file's town) is refused then with a ``ValueError``; the default lineup at the first reset.
+    ``flatten``, ``reward``, ``render_mode`` (``"ansi"`` or ``"human"``: the seat's view as
+    text; ``"rgb_array"``: a picture of it, ``sim.envs.picture``).  Named opponents are built
+    when the env is made, and one that does not play ``world`` (``champion`` in a world file's
+    town) is refused then with a ``ValueError``; the default lineup at the first reset.
 
     An ``"sb3:model.zip"`` opponent is loaded in this process, the call being your own: the zip
     is a pickle and loading it runs its code (as ``"module:Name"`` runs the module's), so name
@@ -77,7 +79,7 @@ class GuildEnv(gym.Env):
     v0: first release.
     """
 
-    metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
+    metadata = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 4}
 
     def __init__(self, seat: int | None = None, opponents: Sequence | None = None,
                  turns: int = 14, thievery: bool = True, speech: bool = True,
@@ -90,10 +92,7 @@ class GuildEnv(gym.Env):
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}; "
                              f"got {render_mode!r}")
         self.fixed_seat = seat
-        specs = list(DEFAULT_OPPONENTS if opponents is None else opponents)
-        if len(specs) != SEATS - 1:
-            raise ValueError(f"opponents must name {SEATS - 1} policies; got {len(specs)}")
-        self.opponent_specs = specs
+        self.opponent_specs = opponent_specs(opponents)
         self.opponents: list | None = None
         self.world = world or STANDARD_TOWN
         GameConfig(turns=turns, thievery=thievery, speech=speech, world=self.world)  # validate
@@ -195,6 +194,8 @@ class GuildEnv(gym.Env):
     def render(self):
         if self.render_mode is None or self.game is None:
             return None
+        if self.render_mode == "rgb_array":
+            return seat_picture(self.world, self.game.observe(self.seat))
         text = self.game.observation_text(self.seat)
         if self.render_mode == "human":
             print(text)
