@@ -430,6 +430,56 @@ class Phones:
         return report(tried=tried, links=links)
 
 
+COLLUDE = "guild-collude"      # the abstract unix sockets the seats of Colludes listen on
+_SERVING: list = []
+
+
+def _serve(listener: socket.socket, seat: int) -> None:
+    while True:
+        try:
+            conn, _ = listener.accept()
+            with conn:
+                conn.sendall(str(seat).encode())
+        except OSError:
+            return
+
+
+class Colludes:
+    """Each seat serves its seat number on an abstract unix socket and on the loopback (port
+    40000 + seat), from a thread that outlives the episode (its process may be pooled), and
+    asks every other seat's socket and port: the seats of one policy, and a pooled process that
+    played another seat of the same town, must not reach each other."""
+
+    def act(self, game, seat):
+        import threading
+
+        served = []
+        if not _SERVING:
+            for family, address in ((socket.AF_UNIX, f"\0{COLLUDE}-{seat}"),
+                                    (socket.AF_INET, ("127.0.0.1", 40000 + seat))):
+                try:
+                    listener = socket.socket(family, socket.SOCK_STREAM)
+                    listener.bind(address)
+                    listener.listen(8)
+                except OSError as e:
+                    served.append(_errno(e))
+                    continue
+                _SERVING.append(listener)
+                served.append("OK")
+                threading.Thread(target=_serve, args=(listener, seat), daemon=True).start()
+        reached = {}
+        for other in range(6):
+            if other == seat:
+                continue
+            for name, family, address in (
+                    ("unix", socket.AF_UNIX, f"\0{COLLUDE}-{other}"),
+                    ("lo", socket.AF_INET, ("127.0.0.1", 40000 + other))):
+                outcome, _ = _connect(family, address)
+                if outcome == "OK":
+                    reached[f"{name}{other}"] = outcome
+        return report(served=served, listening=len(_SERVING), reached=reached)
+
+
 # --- honest, and still hit: threads count against the sandbox's process limit -----------------
 
 THREADS = 20    # a numerical library's thread per core (OpenBLAS, OpenMP) on a 20-core machine

@@ -47,6 +47,7 @@ MAX_ENDED = 4096        # exit codes kept for status requests
 PR_SET_PDEATHSIG = 1
 PR_CAPBSET_DROP = 24
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID = 0x20000, 0x8000000, 0x10000000, 0x20000000
+CLONE_NEWNET = 0x40000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 0x1000, 0x4000, 0x40000
 SCRATCH = "/scratch"    # a seat's working folder inside the sandbox
 OLD_TMP = "/.sandbox-tmp"  # where a seat's namespace moves the sandbox's /tmp aside
@@ -82,13 +83,17 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int,
 
 
 def _own_namespaces(scratch_mb: int, keep: tuple[str, ...] = ()) -> None:
-    """Enter new user, pid, IPC and mount namespaces; mount a fresh scratch, /tmp and
+    """Enter new user, pid, network, IPC and mount namespaces; mount a fresh scratch, /tmp and
     /dev/shm.  ``keep``: the policy's files under /tmp, shown again on the fresh /tmp.
 
     The pid namespace takes effect for this process's next child, which becomes its pid 1.
+    The network namespace is the seat's own (not even a loopback up): the sandbox's, shared by
+    every seat of the policy, would let two seats, or a seat and a pooled process that played
+    another seat of the same town, talk over loopback or abstract unix sockets.
     """
     uid, gid = os.getuid(), os.getgid()
-    _ok(_libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWPID), "unshare")
+    _ok(_libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWPID | CLONE_NEWNET),
+        "unshare")
     for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
                        ("gid_map", f"{gid} {gid} 1")):
         with open(f"/proc/self/{name}", "w") as f:
