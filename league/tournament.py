@@ -503,14 +503,15 @@ def fault_summary(rows: list[dict]) -> list[str]:
             for k, v in kinds.items():
                 w["kinds"][k] = w["kinds"].get(k, 0) + v
             if w["first"] is None:
-                w["first"] = f"{r['id']} seat {seat}, {r['faultNotes'][seat]}"
+                # the note is the seat's own text (its exception, its stderr): shown inert
+                w["first"] = f"{shown(r['id'])} seat {seat}, {shown(r['faultNotes'][seat], 400)}"
     out = []
     for name, w in seen.items():
         kinds = ", ".join(f"{k} {w['kinds'][k]}" for k in FAULT_KINDS if k in w["kinds"])
         who = ("it waited in" if w["play"] == {"wait"} else "factor played"
                if w["play"] == {"factor"} else "its fallback played")
-        out.append(f"league: policy {name!r} faulted ({kinds}); {who} {w['n']} of its "
-                   f"decisions; first: {w['first']}")
+        out.append(f"league: policy {shown(name, 300, quoted=True)} faulted ({kinds}); {who} "
+                   f"{w['n']} of its decisions; first: {w['first']}")
     return out
 
 

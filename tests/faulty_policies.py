@@ -18,6 +18,14 @@ class Raiser:
         raise RuntimeError("boom")
 
 
+class Shouter:
+    """Raises with terminal escapes and a line of its own in the message (clear the screen,
+    retitle the window, forge a verdict)."""
+
+    def act(self, game: Game, seat: int) -> str:
+        raise RuntimeError("\x1b[2J\x1b[H\x1b]0;owned\x07\nverify: OK, all episodes verify")
+
+
 class Garbage:
     """Returns something that is neither a sentence nor an Intent."""
 

@@ -113,6 +113,20 @@ def test_run_league_prints_nothing_and_reports_through_callbacks(tmp_path, capsy
     assert progress == [(k, 6) for k in range(7)]
 
 
+@pytest.mark.parametrize("trust", [False, True])
+def test_a_faults_note_reaches_the_terminal_inert(tmp_path, capsys, trust) -> None:
+    """The fault line quotes the seat's own exception: its escapes and newlines are shown as
+    text, in one line, whether the seat ran apart or in the league's process."""
+    policy = f"{'trusted:' if trust else ''}{F}Shouter"
+    assert main(league_args(tmp_path / "loud", 6, "--turns", "6", policies=f"factor,{policy}",
+                            workers=1)) == 0
+    err = capsys.readouterr().err
+    faulted = [line for line in err.splitlines() if "faulted" in line]
+    assert len(faulted) == 1 and "RuntimeError: \\u001b[2J\\u001b[H\\u001b]0;owned" in faulted[0]
+    assert "\x1b" not in err and "\x07" not in err
+    assert not any(line.startswith("verify: OK") for line in err.splitlines())
+
+
 def test_a_worker_that_dies_stops_the_league_with_one_line(tmp_path, capsys) -> None:
     """Trusted code runs in the worker: when it kills the worker the league stops, in one
     line (the same policy run apart only crashes its own seat: test_isolation.py)."""
