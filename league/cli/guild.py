@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import signal
 import sys
 import threading
@@ -23,6 +24,7 @@ from league.cli.progress import Progress, note
 from league.core.errors import LeagueError
 from league.core.ladder import table
 from league.core.lineups import parse_policies
+from league.core.store import shown
 from league.core.verify import verify_dir
 from league.core.verify_signature import public_key_arg
 from league.procs.backends import WorkerDiedError
@@ -213,6 +215,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"guild {args.command}: error: {e}; finished episodes are kept, run the same "
               "command again to resume", file=sys.stderr)
         return 1
+    except OSError as e:
+        if e.errno not in STORAGE_ERRORS:
+            raise
+        print(f"guild {args.command}: error: {storage_problem(e)}"
+              + ("; finished episodes are kept, run the same command again to resume"
+                 if args.command == "league" else ""), file=sys.stderr)
+        return 1
+
+
+# a disk that is full, read-only, failing or out of quota: the machine's state, not a bug, so
+# one line, not a traceback (a league's written lines and replays stay whole: store.py)
+STORAGE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG})
+
+
+def storage_problem(e: OSError) -> str:
+    """``e`` in a few words: its reason and, when known, the file (shown inert)."""
+    where = f" ({shown(str(e.filename), 200)})" if e.filename else ""
+    return f"{e.strerror or type(e).__name__}{where}"
 
 
 class Terminated(KeyboardInterrupt):
