@@ -98,7 +98,7 @@ def test_vector_env_equals_scalar_games(reward: str) -> None:
                          reward=reward, autoreset_mode="same_step")
     obs, info = env.reset(seed=5)
     rng = np.random.default_rng(5)
-    games = [Game(GameConfig(seed=int(x), turns=turns)) for x in info["game_seed"]]
+    games = [Game(GameConfig(seed=int(x), turns=turns)) for x in env.game_seeds]
     seats = info["seat"].tolist()
     assert len(set(seats)) > 1
     episodes = 0
@@ -124,7 +124,7 @@ def test_vector_env_equals_scalar_games(reward: str) -> None:
                 np.testing.assert_array_equal(info["final_obs"][i],
                                               encode_flat(g.state, seats[i]))
                 assert info["final_info"]["score"][i] == after
-                games[i] = Game(GameConfig(seed=int(info["game_seed"][i]), turns=turns))
+                games[i] = Game(GameConfig(seed=int(env.game_seeds[i]), turns=turns))
                 seats[i] = int(info["seat"][i])
     assert episodes == 2 * n
 

@@ -269,3 +269,5 @@ def test_opponents_that_are_no_sequence_are_refused_naming_what_they_are(opponen
     with pytest.raises(ValueError, match=r"opponents must be a sequence of 5 policies \(for "
                                          r"example \[.*\] \* 5\); got the (str|bytes|dict|int)"):
         GuildEnv(opponents=opponents)
+    with pytest.raises(ValueError, match="opponents must be a sequence of 5 policies"):
+        GuildVectorEnv(1, opponents=opponents)

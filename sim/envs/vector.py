@@ -14,6 +14,13 @@ observation of the next episode; the last observation of the finished one is in
 ``info["final_obs"]`` (valid where ``info["_final_obs"]``) and its score in
 ``info["final_info"]["score"]``.  ``GuildSelfPlay`` is always ``SAME_STEP``.  Episodes never
 truncate.
+
+**Info.**  In both modes ``GuildVectorEnv``'s ``info`` is what ``SyncVectorEnv`` builds from
+``GuildEnv``'s (``VectorEnv._add_info``): the same keys in the same order, ``_``-masks, container
+types, dtypes and values, so code written for one face reads the other.  It holds only what
+the seat may know (RULES §17) and, at an episode's end, the §13 results; never the game seed,
+which rebuilds every seat's commissions and rooms (the operator reads
+``GuildVectorEnv.game_seeds``).
 """
 
 from __future__ import annotations
@@ -28,9 +35,17 @@ from gymnasium.vector.utils import batch_space
 from ..batched.engine import SEED_HIGH, BatchedGuild
 from ..batched.observe import all_seats, encode, offsets
 from ..codec.encode import slices
+from ..game import GameConfig
 from ..policies import BATCHED_POLICIES, POLICIES, check_town
-from ..rules.world import SEATS, World
-from .face import DEFAULT_OPPONENTS, check_seat, seat_spaces
+from ..rules.scoring import RESULT_KEYS
+from ..rules.world import POINT_VALUE, SEATS, World
+from .face import check_seat, opponent_specs, seat_spaces
+
+# The keys of GuildVectorEnv's ``info``, each beside its ``_``-mask (no others, ever): what
+# GuildEnv's info holds every step, what it adds at an episode's end, and what SAME_STEP adds.
+INFO_KEYS = ("seat", "score", "action_mask")
+END_KEYS = ("results",)
+FINAL_KEYS = ("final_obs", "final_info")
 
 
 def make_batched_policy(spec):
@@ -62,9 +77,13 @@ class GuildVectorEnv(VectorEnv):
     factor as ``DEFAULT_OPPONENTS``).  Autoreset ``NEXT_STEP``, as Gymnasium's default, or
     ``SAME_STEP`` by ``autoreset_mode`` (module docstring).
 
-    ``info``: ``seat``, ``score`` and ``game_seed`` per env, ``action_mask`` (``[n, actions]``
-    int8); at an episode's end ``final_obs``/``_final_obs`` and ``final_info`` (``score``,
-    ``seat``, ``game_seed`` of the finished episode, with ``_``-masks).
+    ``info`` (:data:`INFO_KEYS`, :data:`END_KEYS`, :data:`FINAL_KEYS`, each with its
+    ``_``-mask, as ``SyncVectorEnv`` batches ``GuildEnv``'s): ``seat`` and ``score`` per env,
+    ``action_mask`` (``[n, actions]`` int8); ``results`` (RULES §13) of the envs whose episode
+    ended this step (``NEXT_STEP``); with ``SAME_STEP``, ``final_obs`` (an object array: the
+    finished envs' last observations, None elsewhere) and ``final_info`` (their last ``seat``,
+    ``score``, ``action_mask`` and ``results``).  No game seed: :attr:`game_seeds` is the
+    operator's view.
 
     Args:
         num_envs: number of episodes in lockstep.
@@ -87,6 +106,9 @@ class GuildVectorEnv(VectorEnv):
                  flatten: bool = False, reward: str = "dense", render_mode: str | None = None,
                  max_episode_steps: int | None = None,
                  autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP) -> None:
+        if (isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer))
+                or num_envs < 1):  # checked here: the engine would name it ``n``
+            raise ValueError(f"num_envs must be a positive int; got {num_envs!r}")
         modes = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_STEP}
         mode = next((m for name, m in modes.items() if autoreset_mode in (m, m.value, name)),
                     None)
@@ -102,12 +124,10 @@ class GuildVectorEnv(VectorEnv):
         seat = check_seat(seat)
         if reward not in ("dense", "terminal"):
             raise ValueError(f"reward must be 'dense' or 'terminal'; got {reward!r}")
-        specs = list(DEFAULT_OPPONENTS if opponents is None else opponents)
-        if len(specs) != SEATS - 1:
-            raise ValueError(f"opponents must name {SEATS - 1} policies; got {len(specs)}")
+        specs = opponent_specs(opponents)
         self.engine = BatchedGuild(num_envs, turns=turns, thievery=thievery, world=world)
         self.world = self.engine.world
-        self.num_envs = num_envs
+        self.num_envs = int(num_envs)
         self.fixed_seat = seat
         self.reward_mode = reward
         self.flatten = flatten
@@ -125,6 +145,14 @@ class GuildVectorEnv(VectorEnv):
         self._rows = np.arange(num_envs)
         self._others = np.zeros((num_envs, SEATS - 1), np.int64)
         self._pending = np.zeros(num_envs, bool)  # NEXT_STEP: ended, restart on the next step
+        self._names = GameConfig().names  # GuildEnv's games name no players: results' names
+
+    @property
+    def game_seeds(self) -> np.ndarray:
+        """Each env's current game seed (a copy): the operator's view, for replaying or
+        auditing a game with ``sim.Game(sim.GameConfig(seed=...))``.  Never put it in a seat's
+        ``info`` or observation: it rebuilds every seat's commissions and starting room."""
+        return self.engine.seed.copy()
 
     def reset(self, *, seed: int | Sequence[int] | None = None, options: dict | None = None):
         """Start every env anew.
@@ -196,16 +224,20 @@ class GuildVectorEnv(VectorEnv):
         info = self._info()
         if not self.same_step:
             self._pending[:] = done
-        elif done.any():
-            ended = np.flatnonzero(done)
-            info["final_obs"] = _copy(obs)
-            info["_final_obs"] = done.copy()
-            info["final_info"] = {"score": new.copy(), "_score": done.copy(),
-                                  "seat": self.seat.copy(), "_seat": done.copy(),
-                                  "game_seed": e.seed.copy(), "_game_seed": done.copy()}
-            self._start(ended)
-            obs = self._observe()
-            info.update(self._info())
+        if not done.any():
+            return obs, reward, done, np.zeros(self.num_envs, bool), info
+        ended = np.flatnonzero(done)
+        results = self._results(ended)
+        if not self.same_step:
+            info.update(results)
+            return obs, reward, done, np.zeros(self.num_envs, bool), info
+        final = {"final_obs": _rows_of(obs, ended, self.num_envs), "_final_obs": done.copy(),
+                 "final_info": {**self._info(done), **results}, "_final_info": done.copy()}
+        self._start(ended)
+        obs = self._observe()
+        # SyncVectorEnv's key order when env 0 ends: every env does, on the same step (one
+        # horizon, all reset together).
+        info = {**final, **self._info()}
         return obs, reward, done, np.zeros(self.num_envs, bool), info
 
     def action_masks(self) -> np.ndarray:
@@ -234,11 +266,51 @@ class GuildVectorEnv(VectorEnv):
         return {k: self._obs[:, a:b].astype(np.int8 if k == "action_mask" else np.float32)
                 for k, (a, b) in self._slices.items()}
 
-    def _info(self) -> dict:
+    def _info(self, where: np.ndarray | None = None) -> dict:
+        """``GuildEnv``'s per-step info batched as ``SyncVectorEnv`` batches it; with a bool
+        ``where``, only those envs filled (zeros and False masks elsewhere, as ``final_info``)."""
         off = offsets(self.engine.tables)[0]["action_mask"]
-        return {"seat": self.seat.copy(), "score": self._score.copy(),
-                "game_seed": self.engine.seed.copy(),
-                "action_mask": self._obs[:, off:].astype(np.int8)}
+        seat, score = self.seat.copy(), self._score.copy()
+        mask = self._obs[:, off:].astype(np.int8)
+        if where is None:
+            where = np.ones(self.num_envs, bool)
+        else:
+            seat[~where], score[~where], mask[~where] = 0, 0.0, 0
+        return {"seat": seat, "_seat": where.copy(), "score": score, "_score": where.copy(),
+                "action_mask": mask, "_action_mask": where.copy()}
+
+    def _results(self, ended: np.ndarray) -> dict:
+        """``{"results": ..., "_results": ...}`` of the envs in ``ended``: each one's
+        ``Game.results()`` (RULES §13), batched as ``VectorEnv._add_info`` batches a sync env's.
+
+        Computed on the rows at once, not by the rules' function row by row, so that many
+        episodes ending together stay cheap: the scores are ``engine.scores()``, the commission
+        points what the engine's ``points`` (wealth + 3 x commission points) hold beyond the
+        wealth; only the per-env lists are built one finished env at a time.
+        """
+        e, st, n = self.engine, self.engine.state, self.num_envs
+        coin = st.coin[ended]
+        wealth = coin + st.items[ended] @ np.asarray(self.world.values, np.int64)
+        per_env = {"names": [list(self._names) for _ in range(ended.size)],
+                   "scores": e.scores()[ended].tolist(), "coin": coin.tolist(),
+                   "wealth": wealth.tolist(),
+                   "questPoints": ((st.points[ended] - wealth) // POINT_VALUE).tolist(),
+                   "delivered": st.delivered[ended].sum(axis=-1).tolist(),
+                   "robberies": st.robberies[ended].tolist(), "robbed": st.robbed[ended].tolist(),
+                   "reason": ["complete"] * ended.size}  # games end only when turns run out
+        have = np.zeros(n, bool)
+        have[ended] = True
+        results: dict = {}
+        for key in RESULT_KEYS:  # int for Python ints, object for the rest, as _add_info
+            if key in per_env:
+                column = np.full(n, None, dtype=object)
+                for i, value in zip(ended.tolist(), per_env[key]):
+                    column[i] = value
+            else:
+                column = np.zeros(n, int)
+                column[ended] = st.turns_played[ended] if key == "turns" else e.turns
+            results[key], results[f"_{key}"] = column, have.copy()
+        return {"results": results, "_results": have}
 
 
 class GuildSelfPlay:
@@ -324,6 +396,11 @@ class GuildSelfPlay:
         np.greater(self.observations[:, self._mask_at:], 0, out=self.masks)
 
 
-def _copy(obs):
-    return {k: v.copy() for k, v in obs.items()} if isinstance(obs, dict) else obs.copy()
+def _rows_of(obs: dict | np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
+    """``SyncVectorEnv``'s ``final_obs``: an object array of ``n``, env ``i``'s own observation
+    (row ``i`` of the fresh batch ``obs``) at each of ``rows``, None elsewhere."""
+    out = np.full(n, None, dtype=object)
+    for i in rows.tolist():
+        out[i] = {k: v[i] for k, v in obs.items()} if isinstance(obs, dict) else obs[i]
+    return out
 
