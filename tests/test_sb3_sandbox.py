@@ -408,6 +408,17 @@ def _changed(blob: bytes, kind: str, marker: Path) -> bytes:
         arrays[first] = arrays[first].astype(np.int32)
     elif kind == "other version":
         desc["version"] = 99
+    elif kind == "one bound":
+        del arrays["__high__"]
+    elif kind == "bounds of nan":
+        arrays["__low__"] = np.full_like(arrays["__low__"], np.nan)
+    elif kind == "bounds crossed":
+        arrays["__low__"] = arrays["__high__"] + 1
+    elif kind == "bounds of another width":
+        arrays["__low__"], arrays["__high__"] = arrays["__low__"][:-1], arrays["__high__"][:-1]
+    elif kind == "bounds of a dict":
+        desc["observation"] = {"kind": "dict", "spaces": [["obs", desc["observation"]["shape"],
+                                                           desc["observation"]["dtype"]]]}
     return _blob(desc, arrays)
 
 
@@ -415,7 +426,9 @@ def _changed(blob: bytes, kind: str, marker: Path) -> bytes:
                                   "huge layer",
                                   "foreign activation", "foreign extractor", "wrong shape",
                                   "nan", "extra array", "missing array", "integers",
-                                  "other version", "garbage"])
+                                  "other version", "one bound", "bounds of nan",
+                                  "bounds crossed", "bounds of another width",
+                                  "bounds of a dict", "garbage"])
 def test_a_hostile_description_is_refused_without_unpickling(kind, description, flat_model,
                                                              tmp_path) -> None:
     marker = tmp_path / "marker"

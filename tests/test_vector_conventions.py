@@ -23,7 +23,7 @@ from agents.baselines.batched import sample_legal
 from sim import Game, GameConfig
 from sim.codec.action_table import to_intent
 from sim.codec.encode import encode_flat
-from sim.envs.vector import END_KEYS, FINAL_KEYS, INFO_KEYS, GuildVectorEnv
+from sim.envs.vector import END_KEYS, FINAL_KEYS, INFO_KEYS, GuildSelfPlay, GuildVectorEnv
 from sim.rules.scoring import RESULT_KEYS
 from sim.rules.world import SEATS
 
@@ -254,3 +254,13 @@ def test_num_envs_is_named(bad: Any) -> None:
                            vectorization_mode="vector_entry_point")
     with pytest.raises(ValueError, match=r"^num_envs must be a positive int; got "):
         GuildVectorEnv(bad)
+
+
+def test_self_plays_constructor_seed_is_its_first_resets() -> None:
+    made = GuildSelfPlay(3, seed=5)
+    made.reset()
+    given = GuildSelfPlay(3)
+    given.reset(seed=5)
+    assert np.array_equal(made.engine.seed, given.engine.seed)
+    made.reset()  # later resets continue the stream: new towns
+    assert not np.array_equal(made.engine.seed, given.engine.seed)

@@ -2,9 +2,11 @@
 
 A MaskablePPO model trained on ``guild/Guild-v0`` or its batched twin (:class:`GuildVecEnv`, an
 SB3 ``VecEnv`` over the batched engine; ``examples/sb3_maskable_ppo.py``) plays a seat from the
-observation it was trained on (flat or ``Dict``, read from the model's observation space),
-masked with ``sim.codec.action_table.legal_mask`` and decoded with ``to_intent``: the seat's own
-encoding, so nothing hidden is read.  ``make_batched_policy("sb3:PATH")``
+observation it was trained on (flat or ``Dict``, read from the model's observation space; a
+flat one in this project's column order, ``flatten=True``, or in Gymnasium's
+``FlattenObservation`` order, told apart by its bounds: :func:`flat_columns`), masked with
+``sim.codec.action_table.legal_mask`` and decoded with ``to_intent``: the seat's own encoding,
+so nothing hidden is read.  ``make_batched_policy("sb3:PATH")``
 (:class:`BatchedSB3Policy`) chooses the same index in the same state on the batched engine, so
 ``guild evaluate sb3:PATH`` runs at batched speed.
 
@@ -204,14 +206,78 @@ def _load_described(p: Path, path: str | os.PathLike, size: int, extract: Extrac
     check_table_version(path, meta, int(model.action_space.n))
     from gymnasium import spaces as gspaces
 
+    # a flat model's space has the bounds it was trained with (the description holds them),
+    # which tell its columns' order (flat_columns), as in this process
     return _Loaded(model, not isinstance(model.observation_space, gspaces.Dict), meta)
+
+
+def _uneven(low: np.ndarray, high: np.ndarray, widths: list[int]) -> int | None:
+    """The first key (by its place in ``widths``) whose columns' bounds are not those of one
+    layout key, [0, one upper bound for all of them]; None when every key's are."""
+    at = 0
+    for n, w in enumerate(widths):
+        if (low[at:at + w] != 0).any() or (high[at:at + w] != high[at]).any():
+            return n
+        at += w
+    return None
+
+
+def flat_columns(path: str | os.PathLike, model: Any, world: Any) -> np.ndarray | None:
+    """The columns of ``encode_flat``'s vector in the order a flat (``Box``) model was trained
+    on, or None for that vector as it is.
+
+    A model trained on ``flatten=True`` (``GuildVecEnv``) reads the layout's order; one trained
+    through Gymnasium's ``FlattenObservation`` reads the ``Dict`` observation's, whose keys
+    ``spaces.Dict`` sorts, and is fed ``gymnasium.spaces.flatten`` of it.  Both are as wide, so
+    the bounds of the saved observation space tell them apart: ``layout`` gives each key one
+    range, [0, its bound], so a model's bounds are even over each key's columns in the order it
+    was trained on (whatever the bounds' values, which differ between towns of the same shapes).
+    ``ValueError`` naming the model when its bounds fit neither order, or both while the orders
+    differ.
+    """
+    from sim.envs.face import seat_spaces
+
+    cut = slices(world)
+    keys = list(seat_spaces(world, False, False)[0].spaces)  # the env's Dict: sorted keys
+    # gymnasium.spaces.flatten(dict_space, split(v, world)) is v[order]
+    order = np.concatenate([np.arange(*cut[k]) for k in keys])
+    if np.array_equal(order, np.arange(order.size)):
+        return None
+    space = model.observation_space
+    shape = tuple(getattr(space, "shape", ()) or ())
+    if shape != order.shape:
+        raise ValueError(f"sb3 model {str(path)!r} observes a flat vector of shape {shape}; "
+                         f"this town's is {order.shape}")
+    low = np.asarray(space.low, np.float64).reshape(-1)
+    high = np.asarray(space.high, np.float64).reshape(-1)
+    own = _uneven(low, high, [b - a for a, b in cut.values()])
+    wrapped = _uneven(low, high, [cut[k][1] - cut[k][0] for k in keys])
+    if own is None and wrapped is None:
+        raise ValueError(f"sb3 model {str(path)!r} observes a flat vector whose bounds fit both "
+                         "this town's layout (flatten=True) and FlattenObservation's, which "
+                         "order its columns otherwise: which one it was trained on cannot be "
+                         "told; retrain it on guild/Guild-v0 with flatten=True or a Dict")
+    if own is None:
+        return None
+    if wrapped is None:
+        return order
+    if (low != 0).any():
+        col = int(np.argmax(low != 0))
+        why = f"its column {col} is bounded below by {low[col]:g}, where both have 0"
+    else:
+        first, second = list(cut)[own], keys[wrapped]
+        why = (f"its bounds vary within flatten=True's {first!r} (columns "
+               f"{cut[first][0]}..{cut[first][1] - 1}) and within FlattenObservation's "
+               f"{second!r}")
+    raise ValueError(f"sb3 model {str(path)!r} observes a flat vector of neither this town's "
+                     f"layout (flatten=True) nor FlattenObservation's: {why}")
 
 
 def check_spaces(path: str | os.PathLike, model: Any, world: Any) -> None:
     """``ValueError`` in one line unless ``model`` (a loaded MaskablePPO or the policy rebuilt
     from its description) observes and chooses as a seat of ``world`` does: the width of the
-    observation (``sim.codec.encode.layout``; a ``Dict`` one key by key) and the number of
-    actions of the town's table."""
+    observation (``sim.codec.encode.layout``; a ``Dict`` one key by key; a flat one in an order
+    :func:`flat_columns` knows) and the number of actions of the town's table."""
     lay = layout(world)
     width, table = sum(shape[0] for shape, _ in lay.values()), n_actions(world)
     obs_space, act_space = model.observation_space, model.action_space
@@ -225,6 +291,7 @@ def check_spaces(path: str | os.PathLike, model: Any, world: Any) -> None:
         raise ValueError(f"sb3 model {str(path)!r} was trained for {observed} observed numbers "
                          f"and {actions} actions; this town has {width} and {table}")
     if shapes is None:
+        flat_columns(path, model, world)
         return
     for key, (shape, _) in lay.items():
         if shapes.get(key) != shape:
@@ -257,17 +324,22 @@ class SB3Policy:
         self.extract = extract
         self._loaded: _Loaded | None = None
         self._seed: int | None = None
+        self._rng: Any = None  # torch's generator state for sampling, this policy's own
+        self._columns: tuple[Any, np.ndarray | None] | None = None  # (world, flat_columns)
 
     def __repr__(self) -> str:
         return f"SB3Policy({self.path!r}, deterministic={self.deterministic})"
 
     def reset(self, seed: int | None = None) -> None:
-        """Seed torch's sampler so stochastic play is reproducible per episode."""
+        """Seed this policy's own sampler, so that stochastic play is reproducible per episode
+        without touching torch's global generator, which the caller's own sampling draws from
+        (None: fresh entropy)."""
+        if seed is not None and (isinstance(seed, bool) or
+                                 not isinstance(seed, (int, np.integer))):
+            raise ValueError(f"seed must be an int or None; got {seed!r:.60}")
         self._seed = seed
-        if not self.deterministic and seed is not None:
-            import torch as _torch
-
-            _torch.manual_seed(int(seed) % (2 ** 63))
+        if not self.deterministic:
+            self._rng = _generator_state(seed)
 
     def probe(self) -> None:
         """Load the model now (a ``ValueError`` naming the file when it cannot be played): a
@@ -283,7 +355,35 @@ class SB3Policy:
         """``ValueError`` unless the model's observation and action spaces have ``world``'s
         shapes, asked before the first turn (``sim.policies.check_town``): a model trained in
         one town plays any town of the same shapes."""
-        check_spaces(self.path, self._model().model, world)
+        loaded = self._model()
+        check_spaces(self.path, loaded.model, world)
+
+    def columns(self, world: Any) -> np.ndarray | None:
+        """:func:`flat_columns` for ``world``, worked out once per town."""
+        loaded = self._model()
+        if not loaded.flat:
+            return None
+        hit = self._columns
+        if hit is None or hit[0] is not world:
+            hit = self._columns = (world, flat_columns(self.path, loaded.model, world))
+        return hit[1]
+
+    def predict(self, obs: Any, mask: np.ndarray) -> np.ndarray:
+        """The model's choice; a stochastic one draws from this policy's own generator state
+        (seeded by :meth:`reset`), the caller's global torch stream left as it was."""
+        model = self._model().model
+        if self.deterministic:
+            action, _ = model.predict(obs, action_masks=mask, deterministic=True)
+            return np.asarray(action)
+        import torch as _torch
+
+        if self._rng is None:
+            self._rng = _generator_state(None)
+        with _torch.random.fork_rng(devices=[]):
+            _torch.set_rng_state(self._rng)
+            action, _ = model.predict(obs, action_masks=mask, deterministic=False)
+            self._rng = _torch.get_rng_state()
+        return np.asarray(action)
 
     def act(self, game: Game, seat: int) -> Intent:
         """The model's choice for ``seat`` in the start-of-turn state, always a legal index.
@@ -301,11 +401,26 @@ class SB3Policy:
             world, room = game.world, view["room"]["id"]
             flat = encode_view(view, world, game.aliases, game.legal)
         mask = flat[-n_actions(world):] > 0  # the legal mask: the vector's last columns
-        obs: Any = flat if loaded.flat else split(flat, world)
-        action, _ = loaded.model.predict(obs, action_masks=mask,
-                                         deterministic=self.deterministic)
-        index = int(np.asarray(action).item())
+        if loaded.flat:
+            columns = self.columns(world)
+            obs: Any = flat if columns is None else flat[columns]
+        else:
+            obs = split(flat, world)
+        index = int(self.predict(obs, mask).item())
         return to_intent(index, world, seat, room)
+
+
+def _generator_state(seed: int | None) -> Any:
+    """The state torch's global CPU generator has after ``torch.manual_seed(seed)``, so a seed
+    draws the choices it drew when the policy seeded torch itself (fresh entropy for None)."""
+    import torch as _torch
+
+    g = _torch.Generator()
+    if seed is None:
+        g.seed()
+    else:
+        g.manual_seed(int(seed) % (2 ** 63))
+    return g.get_state()
 
 
 def from_spec(spec: str, **params: Any) -> SB3Policy:
@@ -333,6 +448,10 @@ class BatchedSB3Policy:
         """As :meth:`SB3Policy.check_world`."""
         self._scalar.check_world(world)
 
+    def reset(self, seed: int | None = None) -> None:
+        """As :meth:`SB3Policy.reset`: a stochastic model's own sampler, seeded."""
+        self._scalar.reset(seed)
+
     def act(self, engine: Any, rows: np.ndarray, seats: np.ndarray) -> np.ndarray:
         loaded = self._scalar._model()
         flat = encode_rows(engine, rows, seats)
@@ -341,9 +460,11 @@ class BatchedSB3Policy:
         obs: Any = flat
         if not loaded.flat:
             obs = {k: flat[:, a:b] for k, (a, b) in slices(engine.world).items()}
-        action, _ = loaded.model.predict(obs, action_masks=mask,
-                                         deterministic=self._scalar.deterministic)
-        return np.asarray(action, np.int64).reshape(-1)
+        else:
+            columns = self._scalar.columns(engine.world)
+            if columns is not None:
+                obs = flat[:, columns]
+        return self._scalar.predict(obs, mask).astype(np.int64).reshape(-1)
 
 
 def batched_from_spec(spec: str, **params: Any) -> BatchedSB3Policy:
@@ -362,20 +483,37 @@ try:
         score) and ``info["terminal_observation"]`` as SB3's own ``VecMonitor`` and
         ``DummyVecEnv`` do.  ``env_kwargs`` go to ``GuildVectorEnv`` (``opponents``, ``seat``,
         ``turns``...).
+
+        Seeding is SB3's ``VecEnv`` convention: ``seed`` (env ``i`` gets ``seed + i``) and a
+        later :meth:`seed` (``MaskablePPO(seed=...)`` calls it) are used by the next
+        :meth:`reset` only; every other reset continues each env's stream of towns, so each
+        ``learn()`` (which resets) meets new games, not the first ones again.
         """
 
-        def __init__(self, num_envs: int, seed: int = 0, **env_kwargs: Any) -> None:
+        def __init__(self, num_envs: int, seed: int | None = 0, **env_kwargs: Any) -> None:
             from sim.envs.vector import GuildVectorEnv
 
+            if seed is not None and (isinstance(seed, bool) or
+                                     not isinstance(seed, (int, np.integer)) or seed < 0):
+                raise ValueError(f"seed must be a non-negative int or None; got {seed!r:.60}")
             self.env = GuildVectorEnv(num_envs, flatten=True, autoreset_mode="same_step",
                                       **env_kwargs)
-            self._seed = seed
             self._actions: np.ndarray | None = None
             super().__init__(num_envs, self.env.single_observation_space,
                              self.env.single_action_space)
+            if seed is not None:  # for the first reset, as a seed() before it
+                self._seeds = [int(seed) + i for i in range(num_envs)]
 
         def reset(self) -> np.ndarray:
-            obs, _ = self.env.reset(seed=self._seed)
+            """Start every env anew, from the seeds of :meth:`seed` (or the constructor) if
+            given since the last reset, else where each env's stream of towns left off."""
+            given = [s for s in self._seeds if s is not None]
+            if given and len(given) != self.num_envs:
+                raise ValueError(f"seeds must be given for all {self.num_envs} envs or none; "
+                                 f"got {self._seeds!r:.80}")
+            obs, _ = self.env.reset(seed=[int(s) for s in given] if given else None)
+            self._reset_seeds()
+            self._reset_options()
             return obs
 
         def step_async(self, actions: np.ndarray) -> None:
@@ -395,25 +533,41 @@ try:
         def action_masks(self) -> np.ndarray:
             return self.env.action_masks()
 
+        def _indices(self, indices: Any) -> list[int]:
+            """SB3's ``indices`` (None: all, an int, or ints) as env numbers, each checked."""
+            picked = list(self._get_indices(indices))
+            for i in picked:
+                if (isinstance(i, bool) or not isinstance(i, (int, np.integer))
+                        or not 0 <= i < self.num_envs):
+                    raise ValueError(f"indices must be env numbers 0..{self.num_envs - 1}; "
+                                     f"got {i!r:.40} in {indices!r:.80}")
+            return [int(i) for i in picked]
+
         def env_method(self, method_name: str, *args: Any, indices: Any = None,
                        **kwargs: Any) -> list:
+            """``action_masks`` of the envs ``indices`` (MaskablePPO's call), the only method."""
+            picked = self._indices(indices)
             if method_name != "action_masks":
-                raise AttributeError(method_name)
-            return list(self.env.action_masks())
+                raise AttributeError(f"GuildVecEnv's envs have no method {method_name!r} "
+                                     "(only action_masks)")
+            masks = self.env.action_masks()
+            return [masks[i] for i in picked]
 
         def has_attr(self, attr_name: str) -> bool:
             return attr_name == "action_masks"
 
         def get_attr(self, attr_name: str, indices: Any = None) -> list:
+            picked = self._indices(indices)
             if attr_name == "render_mode":
-                return [None] * self.num_envs
-            raise AttributeError(attr_name)
+                return [None] * len(picked)
+            raise AttributeError(f"GuildVecEnv's envs have no attribute {attr_name!r} to get")
 
         def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
-            raise AttributeError(attr_name)
+            self._indices(indices)
+            raise AttributeError(f"GuildVecEnv's envs have no attribute {attr_name!r} to set")
 
         def env_is_wrapped(self, wrapper_class: Any, indices: Any = None) -> list[bool]:
-            return [False] * self.num_envs
+            return [False] * len(self._indices(indices))
 
         def close(self) -> None:
             pass

@@ -8,7 +8,9 @@ network's ``state_dict`` tensors plus ``__description__``, the UTF-8 JSON that r
 
 * ``policy``: ``MaskableActorCriticPolicy`` or ``MaskableMultiInputActorCriticPolicy``;
 * ``observation``: ``{"kind": "box", "shape": [N], "dtype": D}`` or ``{"kind": "dict",
-  "spaces": [[KEY, [N], D], ...]}`` (one-dimensional boxes, in the model's order);
+  "spaces": [[KEY, [N], D], ...]}`` (one-dimensional boxes, in the model's order); a box's
+  bounds are the float64 arrays ``__low__`` and ``__high__`` beside the weights (they tell
+  which order a flat model's columns are in: ``agents.learn.sb3.flat_columns``);
 * ``actions``: the size of its ``Discrete`` action space;
 * ``net_arch`` (``{"pi": [...], "vf": [...]}``), ``activation`` (a ``torch.nn`` activation
   by name), ``features`` (``FlattenExtractor``, ``CombinedExtractor`` or ``Log1pFeatures``) and
@@ -42,6 +44,7 @@ from agents.learn import zipdir
 FORMAT = "guild-sb3-description"
 VERSION = 1
 DESCRIPTION = "__description__"       # the npz array holding the JSON
+BOUNDS = ("__low__", "__high__")      # the npz arrays of a box observation's bounds
 MAX_INPUT_BYTES = 512 << 20           # a zip larger than this is not loaded in a sandbox
 MAX_OUTPUT_BYTES = 256 << 20          # the description, as the sandbox caps its stdout
 MAX_DESCRIPTION_BYTES = 1 << 20       # its JSON
@@ -106,9 +109,12 @@ def describe(model: Any, meta: dict) -> bytes:
     if isinstance(obs_space, spaces.Dict):
         observation: dict = {"kind": "dict", "spaces": [[key, *box(sub)] for key, sub
                                                         in obs_space.spaces.items()]}
+        bounds = {}
     else:
         shape, dtype = box(obs_space)
         observation = {"kind": "box", "shape": shape, "dtype": dtype}
+        bounds = dict(zip(BOUNDS, (np.asarray(obs_space.low, np.float64),
+                                   np.asarray(obs_space.high, np.float64))))
     arch = policy.net_arch
     net_arch = ({"pi": list(arch.get("pi", [])), "vf": list(arch.get("vf", []))}
                 if isinstance(arch, dict) else {"pi": list(arch), "vf": list(arch)})
@@ -124,7 +130,7 @@ def describe(model: Any, meta: dict) -> bytes:
     text = json.dumps(description).encode("utf-8")
     weights = {k: v.detach().cpu().numpy() for k, v in policy.state_dict().items()}
     out = io.BytesIO()
-    np.savez(out, **{DESCRIPTION: np.frombuffer(text, np.uint8)}, **weights)
+    np.savez(out, **{DESCRIPTION: np.frombuffer(text, np.uint8)}, **bounds, **weights)
     return out.getvalue()
 
 
@@ -252,13 +258,14 @@ def _ints(value: Any, what: str, lo: int, hi: int, most: int) -> list[int]:
     return value
 
 
-def _observation(desc: dict) -> tuple[Any, int]:
-    """The observation space a description names, and its width."""
+def _observation(desc: dict, bounds: dict[str, np.ndarray]) -> tuple[Any, int]:
+    """The observation space a description names (a box with its ``bounds``, when given), and
+    its width."""
     from gymnasium import spaces
 
     obs = desc.get("observation")
 
-    def box(shape: Any, dtype: Any) -> Any:
+    def box(shape: Any, dtype: Any, given: dict[str, np.ndarray] | None = None) -> Any:
         if not isinstance(shape, list) or len(shape) != 1:
             raise DescriptionError(f"its observation shape {shape!r:.40} is not one-dimensional")
         (width,) = _ints(shape, "observation shape", 1, MAX_FEATURES, 1)
@@ -267,10 +274,21 @@ def _observation(desc: dict) -> tuple[Any, int]:
         kind = np.dtype(dtype)
         lo, hi = ((-np.inf, np.inf) if kind.kind == "f"
                   else (np.iinfo(kind).min, np.iinfo(kind).max))
+        if given:
+            lo, hi = (given[name] for name in BOUNDS)
+            if kind.kind != "f" or any(a.dtype != np.float64 or a.shape != (width,)
+                                       or np.isnan(a).any() for a in (lo, hi)) or (lo > hi).any():
+                raise DescriptionError(f"its observation bounds are not two float64 arrays of "
+                                       f"{width} numbers, low <= high, of a float box")
+            lo, hi = lo.astype(kind), hi.astype(kind)  # as saved: the model's own dtype
         return spaces.Box(lo, hi, (width,), kind), width
 
+    if len(bounds) not in (0, len(BOUNDS)):
+        raise DescriptionError(f"its observation bounds are not both of {BOUNDS}")
     if isinstance(obs, dict) and obs.get("kind") == "box":
-        return box(obs.get("shape"), obs.get("dtype"))
+        return box(obs.get("shape"), obs.get("dtype"), bounds)
+    if bounds:
+        raise DescriptionError("its observation bounds belong to a box, not a dict")
     if isinstance(obs, dict) and obs.get("kind") == "dict" and isinstance(obs.get("spaces"), list):
         parts = OrderedDict()
         width = 0
@@ -329,7 +347,8 @@ def read(blob: bytes) -> tuple[dict, dict[str, np.ndarray]]:
 
 def rebuild(blob: bytes) -> tuple[Any, dict]:
     """The sb3-contrib policy (``predict(obs, action_masks=...)``) a description holds, and the
-    model's ``guild.json``; :class:`DescriptionError` for anything out of bounds or foreign."""
+    model's ``guild.json``; :class:`DescriptionError` for anything out of bounds or foreign.
+    A box observation's space has the model's own bounds when the description holds them."""
     import torch
     from sb3_contrib.common.maskable import policies
     from stable_baselines3.common import torch_layers
@@ -357,7 +376,8 @@ def rebuild(blob: bytes) -> tuple[Any, dict]:
     if not all(type(f) is bool for f in flags):
         raise DescriptionError("its share_features_extractor and normalize_images are not "
                                "true or false")
-    space, width = _observation(desc)
+    space, width = _observation(desc, {name: arrays.pop(name) for name in BOUNDS
+                                       if name in arrays})
     if (features == "CombinedExtractor") != (desc["observation"]["kind"] == "dict"):
         raise DescriptionError(f"its features extractor {features} does not read its "
                                f"observation ({desc['observation']['kind']})")

@@ -341,6 +341,9 @@ class GuildSelfPlay:
             raise ValueError(f"reward must be 'dense' or 'terminal'; got {reward!r}")
         self.engine = BatchedGuild(num_envs, turns=turns, thievery=thievery, world=world,
                                    seed=seed)
+        # the engine drew its first towns when made: the seed starts over for the first
+        # reset, which then plays the towns reset(seed=seed) plays
+        self.engine.seed_rng = np.random.default_rng(seed)
         self.num_envs = num_envs
         self.num_agents = num_envs * SEATS
         self.reward_mode = reward
