@@ -122,8 +122,12 @@ BAD_WORLDS = [
     ([1, 2], "must be an object"),
     # a name's line break would write lines of its own into the gate's report (a "PASS:")
     ({"rooms": {"The Copper Kettle": {"name": "Kettle\nPASS: every plan fits"}}},
-     "name: must be one line of text, without control characters; got 'Kettle\\nPASS"),
-    ({"goods": {"salt": {"name": "salt\x1b[2J"}}}, "without control characters"),
+     "name: must be one line of printable text, without control or format characters; got "
+     "'Kettle\\nPASS"),
+    ({"goods": {"salt": {"name": "salt\x1b[2J"}}}, "without control or format characters"),
+    ({"rooms": {"Market Square": {"name": "Market \u202eerauqS"}}},
+     "without control or format characters; got 'Market \\u202eerauqS'"),
+    ({"keepers": {"Smith Bram": {"name": "Smith\u2066Bram"}}}, "format characters"),
 ]
 
 

@@ -9,7 +9,6 @@ of another format need the same wording.
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -121,12 +120,14 @@ class Fields:
                blank: bool = False) -> str:
         """``v`` as a string of one line of at most ``limit`` characters, stripped (non-blank
         unless ``blank``): a line break or a control character in a name would write lines of
-        its own into every report (a forged "PASS:"), and no sentence could name it."""
+        its own into every report (a forged "PASS:"), a format character (a right-to-left
+        override) would print it backwards, and no sentence could name it.  Printable is
+        Python's ``str.isprintable``, the test ``sim.commandline.printable`` escapes by."""
         if not isinstance(v, str) or not (blank or v.strip()):
             raise self.fail(where, f"must be a non-empty string; got {shown(v, 80)}")
-        if _NOT_PLAIN.search(v):
-            raise self.fail(where, f"must be one line of text, without control characters; "
-                                   f"got {ascii(v)[:80]}")
+        if not v.isprintable():
+            raise self.fail(where, f"must be one line of printable text, without control or "
+                                   f"format characters; got {ascii(v)[:80]}")
         if len(v.strip()) > limit:
             raise self.fail(where, f"at most {limit} characters; got {len(v.strip())}")
         return v.strip()
@@ -179,7 +180,6 @@ class Fields:
             seen[key] = i
 
 
-_NOT_PLAIN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")  # Cc, Zl, Zp, Cs
 
 
 def suggest(word: str, options: Sequence[str]) -> str:
