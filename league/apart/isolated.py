@@ -18,6 +18,13 @@ Each of these raises :class:`SeatFaultError` with its ``kind`` (``timeout``, ``c
 error; the process is started afresh for the next decision.  Standard error goes to that tail
 only, never to the league's output.  Processes are kept between episodes (a reset message
 starts each) and closed with the policy.
+
+Nothing here waits for an answer while other seats could be asked: the league sends every
+seat's reset (:meth:`IsolatedPolicy.begin`) before it waits for any (:meth:`IsolatedPolicy.ready`),
+and every seat's act before it reads any, so slow seats overlap rather than add up.  An
+episode's reset has the start's allowance (``START_TIMEOUT``: the program starts, imports and
+builds its policy) and failing it ends the seat's play for the episode; a process restarted
+within an episode is reset within the time of the decision it restarts for.
 """
 
 from __future__ import annotations
@@ -54,7 +61,7 @@ from sim import Game
 DEFAULT_MEMORY_MB = 4096
 MAX_TIMEOUTS = 2            # timeouts in one episode after which a seat plays no more of it
 DEFAULT_CPU_S = 3600
-START_TIMEOUT = 60.0        # seconds for a reset (the program starts and imports)
+START_TIMEOUT = 60.0        # seconds for an episode's reset (the program starts and imports)
 
 
 def town_refusal(name: str, why: object) -> str:
@@ -172,11 +179,14 @@ class IsolatedPolicy:
         self.cpu_s = cpu_s
         self.env = env
         self._proc: SeatProcess | None = None
-        self._reset: dict | None = None   # this episode's reset message, built at its first act
+        self._reset: dict | None = None   # this episode's reset message (None: not begun)
         self._seed = 0
         self._fresh = True                # the process has not had this episode's reset yet
         self._fields = VIEW_FIELDS        # what the program asked to receive with each act
-        self._until: float | None = None  # an act request is out: its answer is due by then
+        self._resetting: float | None = None  # a reset is out: its answer is due by then
+        self._reset_limit: float | None = None  # the limit that reset's fault names
+        self._begun: SeatFaultError | None = None  # what went wrong sending the reset
+        self._until: float | None = None  # a decision is out: its answer is due by then
         self._posted: SeatFaultError | None = None  # what went wrong posting this turn's act
         self._timeouts = 0                # this episode's (a second one ends its play)
         self._faulted = False             # its process failed a decision: not pooled again
@@ -186,10 +196,47 @@ class IsolatedPolicy:
         return f"IsolatedPolicy({self.name!r})"
 
     def reset(self, seed: int | None = None) -> None:
-        """Remember the episode's seed; the reset message goes with the first decision."""
+        """Remember the episode's seed; the reset message goes with :meth:`begin` (or, for a
+        caller that does not begin episodes, with the first decision)."""
         self._seed = 0 if seed is None else int(seed)
         self._reset = None
+        self._begun = self._posted = None
         self._timeouts = 0
+
+    def begin(self, game: Game, seat: int, limit: float | None = None) -> None:
+        """Send the episode's reset, starting the program if need be, without waiting for its
+        answer (:meth:`ready` waits): the league begins every seat before it waits for any.
+        The answer is due within ``limit`` seconds (default: ``START_TIMEOUT``, or the decision
+        timeout when longer)."""
+        if self._until is not None or self._resetting is not None:  # out of step
+            self._restart()
+        self._reset = reset_request(game, seat, self._seed, self.seat_key)
+        self._fresh = True
+        self._begun = None
+        if limit is None:
+            limit = max(self.timeout or 0.0, START_TIMEOUT)
+        try:
+            self._process()  # up first (a sandbox's first start is the league's time)
+            self._send_reset(time.monotonic() + limit, limit)
+        except SeatFaultError as e:
+            self._restart()
+            self._begun = e
+
+    def ready(self) -> None:
+        """Wait for the answer to the reset :meth:`begin` sent (by the time it was due).
+
+        Raises :class:`SeatFaultError`, fatal (the seat's fallback plays the episode), when
+        the program could not start, did not answer in time, or its policy failed to reset;
+        its process is ended then."""
+        failed, self._begun = self._begun, None
+        if failed is None and self._resetting is not None:
+            try:
+                self._reset_answer()
+            except SeatFaultError as e:
+                self._restart()
+                failed = e
+        if failed is not None:
+            raise SeatFaultError(failed.kind, str(failed), fatal=True)
 
     def post(self, game: Game, seat: int) -> None:
         """Send this turn's request now, so the program thinks while the league asks the other
@@ -203,9 +250,9 @@ class IsolatedPolicy:
         posted, self._posted = self._posted, None
         if posted is not None:
             raise self._judged(posted)
-        if self._until is None:
-            self._ask(game, seat)
         try:
+            if self._until is None:
+                self._ask(game, seat)
             return self._answer(game, seat)
         except SeatFaultError as e:
             self._restart()
@@ -220,19 +267,44 @@ class IsolatedPolicy:
             self._faulted = True
             raise SeatFaultError("raised", f"its policy failed: {e}") from None
 
-    def _reset_process(self, proc: SeatProcess) -> tuple[SeatProcess, bytes]:
-        """Send the episode's reset; an idle process of the pool that did not survive its wait
-        is replaced by a new one, once."""
+    def _send_reset(self, until: float, limit: float | None, pooled: bool = True) -> None:
+        """Send the episode's reset to this policy's process, due by ``until``; an idle process
+        of the pool that did not survive its wait is replaced by a new one, once."""
+        assert self._reset is not None
         while True:
+            proc = self._process(pooled)
             self._fresh = False
             proc.seeds.add(self._seed)
+            self._resetting, self._reset_limit = until, limit
             try:
-                return proc, proc.ask(self._reset, max(self.timeout or 0.0, START_TIMEOUT))
-            except SeatFaultError:
-                if not self._pooled:
-                    raise
+                proc.send(self._reset, _due(until), limit)
+                return
+            except SeatFaultError as e:
+                if not self._pooled or e.kind == "timeout":
+                    raise SeatFaultError(e.kind, f"reset {e}") from None
                 self._restart()
-                proc = self._process(pooled=False)
+                pooled = False
+
+    def _reset_answer(self) -> None:
+        """Read the answer to the reset that is out, by the time it is due; an idle process of
+        the pool that did not survive its wait is replaced by a new one, once (one that is
+        slow is not: its wait is over)."""
+        assert self._proc is not None and self._resetting is not None
+        while True:
+            until, limit = self._resetting, self._reset_limit
+            try:
+                reply = self._proc.receive(_due(until), limit)
+                break
+            except SeatFaultError as e:
+                if not self._pooled or e.kind == "timeout":
+                    raise SeatFaultError(e.kind, f"reset {e}") from None
+                self._restart()
+                self._send_reset(until, limit, pooled=False)
+                assert self._proc is not None
+        self._resetting = None
+        error, self._fields = _reset_reply(reply)
+        if error is not None:
+            raise SeatFaultError("raised", f"reset failed: {error}", fatal=True)
 
     def _judged(self, e: SeatFaultError) -> SeatFaultError:
         """A second timeout in one episode ends the seat's play for that episode (its fallback
@@ -244,30 +316,35 @@ class IsolatedPolicy:
         return e
 
     def _ask(self, game: Game, seat: int) -> None:
-        """Send the act request (the episode's reset first, when due)."""
+        """Send this decision's request without waiting for any answer: the act, or, for a
+        process started afresh within the episode, its reset first (:meth:`_answer` sends the
+        act once that is answered), due within this decision's time."""
         if self._until is not None:  # an answer never read: the program is out of step
             self._restart()
-        if self._reset is None:
-            self._reset = reset_request(game, seat, self._seed, self.seat_key)
-            self._fresh = True
+        if self._reset is None:  # a caller that does not begin episodes: the reset now
+            self.begin(game, seat)
+        if self._begun is not None or self._resetting is not None:
+            self.ready()  # the episode's reset is out: its answer first
         try:
             proc = self._process()
+            until = math.inf if self.timeout is None else time.monotonic() + self.timeout
             if self._fresh:
-                proc, reply = self._reset_process(proc)
-                error, self._fields = _reset_reply(reply)
-                if error is not None:
-                    raise SeatFaultError("raised", f"reset failed: {error}", fatal=True)
-            until = None if self.timeout is None else time.monotonic() + self.timeout
-            proc.send(act_request(game, seat, self._fields), until, self.timeout)
+                self._send_reset(until, self.timeout)
+            else:
+                proc.send(act_request(game, seat, self._fields), _due(until), self.timeout)
         except SeatFaultError:
             self._restart()
             raise
-        self._until = math.inf if until is None else until
+        self._until = until
 
     def _answer(self, game: Game, seat: int) -> Decision:
-        """Read the answer, serving the program's requests for more of its view meanwhile."""
+        """Read the answer (the reset's first, when one is out), serving the program's requests
+        for more of its view meanwhile."""
         assert self._proc is not None
-        until = None if self._until == math.inf else self._until
+        until = _due(self._until)
+        if self._resetting is not None:
+            self._reset_answer()
+            self._proc.send(act_request(game, seat, self._fields), until, self.timeout)
         for _ in range(MAX_NEEDS + 1):
             data = read_line(self._proc.receive(until, self.timeout))
             if "need" not in data:
@@ -334,14 +411,14 @@ class IsolatedPolicy:
             self._proc.kill()
             self._proc = None
         self._fresh = True
-        self._until = None
+        self._until = self._resetting = None
 
     def close(self) -> None:
         """Hand the process to the next episode's policy of the same program (a reset message
         starts every episode, and a fresh policy object in ``league.seat.host``); one with an
         answer still due is out of step, so it is ended instead."""
-        if self._until is not None or self._faulted:  # out of step, or it failed: what it
-            self._restart()                             # started may still run; end it all
+        if self._until is not None or self._resetting is not None or self._faulted:
+            self._restart()  # out of step, or it failed: what it started may still run
         if self._proc is not None:
             _give_back(self._key, self._proc)
             self._proc = None
@@ -351,6 +428,11 @@ class IsolatedPolicy:
             self.close()
         except Exception:  # interpreter shutdown
             pass
+
+
+def _due(until: float | None) -> float | None:
+    """A due time as ``SeatProcess`` takes it (None: no limit)."""
+    return None if until is None or until == math.inf else until
 
 
 def from_spec(spec: str, **params: Any) -> IsolatedPolicy:

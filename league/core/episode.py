@@ -17,8 +17,12 @@ so any thread or Ray task will do. A thread cannot be killed, so an overrunning 
 *abandoned*: its fallback plays the seat for the rest of the episode, and each decision that
 comes while it still runs is another ``timeout`` fault. A seat process enforces its own limit
 and is killed instead. The baselines, and any policy when no limit is set, are called directly.
-``episode_timeout`` bounds every wait and ends the episode between turns (``end_early``, reason
-``deadline``, RULES §6.4). Timeouts depend on the machine; everything else is deterministic.
+Every seat's reset is under way before any is waited for, and a seat process has a start's
+allowance for it (:func:`start_limit`): a slow start costs its own seat, never the others'
+turns. ``episode_timeout`` bounds every wait in this process and ends the episode between turns
+(``end_early``, reason ``deadline``, RULES §6.4); a seat process's waits are bounded by its own
+limits, which the default deadline (:func:`episode_limit`) adds up. Timeouts depend on the
+machine; everything else is deterministic.
 
 Language-model seats answer with an ``agents.Decision`` (say, notes, and ``scripted`` for the
 fallback they play themselves after two unusable replies, counted in ``fallbacks``; the seat's
@@ -38,9 +42,19 @@ from typing import Any
 
 from agents import Decision, Factor, is_scripted, make_policy
 from agents.baselines.rules import WAIT
-from league.apart import sandbox
-from league.apart.calls import Seat, check, describe, explain, fault_of, past, plays, until
-from league.apart.isolated import DEFAULT_MEMORY_MB, START_TIMEOUT, hosted, town_refusal
+from league.apart import isolated, sandbox
+from league.apart.calls import (
+    Call,
+    Seat,
+    check,
+    describe,
+    explain,
+    fault_of,
+    past,
+    plays,
+    until,
+)
+from league.apart.isolated import DEFAULT_MEMORY_MB, SeatFaultError, hosted, town_refusal
 from league.apart.isolated import from_spec as exec_policy
 from league.core.atomic import write_atomic
 from league.core.lineups import EpisodeSpec
@@ -199,8 +213,21 @@ def decision_limit(settings: Settings) -> float:
 
 def episode_limit(settings: Settings) -> float:
     """The episode deadline when a seat runs apart and none was set: every decision at its
-    limit, plus a start for the seat processes (``league.apart.isolated.START_TIMEOUT``)."""
-    return START_TIMEOUT + settings.turns * (decision_limit(settings) + 1.0)
+    limit, plus a start for the seat processes (``league.apart.isolated.START_TIMEOUT``; they
+    start at once, so one start covers them all)."""
+    return isolated.START_TIMEOUT + settings.turns * (decision_limit(settings) + 1.0)
+
+
+def start_limit(settings: Settings, episode: float | None) -> float:
+    """Seconds a seat process has to answer its episode's reset (start, import, build and
+    reset its policy) in an episode of ``episode`` seconds (None: no deadline):
+    ``START_TIMEOUT``, but no more than the deadline leaves once every turn has had its time
+    (so a slow start costs the other seats no turn), and no less than a decision has."""
+    limit = decision_limit(settings)
+    allowance = isolated.START_TIMEOUT
+    if episode is not None:
+        allowance = min(allowance, max(limit, episode - settings.turns * (limit + 1.0)))
+    return allowance
 
 
 # --- one episode -------------------------------------------------------------------------------
@@ -254,21 +281,11 @@ def play(spec: EpisodeSpec, settings: Settings) -> tuple[dict, str | None]:
             fault(seat, "raised", f"could not be built ({explain(e)}); "
                                   f"{plays(fallback_plays[seat])}")
     try:
-        for seat, s in enumerate(seats):
-            reset = getattr(s.policy, "reset", None)
-            if callable(reset) and not s.broken:
-                call = s.call(seat, reset, (spec.seed,), game.turn, threaded)
-                if not call.wait(until(call.started, limit, deadline)):
-                    s.broken, s.overrun = True, call
-                    if not past(deadline):
-                        fault(seat, "timeout", f"reset took over {limit} s; {plays(s.fallback)}")
-                elif call.error is not None:
-                    s.broken = True
-                    fault(seat, "raised", f"reset raised {check(call.error, s.policy)}; "
-                                          f"{plays(s.fallback)}")
+        _reset(game, seats, spec.seed, limit, deadline, threaded, fault,
+               start_limit(settings, None if deadline is None else deadline - started))
         scripted_by_policy = [is_scripted(s.policy) for s in seats]
         while not game.done:
-            if past(deadline):
+            if past(deadline) and game.turn > 0:  # between turns: the first one always starts
                 game.end_early()
                 break
             turn = _decide(game, seats, limit, deadline, threaded, fault, fallback)
@@ -315,6 +332,42 @@ def play(spec: EpisodeSpec, settings: Settings) -> tuple[dict, str | None]:
     row.update(trusted=payload["trusted"], fallbacks=fallbacks, fallbackPlay=fallback_plays,
                faults=faults, faultNotes=notes, wallTime=round(time.perf_counter() - started, 4))
     return row, text_out
+
+
+def _reset(game: Game, seats: list[Seat], seed: int, limit: float | None,
+           deadline: float | None, threaded: bool, fault: Fault, start: float) -> None:
+    """Reset every seat's policy for the episode; one that fails, or has not answered within
+    its limit, is broken: its fallback plays the whole episode.
+
+    Every reset is under way before any is waited for (a seat process is sent its reset, with
+    ``start`` seconds to answer it; a trusted policy's runs in its seat's thread when
+    ``threaded``), so slow resets overlap instead of adding up. A trusted reset still running
+    at the episode's deadline is a ``timeout`` too: it held the episode up.
+    """
+    calls: dict[int, Call] = {}
+    for seat, s in enumerate(seats):
+        reset = getattr(s.policy, "reset", None)
+        if callable(reset) and not s.broken:
+            calls[seat] = call = s.call(seat, reset, (seed,), game.turn, threaded)
+            if s.bounded and call.error is None:  # a seat process: its reset goes now
+                s.policy.begin(game, seat, start)
+    for seat, call in calls.items():
+        s = seats[seat]
+        if s.bounded and call.error is None:
+            try:
+                s.policy.ready()
+            except SeatFaultError as e:
+                s.broken = True
+                fault(seat, e.kind, f"{e}; {plays(s.fallback)}")
+        elif not call.wait(until(call.started, limit, deadline)):
+            s.broken, s.overrun = True, call
+            over = (f"took over {limit:g} s" if limit is not None and not past(deadline)
+                    else "had not returned by the episode's deadline")
+            fault(seat, "timeout", f"reset {over}; {plays(s.fallback)}")
+        elif call.error is not None:
+            s.broken = True
+            fault(seat, "raised", f"reset raised {check(call.error, s.policy)}; "
+                                  f"{plays(s.fallback)}")
 
 
 def _decide(game: Game, seats: list[Seat], limit: float | None, deadline: float | None,
