@@ -17,11 +17,12 @@ RULES §21).
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -79,6 +80,17 @@ class PairedResult:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
 
 
+def is_result_json(raw: bytes) -> bool:
+    """Whether ``raw`` is the JSON of a :class:`PairedResult` (every field, as ``guild
+    evaluate --json`` writes it): such a file may be replaced by new figures, any other file
+    is someone's and is kept."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, nested too deeply
+        return False
+    return isinstance(data, dict) and all(f.name in data for f in fields(PairedResult))
+
+
 def paired_evaluation(policy: Any, *, against: Sequence[Any] = ("factor", "magpie"),
                       seeds: Iterable[int] = DEFAULT_SEEDS, baseline: Any = "factor",
                       turns: int = 14, world: World | None = None) -> PairedResult:
@@ -102,7 +114,7 @@ def paired_evaluation(policy: Any, *, against: Sequence[Any] = ("factor", "magpi
         policy: a spec for ``sim.policies`` (``"magpie"``, ``"module:Name"``, ``"llm:..."``) or a
             policy object (batched: ``batched = True`` and ``act(engine, rows, seats)``;
             scalar: ``act(game, seat)``).
-        against: the specs filling the other seats, cycling in seat order (at least one).
+        against: the specs filling the other seats, cycling in seat order (one to five).
         seeds: game seeds (as ``GameConfig(seed=...)``), at least 2 and at most 1,000,000.
         baseline: what ``policy`` is compared with (factor).
         turns: the horizon of every game (RULES §6.7).
@@ -121,6 +133,9 @@ def paired_evaluation(policy: Any, *, against: Sequence[Any] = ("factor", "magpi
     if world is not None and not isinstance(world, World):
         raise EvaluationError(f"world must be a World; got {type(world).__name__}")
     specs = _check_against(against)
+    for field, spec in (("policy", policy), ("baseline", baseline)):
+        if isinstance(spec, str) and not spec.strip():
+            raise EvaluationError(f"{field} is an empty policy name")
     lineup = _lineup(specs)
     start = time.perf_counter()
     batched = _resolve_all(BATCHED_POLICIES, policy, baseline, specs, lineup)
@@ -319,6 +334,9 @@ def _check_against(against: Sequence[Any]) -> list[Any]:
     specs = list(against)
     if not specs:
         raise EvaluationError("against must name at least one policy; got none")
+    if len(specs) > SEATS - 1:  # the rest would never be seated, yet be named in the figures
+        raise EvaluationError(f"against names {len(specs)} policies; there are only "
+                              f"{SEATS - 1} other seats")
     for j, s in enumerate(specs):
         if isinstance(s, str) and not s.strip():
             raise EvaluationError(f"against[{j}] is an empty policy name")

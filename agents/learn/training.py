@@ -41,6 +41,7 @@ import contextlib
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import sys
@@ -69,6 +70,7 @@ from agents.learn.train_options import (
     read_town,
     resumed_run,
 )
+from sim.commandline import broken_pipe
 
 Say = Callable[[str], None]
 Progress = Callable[[float, dict], None]
@@ -324,52 +326,57 @@ def run(args: argparse.Namespace) -> int:
     The progress bar (tqdm, on stderr) and the progress lines go away with ``--quiet``; the
     summary is printed as one JSON line, and then, as the last line of standard output, the
     policy spec that plays the model alone (``guild league --policies "$(guild train ... |
-    tail -n 1),factor"``).
+    tail -n 1),factor"``). A reader that leaves (``guild train ... | head -1``) stops what is
+    printed, not the run: it trains to its end and saves every file, as ``guild league``
+    does, and the exit status is then 141.
     """
-    def say(message: str) -> None:
-        _write(message)
-
-    def warn(message: str) -> None:
-        _write(message, sys.stderr)
-
+    streams = _Streams()
     try:
         options = options_from_args(args)
     except TrainingError as e:
-        return _refuse(e)
-    bar = None if args.quiet else _Bar()
+        return _refuse(e, streams)
+    bar = None if args.quiet else _Bar(streams)
     previous = _catch_sigterm()
     try:
-        summary = train(options, say=say, log=_quiet if args.quiet else say, warn=warn,
-                        progress=_quiet if bar is None else bar.update)
+        summary = train(options, say=streams.say, log=_quiet if args.quiet else streams.say,
+                        warn=streams.warn, progress=_quiet if bar is None else bar.update)
     except TrainingError as e:
-        return _refuse(e)
-    except KeyboardInterrupt as e:  # (_write: on its own line, above the progress bar)
+        return _refuse(e, streams)
+    except KeyboardInterrupt as e:  # (on its own line, above the progress bar)
         how = "terminated" if isinstance(e, Terminated) else "interrupted"
-        if (Path(options.out) / RUN_FILES[0]).is_file():
-            _write(f"train: {how}; add --resume to continue from the last checkpoint in "
-                   f"{options.out}", sys.stderr)
+        if _has_checkpoint(options):
+            streams.warn(f"train: {how}; add --resume to continue from the last checkpoint in "
+                         f"{options.out}")
         else:  # stopped before its first checkpoint (in the first evaluation, say)
-            _write(f"train: {how} before its first checkpoint: run the same command again to "
-                   "begin anew", sys.stderr)
+            streams.warn(f"train: {how} before its first checkpoint: run the same command "
+                         "again to begin anew")
         return 128 + signal.SIGTERM if isinstance(e, Terminated) else 130
     except OSError as e:  # a full disk, a file made read-only under the run: not a traceback
         where = f" {e.filename}" if e.filename else ""
-        _write(f"train: the run stopped on a file error{where}: {e.strerror or e}; fix it "
-               "(space, permissions), then add --resume to continue from its last checkpoint",
-               sys.stderr)
+        streams.warn(f"train: the run stopped on a file error{where}: {e.strerror or e}; fix "
+                     "it (space, permissions), then " + (
+                         "add --resume to continue from its last checkpoint"
+                         if _has_checkpoint(options) else
+                         "run the same command again to begin anew (it stopped before its "
+                         "first checkpoint)"))
         return 1
     finally:
         if bar is not None:
             bar.close()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-    print(json.dumps(summary), flush=True)
-    print(summary["policy"], flush=True)
-    return 0
+    streams.say(json.dumps(summary))
+    streams.say(summary["policy"])
+    return broken_pipe() if streams.stdout_left else 0
 
 
-def _refuse(e: TrainingError) -> int:
-    _write(f"train: error: {e}", sys.stderr)
+def _has_checkpoint(options: TrainOptions) -> bool:
+    """Whether ``--resume`` has a checkpoint to continue from."""
+    return (Path(options.out) / RUN_FILES[0]).is_file()
+
+
+def _refuse(e: TrainingError, streams: _Streams) -> int:
+    streams.warn(f"train: error: {e}")
     return 2
 
 
@@ -401,13 +408,69 @@ def _write(message: str, file: Any = None) -> None:
         print(message, file=file or sys.stdout, flush=True)
 
 
+class _Streams:
+    """Standard output and error of one run. A reader that leaves (a closed pipe) only stops
+    what is printed to it: hours of training must not be lost to ``| head``. The stream is
+    then pointed at ``os.devnull``, so later lines, the bar and Python's last flush go nowhere
+    instead of raising again."""
+
+    def __init__(self) -> None:
+        self.stdout_left = False
+
+    def say(self, message: str) -> None:
+        self.write(message, sys.stdout)
+
+    def warn(self, message: str) -> None:
+        self.write(message, sys.stderr)
+
+    def write(self, message: str, file: Any) -> None:
+        try:
+            _write(message, file)
+        except BrokenPipeError:
+            self.left(file)
+
+    def left(self, stream: Any) -> None:
+        """Silence the streams whose reader left: ``stream``, which raised, or what polls as
+        broken (tqdm writes to both streams; with ``2>&1`` they share the pipe)."""
+        gone = [s for s in (sys.stdout, sys.stderr) if s is not None and _broken(s)] or [stream]
+        for s in gone:
+            self.stdout_left |= s is sys.stdout
+            _silence(s)
+
+
+def _broken(stream: Any) -> bool:
+    """Whether ``stream`` is a pipe whose reader has left (its write end polls as an error)."""
+    try:
+        poll = select.poll()
+        poll.register(stream.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poll.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll(), or not a file (a test's capture)
+        return False
+
+
+def _silence(stream: Any) -> None:
+    """Point ``stream``'s descriptor at ``os.devnull`` and drop what it holds."""
+    with contextlib.suppress(OSError, ValueError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, stream.fileno())
+        os.close(null)
+        stream.flush()
+
+
 class _Bar:
     """A tqdm bar over the run's budget (steps or minutes, whichever is nearer its end)."""
 
-    def __init__(self) -> None:
+    def __init__(self, streams: _Streams) -> None:
         self.bar: Any = None
+        self.streams = streams
 
     def update(self, done: float, figures: dict) -> None:
+        try:
+            self._update(done, figures)
+        except BrokenPipeError:  # stderr's reader left: training goes on
+            self.streams.left(sys.stderr)
+
+    def _update(self, done: float, figures: dict) -> None:
         global _ACTIVE_BAR
         if self.bar is None:
             from tqdm import tqdm
@@ -424,8 +487,12 @@ class _Bar:
     def close(self) -> None:
         global _ACTIVE_BAR
         if self.bar is not None:
-            self.bar.close()
-            self.bar = _ACTIVE_BAR = None
+            bar, self.bar = self.bar, None
+            _ACTIVE_BAR = None
+            try:
+                bar.close()
+            except BrokenPipeError:
+                self.streams.left(sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "train_ppo.py") -> int:

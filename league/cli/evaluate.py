@@ -21,6 +21,7 @@ from agents.learn.evaluation import (
     RESERVED_SEEDS,
     EvaluationError,
     PairedResult,
+    is_result_json,
 )
 from agents.learn.evaluation import paired_evaluation as evaluate
 from feasibility.cli import (  # the one A..B parser of the command line
@@ -28,6 +29,7 @@ from feasibility.cli import (  # the one A..B parser of the command line
     parse_seeds,
 )
 from league.apart.sb3_load import guard
+from league.cli.html_viewer import check_replaceable
 from league.core.atomic import write_atomic
 from league.core.errors import LeagueError
 from league.core.files import world_option
@@ -75,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     against = [s.strip() for s in args.against.split(",")]
     try:
         if args.json is not None:
-            _check_writable(Path(args.json))
+            _check_writable(args.json)
         if any(not s for s in against):
             raise EvaluationError(f"--against has an empty name: {args.against!r}")
         try:  # an sb3: model is loaded now (in a sandbox), before any game
@@ -118,9 +120,12 @@ def run(args: argparse.Namespace) -> int:
     if args.json is not None:
         try:
             figures = {**result.to_dict(), "world": args.world}  # None: the standard town
+            _check_writable(args.json)  # again: the games took a while
             write_atomic(args.json, json.dumps(figures, indent=2) + "\n")
         except OSError as e:
             return _error(f"cannot write {args.json}: {e.strerror or e}")
+        except EvaluationError as e:
+            return _error(str(e))
     return 1 if failed else 0
 
 
@@ -173,12 +178,24 @@ def policy_failure(e: BaseException) -> str:
            "which plays a failed decision with its fallback)"
 
 
-def _check_writable(path: Path) -> None:
-    """Refuse a --json path that cannot be written before playing thousands of games."""
+JSON_BYTES = 1 << 20  # the figures are a few kB; a larger file is not ours
+
+
+def _check_writable(text: str) -> None:
+    """Refuse a --json path that cannot be written, or whose file is not figures this command
+    wrote (a user's file, the replay, a link or device), before playing thousands of games."""
+    if not text:  # Path("") is "."
+        raise EvaluationError("--json is empty; give the file's name")
+    path = Path(text)
     if path.is_dir():
         raise EvaluationError(f"--json {path} is a directory")
     if not (path.parent if str(path.parent) else Path(".")).is_dir():
         raise EvaluationError(f"--json {path}: no directory {path.parent}")
+    try:
+        check_replaceable(path, is_result_json, "a result file guild evaluate wrote", "--json",
+                          JSON_BYTES)
+    except LeagueError as e:
+        raise EvaluationError(str(e)) from None
 
 
 def _error(message: str) -> int:

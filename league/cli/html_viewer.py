@@ -20,7 +20,8 @@ import html
 import json
 import os
 import stat
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from importlib import resources
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from league.core.atomic import write_atomic
 from league.core.errors import LeagueError
 from league.core.files import MAX_REPLAY_BYTES, read_regular, world_option
 from sim import GameConfig, ReplayMismatch, replay
+from sim.commandline import printable
 from sim.game import Game
 from sim.language.phrasing import outcome_text
 from sim.replay import purse_problem, town_problem
@@ -40,6 +42,8 @@ TEMPLATE = "viewer.html"
 DATA_MARK = "/*__REPLAY_DATA__*/"
 DOCTYPE = "<!DOCTYPE html>\n"  # the template's first line; the stamp follows it (write_view)
 MAX_PAGE_BYTES = 4 * MAX_REPLAY_BYTES  # a page read to check it; a larger one is written again
+VIEW_MARK = b"Written by `guild view`"  # in the head of every page (the template's comment)
+MARK_BYTES = 8192  # the head searched for it: the template's head, title and stamp included
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -53,21 +57,91 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("replay", metavar="REPLAY.json", help="a replay (e.g. a league's "
                    "replays/<id>.json)")
     p.add_argument("-o", "--out", metavar="PAGE.html",
-                   help="where to write the page (default: the replay's path with .html)")
+                   help="where to write the page (default: the replay's path with .html; - "
+                   "for standard output); a file there is replaced only if it is a page guild "
+                   "view wrote")
     p.add_argument("--world", metavar="FILE",
                    help="the world file of a replay played in a variant town")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Handler of ``guild view``: read, re-derive, write the page; 2 on a bad file."""
+    """Handler of ``guild view``: read, re-derive, write the page (``-o -``: to standard
+    output); 2 on a bad file, or on an output that would replace what is not a page of its
+    own (the replay itself, say)."""
+    if not args.replay:
+        raise LeagueError("REPLAY.json is empty; give a replay file (e.g. a league's "
+                          "replays/<id>.json)")
+    if args.out == "":
+        raise LeagueError("-o is empty; give the page's file name")
+    for name, text in (("REPLAY.json", args.replay), ("-o", args.out or "")):
+        if "\0" in text:
+            raise LeagueError(f"{name}: a path cannot hold a NUL character")
     src = Path(args.replay)
-    out = Path(args.out) if args.out else src.with_suffix(".html")
+    payload = load_replay(src)  # first: "." or a folder is said to be one, not a page's name
     world = _load_world(args.world) if args.world else None
-    page = _page_of(src, load_replay(src), world)
+    if args.out == "-":  # the page needs no file beside it: a pipe may take it
+        page = _utf8(_page_of(src, payload, world), src)
+        sys.stdout.flush()
+        sys.stdout.buffer.write(page)
+        sys.stdout.buffer.flush()
+        return 0
+    out = Path(args.out) if args.out is not None else src.with_suffix(".html")
+    if _same_file(out, src):
+        raise LeagueError(f"{printable(str(out))} is the replay being read; the page would "
+                          "replace it (give the page another name with -o)")
+    check_replaceable(out, is_view_page, "a page guild view wrote", "-o")
+    page = _page_of(src, payload, world)
     _write(out, _utf8(page, src))
     print(f"view: wrote {out}")
     return 0
+
+
+def is_view_page(head: bytes) -> bool:
+    """Whether ``head``, the start of a file, is that of a page this viewer wrote."""
+    return VIEW_MARK in head
+
+
+def check_replaceable(target: Path, ours: Callable[[bytes], bool], what: str, option: str,
+                      limit: int = MARK_BYTES) -> None:
+    """``LeagueError`` (one line) unless writing ``target`` loses nothing: it does not exist,
+    or it is a regular file whose first ``limit`` bytes ``ours`` tells as ``what`` (a file
+    the command wrote, e.g. "a page guild view wrote"); ``option`` names another file.
+
+    A write renames a new file over the name, so a link, a device (``/dev/full``) or a FIFO
+    would itself be replaced: they are refused, as is a file that is someone else's.
+    """
+    shown = printable(str(target))
+    try:
+        st = os.lstat(target)
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError) as e:  # not a folder on the way, a NUL in the path
+        raise LeagueError(f"cannot write {shown} ({getattr(e, 'strerror', None) or e})"
+                          ) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise LeagueError(f"{shown} is a directory; {option} names the file to write")
+    if not stat.S_ISREG(st.st_mode):
+        raise LeagueError(f"{shown} exists and is not a regular file (a link, device or "
+                          f"FIFO); it is kept: only {what} is replaced")
+    try:
+        fd = os.open(target, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            head = f.read(limit)
+    except OSError as e:
+        raise LeagueError(f"cannot read {shown} ({e.strerror or e}); it is kept") from None
+    if not ours(head):
+        raise LeagueError(f"{shown} exists and is not {what}; it is kept (choose another "
+                          f"{option}, or remove it)")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one file (the same path, a hard link)."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
 
 
 def write_view(src: Path, out: Path) -> bool:

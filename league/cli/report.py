@@ -32,7 +32,6 @@ import argparse
 import itertools
 import json
 import os
-import stat
 import sys
 from array import array
 from bisect import bisect_left
@@ -43,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from league.cli import report_html
-from league.cli.html_viewer import write_view
+from league.cli.html_viewer import check_replaceable, write_view
 from league.core import ladder as ladders
 from league.core import verify_claims as claims
 from league.core.atomic import replacing
@@ -177,27 +176,8 @@ def _check_target(target: Path, root: Path) -> None:
     if _resolved(target.parent) in (_resolved(root / VIEWS), _resolved(root / REPLAYS)):
         raise LeagueError(f"--out {target}: {VIEWS}/ and {REPLAYS}/ hold the league's replays "
                           "and their viewer pages; write the page elsewhere")
-    try:
-        st = os.lstat(target)
-    except FileNotFoundError:
-        return
-    except OSError as e:
-        raise LeagueError(f"cannot write {target} ({e.strerror or e})") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise LeagueError(f"{target} is a directory; --out names the page's file")
-    if not stat.S_ISREG(st.st_mode):
-        raise LeagueError(f"{target} exists and is not a regular file (a link, device or "
-                          "FIFO); the report replaces only a page of its own")
-    try:
-        fd = os.open(target, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
-                     | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as f:
-            head = f.read(MARK_BYTES)
-    except OSError as e:
-        raise LeagueError(f"cannot read {target} ({e.strerror or e})") from None
-    if PAGE_MARK not in head:
-        raise LeagueError(f"{target} exists and is not a page guild report wrote; it is kept "
-                          "(choose another --out, or remove it)")
+    check_replaceable(target, lambda head: PAGE_MARK in head, "a page guild report wrote",
+                      "--out", MARK_BYTES)
 
 
 def _resolved(path: Path) -> Path:

@@ -19,10 +19,11 @@ A sentence the town cannot use this turn (the parser reads no act in it, or the 
 legal mask refuses the act: ``play_text.judge``) is not played: why, and the closest legal
 sentences, are printed and the line is asked for again, so a typo never costs a turn.  The
 outcome of a played sentence opens the next turn; after the last turn it is printed before the
-results.  ``--replay FILE`` saves the episode for ``guild view`` (its folder is checked before
-the game).  ``sb3:`` opponents (model zips, which are pickles) are loaded in a sandbox unless
-``--trust`` (``league.apart.sb3_load``).  An opponent whose policy raises or answers what the
-rules refuse waits that turn, as a league's fallback does, and the person is told once.
+results.  ``--replay FILE`` saves the episode for ``guild view`` (its folder, and that a file
+already there is a replay, are checked before the game).  ``sb3:`` opponents (model zips,
+which are pickles) are loaded in a sandbox unless ``--trust`` (``league.apart.sb3_load``).
+An opponent whose policy raises or answers what the rules refuse waits that turn, as a
+league's fallback does, and the person is told once.
 Everything printed goes through :func:`show`: what seats say and people type may hold terminal
 escape sequences, which are shown, never obeyed.
 """
@@ -44,6 +45,7 @@ from typing import Any
 from agents import Decision, as_decision, is_scripted, make_policy
 from agents.baselines.rules import WAIT
 from league.apart.sb3_load import guard
+from league.cli.html_viewer import PROTOCOL, check_replaceable
 from league.cli.play_text import (
     guide_text,
     inert,
@@ -72,6 +74,8 @@ COMMANDS = {"quit": "quit", "exit": "quit", "q": "quit", "help": "help", "?": "h
             "h": "help", "moves": "moves", "m": "moves", "town": "town", "t": "town"}
 _NUMBER = re.compile(r"[0-9]{1,9}")  # ASCII digits only: int() reads other scripts' digits too
 MAX_WHY = 200  # characters of an opponent's error shown to the person
+# How a replay's file begins: --replay replaces such a file (a replay played before), no other.
+REPLAY_HEAD = re.compile(rb'\s*\{\s*"protocol"\s*:\s*"' + re.escape(PROTOCOL.encode()) + rb'"')
 WAIT_NOTE_AFTER = 1.0  # seconds the person waits for the other seats before being told why
 # Seconds a person who leaves waits, at most, for an opponent still thinking: a network's forward
 # pass takes milliseconds; a policy that never answers must not keep the person in the game.
@@ -247,8 +251,8 @@ def run(args: argparse.Namespace) -> int:
         check_town([p for p in policies if p is not None], world)
     except ValueError as e:
         raise LeagueError(f"--opponents: {e}") from None
-    if args.replay:
-        check_replay_path(Path(args.replay))  # before the game, not after it
+    if args.replay is not None:  # "" too: refused, not taken for no replay
+        check_replay_path(args.replay)  # before the game, not after it
     game = Game(config)
     broken = reset_all(policies, seed)
     tolerate_bad_bytes()
@@ -266,7 +270,7 @@ def run(args: argparse.Namespace) -> int:
         print(flush=True)
         code, why = 130, "interrupted"
     show(results_text(game, why))
-    if args.replay:
+    if args.replay is not None:
         save_replay(game, names, Path(args.replay), args.world)
     return code
 
@@ -496,10 +500,14 @@ def results_text(game: Game, why: str) -> str:
     return "\n".join(out)
 
 
-def check_replay_path(path: Path) -> None:
-    """``LeagueError`` when ``--replay`` cannot be written, said before the person plays."""
+def check_replay_path(path: Path | str) -> None:
+    """``LeagueError`` when ``--replay`` cannot be written, or would replace a file that is
+    not a replay (a person's notes, a link, a device), said before the person plays."""
+    if str(path) == "":  # Path("") is ".": the game would be played, and no replay saved
+        raise LeagueError("--replay is empty; give the replay's file name")
     if "\0" in str(path):
         raise LeagueError("--replay: a path cannot hold a NUL character")
+    path = Path(path)
     if path.is_dir():
         raise LeagueError(f"--replay {path} is a directory; give the replay's file name")
     parent = path.parent
@@ -507,6 +515,12 @@ def check_replay_path(path: Path) -> None:
         raise LeagueError(f"--replay {path}: there is no folder {parent}")
     if not os.access(parent, os.W_OK):
         raise LeagueError(f"--replay {path}: the folder {parent} is not writable")
+    check_replaceable(path, _is_replay, "a replay", "--replay")
+
+
+def _is_replay(head: bytes) -> bool:
+    """Whether ``head``, the start of a file, is that of a replay (its protocol comes first)."""
+    return REPLAY_HEAD.match(head) is not None
 
 
 def save_replay(game: Game, names: list[str], path: Path, world: str | None = None) -> None:
