@@ -7,8 +7,9 @@ each seat into namespaces of its own.  What a seat sees and may do:
 * **Files:** read-only, ``/usr``, the interpreter's prefixes (the standard library and installed
   packages), our packages' folders when they lie elsewhere (``sim/``, ``agents/``,
   ``league/seat/`` with ``league/__init__.py``, not the repository around them) and the
-  policy's own files (module or package, ``sb3:`` model, ``exec:`` program and the files its
-  command line names).  No home folder, no ``/etc``, no
+  policy's own files (module or package; for a subpackage's module, that subpackage and the
+  ``__init__.py`` files above it, not its siblings: :func:`policy_files`; ``sb3:`` model,
+  ``exec:`` program and the files its command line names).  No home folder, no ``/etc``, no
   league folder (``--out`` is covered even under a bound folder), no secret or key.  ``HOME``,
   ``TMPDIR`` and ``/tmp`` are a scratch tmpfs of :data:`SCRATCH_MB` (the policy's files under
   /tmp bound again); ``/dev/shm`` holds :data:`league.seat.zygote.SHM_MB`.
@@ -21,7 +22,11 @@ each seat into namespaces of its own.  What a seat sees and may do:
   host needs and the engine's switches (``GUILD_PURE``...); nothing of the league's.
 * **Limits,** enforced from outside: address space and CPU time per process, the decision
   timeout and episode deadline (``league.core.episode``) and, where a root league may make cgroup
-  v1 groups, the memory (:data:`SANDBOX_MEMORY_MB`) and processes of the whole sandbox.
+  v1 groups (:data:`CGROUP_CONTROLLERS`; one missing is said once on stderr), the memory
+  (:data:`SANDBOX_MEMORY_MB`), processes and CPU share (:data:`SANDBOX_CPU_SHARES`: however many
+  processes or sessions it runs, a sandbox weighs as one busy process, so it cannot starve
+  another seat's decisions) of the whole sandbox, and the memory of each seat with all it
+  starts (its ``memory_mb``, ``--seat-memory``, in a group of its own: ``league.seat.zygote``).
 
 The league talks to a seat only through pipes (``league.seat.protocol``) and never reads a file
 a seat wrote.  :func:`run` runs one command the same way (no zygote), bounded in time, memory and
@@ -49,11 +54,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from league.seat.zygote import OLD_TMP, Launch
+from league.seat.zygote import OLD_TMP, SEAT_CGROUP_PREFIX, Launch
 
 SCRATCH_MB = 64            # each seat's scratch folder (a tmpfs)
 SANDBOX_MEMORY_MB = 8192   # all the processes of one sandbox (a memory control group, where
-                           # the machine lets the league make one)
+                           # the machine lets the league make one); each seat's: its memory_mb
+SANDBOX_CPU_SHARES = 1024  # one sandbox's weight in the CPU scheduler, however many processes
+                           # it runs: a busy process's (cpu.shares of a cpu control group)
+CGROUP_CONTROLLERS = ("memory", "pids", "cpu")
 CGROUP_ROOT = "/sys/fs/cgroup"
 CGROUP_PREFIX = "guild-sandbox-"
 NPROC = 4096               # processes and threads of one sandbox (its uid's RLIMIT_NPROC);
@@ -197,7 +205,12 @@ def _prefix(bwrap: str, binds: list[Bind], hidden: tuple[str, ...], root: bool,
 
 def policy_files(spec: str) -> tuple[list[Path], list[str], str]:
     """What a policy spec needs to see: its files, the folders to put on its import path, and
-    the spec as the sandbox runs it (paths made absolute)."""
+    the spec as the sandbox runs it (paths made absolute).
+
+    A module file alone (``mod:Name``); a package whole (``pkg:Name``); a module of a package
+    (``pkg.sub.mod:Name``), the package it is in, whole (its modules and data), and of the
+    packages above that only their ``__init__.py``: the import works, and a sibling package
+    (a rival's, under a shared ``pkg/``) stays out of sight."""
     text = spec.strip()
     low = text.lower()
     if low.startswith("sb3:"):
@@ -205,20 +218,47 @@ def policy_files(spec: str) -> tuple[list[Path], list[str], str]:
         return [path], [], f"sb3:{path}"
     if ":" not in text:  # a name our registry (or an installed package's entry point) knows
         return [], [], text
-    module = text.split(":", 1)[0].strip()
-    top = module.split(".", 1)[0]
-    try:  # where a seat started in this folder would import it from; runs none of its code
-        found = (importlib.machinery.PathFinder.find_spec(top, [os.getcwd(), *sys.path])
-                 if top.isidentifier() else None)
-    except (ImportError, ValueError):
-        found = None
-    if found is None or found.origin in (None, "built-in", "frozen"):
+    chain = _module_chain(text.split(":", 1)[0].strip())
+    if not chain:
         return [], [], text
-    if found.submodule_search_locations:
-        folders = [Path(p).absolute() for p in found.submodule_search_locations]
-        return folders, sorted({str(p.parent) for p in folders}), text
-    origin = Path(found.origin).absolute()
-    return [origin], [str(origin.parent)], text
+    top, last = chain[0], chain[-1]
+    if top.submodule_search_locations is None:  # a module file, at the top
+        assert top.origin is not None
+        origin = Path(top.origin).absolute()
+        return [origin], [str(origin.parent)], text
+    # the package the policy's module is in (or its own, when it is a package)
+    own = len(chain) if last.submodule_search_locations is not None else len(chain) - 1
+    package = chain[own - 1]
+    files = [Path(p).absolute() for p in package.submodule_search_locations or ()]
+    files += [Path(s.origin).absolute() for s in chain[:own - 1] if s.has_location
+              and s.origin]  # the __init__.py above (a namespace package has none)
+    path = sorted({str(Path(p).absolute().parent) for p in top.submodule_search_locations})
+    return files, path, text
+
+
+def _module_chain(module: str) -> list[importlib.machinery.ModuleSpec]:
+    """The specs of ``module`` and the packages above it, top first, found as a seat started
+    in this folder would import them, running none of their code; as far as they are found
+    (a module that a package's ``__init__`` makes is not: the chain ends at that package).
+    Empty when the top is not found, or is built into the interpreter."""
+    parts = module.split(".")
+    if not all(part.isidentifier() for part in parts):
+        return []
+    chain: list[importlib.machinery.ModuleSpec] = []
+    where: list[str] = [os.getcwd(), *sys.path]
+    for i in range(len(parts)):
+        try:
+            found = importlib.machinery.PathFinder.find_spec(".".join(parts[:i + 1]), where)
+        except (ImportError, ValueError):
+            found = None
+        if found is None or (found.submodule_search_locations is None
+                             and found.origin in (None, "built-in", "frozen")):
+            break
+        chain.append(found)
+        if found.submodule_search_locations is None:
+            break  # a module: nothing below it
+        where = list(found.submodule_search_locations)
+    return chain
 
 
 def exec_files(argv: list[str]) -> tuple[list[Path], list[str]]:
@@ -298,28 +338,54 @@ def _launch(files: tuple[Path, ...], pythonpath: tuple[str, ...], hidden: tuple[
     keep = tuple(b.target for b in binds if Path("/tmp") in Path(b.target).parents)
     return Launch(prefix=tuple(prefix), env=tuple(sorted(env.items())), scratch_mb=scratch_mb,
                   nproc=NPROC, cgroups=_cgroups(prefix) if root else (),
-                  memory_mb=SANDBOX_MEMORY_MB, keep=keep)
+                  memory_mb=SANDBOX_MEMORY_MB, cpu_shares=SANDBOX_CPU_SHARES, keep=keep)
 
 
 def _cgroups(prefix: list[str]) -> tuple[str, ...]:
-    """Control groups of a sandbox (memory and processes), under the machine's memory and pids
-    hierarchies (cgroup v1) where they are writable: named by the sandbox's uid."""
+    """Control groups of a sandbox (memory, processes, CPU share), under the machine's cgroup
+    v1 hierarchies of :data:`CGROUP_CONTROLLERS` where they are writable: named by the
+    sandbox's command line (its uid).  A controller missing here is said once, on stderr."""
     name = CGROUP_PREFIX + hashlib.sha256("\0".join(prefix).encode()).hexdigest()[:16]
-    found = []
-    for controller in ("memory", "pids"):
+    found, missing = [], []
+    for controller in CGROUP_CONTROLLERS:
         base = Path(CGROUP_ROOT) / controller
         if (base / "cgroup.procs").is_file() and os.access(base, os.W_OK):
             _sweep(str(base))
             found.append(str(base / name))
+        else:
+            missing.append(controller)
+    if missing:
+        _say_missing(tuple(missing))
     return tuple(found)
+
+
+@functools.cache
+def _say_missing(controllers: tuple[str, ...]) -> None:
+    """Say once per process which limits a sandbox goes without here (a machine without
+    cgroup v1 hierarchies of these controllers, such as one with cgroup v2 alone)."""
+    what = {"memory": "a seat's memory is bounded per process only (--seat-memory of address "
+                      "space), not all its processes together",
+            "pids": "its processes are bounded by its uid's process limit only",
+            "cpu": "a policy that runs many processes gets more of the CPU than one that "
+                   "runs one, and may slow other seats' decisions"}
+    for controller in controllers:
+        print(f"guild: sandbox: no writable cgroup v1 '{controller}' hierarchy under "
+              f"{CGROUP_ROOT}: {what[controller]}", file=sys.stderr)
 
 
 @functools.cache
 def _sweep(base: str) -> None:
     """Remove the empty control groups of sandboxes gone without removing theirs (a league
-    killed with ``kill -9``); one that still holds a process refuses (EBUSY) and stays."""
+    killed with ``kill -9``), their seats' groups first; one that still holds a process
+    refuses (EBUSY) and stays.  A sandbox whose zygote runs is another league's: the seat
+    group it is making, empty for a moment, is left to it."""
     for folder in Path(base).glob(CGROUP_PREFIX + "*"):
         with contextlib.suppress(OSError):
+            if (folder / "cgroup.procs").read_text().strip():
+                continue
+            for seat in folder.glob(SEAT_CGROUP_PREFIX + "*"):
+                with contextlib.suppress(OSError):
+                    seat.rmdir()
             folder.rmdir()
 
 

@@ -12,8 +12,9 @@ Its protocol, on a ``SOCK_SEQPACKET`` socket from the league process: ``{"spawn"
 descriptors (the seat's standard input, output and error) answers ``{"pid": P}`` and a pidfd of
 the seat, through which the league signals it and sees it end, in whatever pid namespace it
 runs; ``{"status": P}`` answers ``{"status": CODE}`` once P has ended (``Popen.returncode``'s
-convention; null while it runs).  The zygote exits when the league process does (its socket
-closes), and its seats die with it.
+convention; null while it runs); ``{"self": true}`` answers a pidfd of the zygote itself (its
+pid for the league, which places it in control groups).  The zygote exits when the league
+process does (its socket closes), and its seats die with it.
 
 Inside a sandbox (``python -m league.seat.zygote FD --isolate SCRATCH_MB``, started by the
 league's bubblewrap launcher, ``league.apart.sandbox``) every seat it forks also gets namespaces of
@@ -22,12 +23,19 @@ it is pid 1 (so everything it starts dies with it, and it sees no other process)
 namespace, and a mount namespace with a fresh scratch folder (``/scratch``, a tmpfs of
 ``SCRATCH_MB``, its working folder, also seen as an empty ``/tmp``), a bounded ``/dev/shm`` and its
 own ``/proc``.
+
+Where the league may make control groups (cgroup v1, as root: ``league.apart.sandbox``), the
+sandbox runs in groups of its own (its memory, processes and CPU share), and each seat in a
+memory group of its own below the sandbox's, of its ``memory_mb``: the league moves the idle
+zygote into the seat's group for the fork, so the seat and everything it starts are born
+there, before any of its code runs.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import itertools
 import json
 import os
 import resource
@@ -256,6 +264,10 @@ def serve(sock: socket.socket, scratch_mb: int | None = None,
                 reply = {"pid": pid}
                 with contextlib.suppress(OSError):
                     pidfds.append(os.pidfd_open(pid))
+        elif "self" in request:  # the league finds this process's pid on its side
+            reply = {"pid": me}
+            with contextlib.suppress(OSError):
+                pidfds.append(os.pidfd_open(me))
         else:
             reap()
             reply = {"status": ended.get(int(request.get("status", -1)))}
@@ -296,15 +308,22 @@ class Launch:
     nproc: int              # the sandbox's processes and threads (RLIMIT_NPROC of its uid)
     python: str = sys.executable
     # control groups the sandbox runs in, made for it (memory.limit_in_bytes = memory_mb,
-    # pids.max = nproc) where the machine lets the league make them; () where it does not
+    # pids.max = nproc, cpu.shares = cpu_shares) where the machine lets the league make them;
+    # () where it does not.  Each seat also gets a memory group below the sandbox's.
     cgroups: tuple[str, ...] = ()
     memory_mb: int = 0
+    cpu_shares: int = 1024
     keep: tuple[str, ...] = ()  # the policy's files under /tmp (each seat's /tmp is fresh)
 
 
+# in this order: a v1 memory group's memsw limit (memory and swap) may not be below its memory's
 _CGROUP_LIMITS = {"memory.limit_in_bytes": lambda launch: str(launch.memory_mb << 20),
+                  "memory.memsw.limit_in_bytes": lambda launch: str(launch.memory_mb << 20),
                   "memory.max": lambda launch: str(launch.memory_mb << 20),
-                  "pids.max": lambda launch: str(launch.nproc)}
+                  "pids.max": lambda launch: str(launch.nproc),
+                  "cpu.shares": lambda launch: str(launch.cpu_shares)}
+SEAT_CGROUP_PREFIX = "seat-"
+_SEAT_GROUPS = itertools.count()  # names of seats' groups, unique in this process
 
 
 def _enter_cgroups(launch: Launch) -> None:
@@ -325,16 +344,47 @@ def _enter_cgroups(launch: Launch) -> None:
 
 
 def _leave_cgroups(launch: Launch) -> None:
-    """Remove a sandbox's control groups once its processes are gone."""
+    """Remove a sandbox's control groups (its seats' first) once its processes are gone."""
     for folder in launch.cgroups:
-        for _ in range(50):
-            try:
-                os.rmdir(folder)
-                break
-            except FileNotFoundError:
-                break
-            except OSError:  # its last processes are still being torn down
+        with contextlib.suppress(OSError):
+            seats = [e.path for e in os.scandir(folder)
+                     if e.is_dir() and e.name.startswith(SEAT_CGROUP_PREFIX)]
+            for seat in seats:
+                _remove_cgroup(seat)
+        _remove_cgroup(folder)
+
+
+def _remove_cgroup(folder: str, tries: int = 50) -> bool:
+    """Remove an empty control group (whether it is gone); its last processes may still be
+    being torn down, so a busy one is tried ``tries`` times."""
+    for i in range(tries):
+        try:
+            os.rmdir(folder)
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError:
+            if i + 1 < tries:
                 time.sleep(0.02)
+    return False
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def _pidfd_pid(pidfd: int) -> int | None:
+    """The pid (in this process's pid namespace) of the process a pidfd holds."""
+    try:
+        with open(f"/proc/self/fdinfo/{pidfd}") as f:
+            for line in f:
+                if line.startswith("Pid:"):
+                    pid = int(line.split()[1])
+                    return pid if pid > 0 else None
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 class Zygote:
@@ -358,7 +408,12 @@ class Zygote:
             start_new_session=True, env=env, preexec_fn=enter)
         theirs.close()
         self.sock = ours
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
+        # the sandbox's memory group, under which each seat gets one of its own
+        self._memory = next((folder for folder in launch.cgroups if os.path.exists(
+            os.path.join(folder, "memory.limit_in_bytes"))), None) if launch else None
+        self._pid: int | None = None      # the zygote's, here (found on first use)
+        self._seat_groups: list[str] = []  # seats' groups made, not yet removed
 
     def _call(self, request: dict, fds: Sequence[int] = ()) -> tuple[dict, list[int]]:
         with self.lock:
@@ -378,13 +433,64 @@ class Zygote:
     def spawn(self, request: dict, fds: list[int]) -> tuple[int, int]:
         """Fork a seat (``{"spawn": SPEC}`` or ``{"exec": ARGV}``, with ``memory_mb`` and
         ``cpu_s``) on the pipes ``fds`` (stdin, stdout, stderr): its pid in the zygote's pid
-        namespace and a pidfd of it."""
-        reply, got = self._call(request, fds)
+        namespace and a pidfd of it.  In a sandbox with a memory group, the seat is forked
+        into a group of its own of ``memory_mb`` (all its processes together)."""
+        with self.lock:
+            placed = self._into_seat_group(int(request.get("memory_mb", 0)))
+            try:
+                reply, got = self._call(request, fds)
+            finally:
+                if placed:
+                    self._back_to_sandbox_group()
         if len(got) != 1:
             for fd in got:
                 os.close(fd)
             raise OSError(reply.get("error", "the seat zygote sent no pidfd"))
         return int(reply["pid"]), got[0]
+
+    def _zygote_pid(self) -> int | None:
+        """The zygote's pid here (it runs in the sandbox's pid namespace): through a pidfd of
+        itself it sends on request."""
+        if self._pid is None:
+            try:
+                _, got = self._call({"self": True})
+            except (OSError, ValueError):
+                return None
+            for fd in got:
+                self._pid = self._pid or _pidfd_pid(fd)
+                os.close(fd)
+        return self._pid
+
+    def _into_seat_group(self, memory_mb: int) -> bool:
+        """Make the next seat's memory group, of ``memory_mb``, and move the idle zygote into
+        it, so that the seat it forks next is born there (whether it is; best effort, like
+        the sandbox's groups).  The groups of seats that have ended are removed first."""
+        if self._memory is None or memory_mb <= 0:
+            return False
+        self._seat_groups = [g for g in self._seat_groups if not _remove_cgroup(g, tries=1)]
+        pid = self._zygote_pid()
+        if pid is None:
+            return False
+        group = os.path.join(self._memory, f"{SEAT_CGROUP_PREFIX}{next(_SEAT_GROUPS)}")
+        try:
+            os.mkdir(group)
+        except OSError:
+            return False
+        self._seat_groups.append(group)
+        try:
+            for name in ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"):
+                if os.path.exists(os.path.join(group, name)):
+                    _write(os.path.join(group, name), str(memory_mb << 20))
+            _write(os.path.join(group, "cgroup.procs"), str(pid))
+        except OSError:
+            return False
+        return True
+
+    def _back_to_sandbox_group(self) -> None:
+        """Move the zygote back into the sandbox's memory group, after a seat's fork."""
+        assert self._memory is not None and self._pid is not None
+        with contextlib.suppress(OSError):
+            _write(os.path.join(self._memory, "cgroup.procs"), str(self._pid))
 
     def status(self, pid: int) -> int | None:
         """The exit code of a seat that has ended (None while it runs, or if unknown)."""
