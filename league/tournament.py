@@ -28,6 +28,7 @@ from league.core import ladder, replay_seats, signing, verify
 from league.core.atomic import write_atomic
 from league.core.episode import FALLBACKS, FAULT_KINDS, Settings, built_policy, reach, trusted
 from league.core.errors import LeagueError
+from league.core.files import MAX_REPLAY_BYTES
 from league.core.lineups import (
     SCHEME,
     SECRET_SCHEME,
@@ -38,7 +39,7 @@ from league.core.lineups import (
     episode_spec,
     schedule,
 )
-from league.core.signing import SIGNATURE
+from league.core.signing import SIGNATURE, file_sha256
 from league.core.store import (
     FORMAT,
     LADDER,
@@ -46,6 +47,7 @@ from league.core.store import (
     RESULTS,
     SECRETS,
     LeagueDir,
+    check_out,
     shown,
     sync_files,
 )
@@ -143,6 +145,7 @@ def check_options(o: LeagueOptions) -> list[tuple[str, Any]]:
     policies, each built once, for :func:`reach_policies`."""
     _bounded("--episodes", o.episodes, 1, MAX_EPISODES)
     _bounded("--workers", o.workers, 1, MAX_WORKERS)
+    check_out(o.out)  # before any policy is built or asked: nothing is written to a bad --out
     if o.seed is not None:
         _bounded("--seed", o.seed, *SEED_RANGE)
         if o.apart() and not o.public_draw:
@@ -422,7 +425,7 @@ def _replay_lost(d: LeagueDir, o: LeagueOptions, rows: list[dict], note: Note, d
                     write_atomic(path, replay_text, sync=False, sole=True)
                 n, old = row["index"], rows[row["index"]]
                 if n < signed.lines:
-                    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+                    digest = file_sha256(path, MAX_REPLAY_BYTES, "replay")
                     if digest != signed.replays.get(row["id"]):
                         wrong[n] = (f"its replay was missing, and its episode played again "
                                     f"does not give the replay {SIGNATURE} signed")

@@ -31,6 +31,7 @@ from league.cli import html_viewer as viewer
 from league.cli import terminal
 from league.cli.guild import main
 from league.core.errors import LeagueError
+from league.core.files import HEAD_BYTES, check_replaceable
 from sim import GameConfig
 from sim.commandline import EXIT_BROKEN_PIPE
 
@@ -121,7 +122,7 @@ def test_view_replaces_its_own_pages(replay: Path, tmp_path: Path, capsys) -> No
     for _ in range(2):
         assert main(["view", str(replay), "-o", str(page)]) == 0
         assert capsys.readouterr().out == f"view: wrote {page}\n"
-    assert viewer.VIEW_MARK in page.read_bytes()[:viewer.MARK_BYTES]
+    assert viewer.VIEW_MARK in page.read_bytes()[:HEAD_BYTES]
     assert main(["view", str(replay)]) == 0  # the default name, written and written again
     assert main(["view", str(replay)]) == 0
     assert viewer.is_view_page((tmp_path / "game.html").read_bytes())
@@ -137,7 +138,7 @@ def test_view_dash_is_standard_output(replay: Path, tmp_path: Path, monkeypatch,
     assert main(["view", str(replay), "-o", "-"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("<!DOCTYPE html>") and out.rstrip().endswith("</html>")
-    assert viewer.is_view_page(out.encode()[:viewer.MARK_BYTES])
+    assert viewer.is_view_page(out.encode()[:HEAD_BYTES])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["game.json"]  # no file named "-"
 
 
@@ -155,14 +156,14 @@ def test_view_output_names_that_are_no_file(replay: Path, tmp_path: Path, capsys
 
 def test_check_replaceable_reads_only_the_head(tmp_path: Path) -> None:
     path = tmp_path / "f"
-    viewer.check_replaceable(path, lambda head: False, "x", "-o")  # absent: nothing to lose
+    check_replaceable(path, lambda head: False, "x", "-o")  # absent: nothing to lose
     path.write_bytes(b"a" * 100 + b"MARK")
     seen: list[bytes] = []
     with pytest.raises(LeagueError, match="is not ours; it is kept"):
-        viewer.check_replaceable(path, lambda head: seen.append(head) or False, "ours", "-o",
+        check_replaceable(path, lambda head: seen.append(head) or False, "ours", "-o",
                                  limit=100)
     assert seen == [b"a" * 100]
-    viewer.check_replaceable(path, lambda head: b"MARK" in head, "ours", "-o", limit=104)
+    check_replaceable(path, lambda head: b"MARK" in head, "ours", "-o", limit=104)
 
 
 # --- guild play --replay -----------------------------------------------------------------------

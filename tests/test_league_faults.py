@@ -392,7 +392,7 @@ def test_a_folder_with_a_league_file_but_no_league_json_is_refused_untouched(
     line = one_error_line(capsys.readouterr().err)
     assert f"{out / name} exists but {out / 'league.json'} does not" in line
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*")
-                  if p.name != ".lock") == sorted({"replays", name})
+                  if p.name != ".lock") == sorted({name, str(Path(name).parent)} - {"."})
     assert (out / name).read_text(encoding="utf-8") == '{"mine": true}\n'
 
 

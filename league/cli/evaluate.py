@@ -29,10 +29,9 @@ from feasibility.cli import (  # the one A..B parser of the command line
     parse_seeds,
 )
 from league.apart.sb3_load import guard
-from league.cli.html_viewer import check_replaceable
 from league.core.atomic import write_atomic
 from league.core.errors import LeagueError
-from league.core.files import world_option
+from league.core.files import check_replaceable, world_option
 from league.core.ladder import UNRANKED_ABOVE
 
 

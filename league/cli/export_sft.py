@@ -38,9 +38,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from league.cli.html_viewer import load_replay
 from league.core.atomic import replacing, write_atomic
 from league.core.errors import LeagueError
-from league.core.store import MANIFEST, REPLAYS, RESULTS, load_results
+from league.core.store import MANIFEST, REPLAYS, RESULTS, load_results, row_problem, shown
 from league.core.verify import league_manifest
 from sim import Game, GameConfig, ReplayMismatch, replay
 from sim.replay import _action  # the recorded act as replay plays it (sentence or structured)
@@ -82,7 +83,7 @@ def _fraction(text: str) -> float:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    out = Path(args.out) if args.out is not None else Path(args.dir) / "sft"
+    out = args.out if args.out is not None else Path(args.dir) / "sft"  # as given: "" is refused
     manifest = export(args.dir, out, args.val_fraction, args.only_llm)
     if manifest["skipped"]:
         print(f"export-sft: skipped {manifest['skipped']} of {manifest['episodes']} episodes; "
@@ -107,8 +108,13 @@ def export(root: str | Path, out: str | Path, val_fraction: float = 0.1,
     Prints nothing: episodes that could not be exported are counted in the manifest
     (``skipped``, ``firstSkipped``), which the command line reports.
 
-    ``LeagueError`` (one line) when ``root`` is not a league directory or ``out`` is unusable.
+    ``LeagueError`` (one line) when ``root`` is not a league directory, a results line is not
+    one (its id names a replay's file: no path is followed out of ``replays/``) or ``out`` is
+    unusable; all before anything is written.
     """
+    for given, what in ((root, "DIR"), (out, "--out")):  # Path("") is the current folder
+        if not os.fspath(given):
+            raise LeagueError(f"{what} must be a folder's path; got ''")
     root, out = Path(root), Path(out)
     if not root.is_dir():
         raise LeagueError(f"{root} is not a directory")
@@ -116,6 +122,10 @@ def export(root: str | Path, out: str | Path, val_fraction: float = 0.1,
         raise LeagueError(f"{root} has no {RESULTS}; is it a league's --out directory?")
     league = _league(root)
     rows, _torn = load_results(root / RESULTS)
+    for n, row in enumerate(rows, start=1):  # as guild report and guild verify check them
+        problem = row_problem(row)
+        if problem is not None:
+            raise LeagueError(f"{root / RESULTS} line {n} {problem}")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -133,7 +143,7 @@ def export(root: str | Path, out: str | Path, val_fraction: float = 0.1,
                 payload = _load(root, row)
                 episode = list(episode_rows(payload, row, only_llm))
             except (LeagueError, ReplayMismatch, ValueError, KeyError, TypeError) as e:
-                skipped.append(f"{row.get('id', '?')}: {e}")
+                skipped.append(shown(f"{row['id']}: {e}", 300))  # a replay's text, inert
                 continue
             side = split_of(row["seed"], val_fraction)
             c = counts[side]
@@ -171,19 +181,15 @@ def _league(root: Path) -> dict:
 
 
 def _load(root: Path, row: dict) -> dict:
-    if not all(k in row for k in ("id", "seed", "lineup")):
-        raise LeagueError("the results line lacks id, seed or lineup")
+    """The replay of ``row`` (checked by ``row_problem``: its id is a file's name), read as
+    ``guild view`` and ``guild report`` read one: a regular file of a replay's size, JSON
+    nested no deeper than Python walks, a replay's shape; else ``LeagueError`` (one line)."""
+    if "seed" not in row:
+        raise LeagueError("the results line lacks its seed")
     path = root / REPLAYS / f"{row['id']}.json"
-    try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise LeagueError(f"replay {path} is missing") from None
-    except (OSError, ValueError) as e:
-        raise LeagueError(f"replay {path} cannot be read as JSON ({e})") from None
-    if not isinstance(payload, dict) or not isinstance(payload.get("events"), list) or \
-            not isinstance(payload.get("config"), dict):
-        raise LeagueError(f"replay {path} lacks its config or events")
-    return payload
+    if not os.path.lexists(path):
+        raise LeagueError(f"replay {path} is missing")
+    return load_replay(path)
 
 
 def chosen_number(game: Game, seat: int, rec: dict | None, event: dict) -> int | None:

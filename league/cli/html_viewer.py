@@ -19,15 +19,14 @@ import hashlib
 import html
 import json
 import os
-import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 
 from league.core.atomic import write_atomic
 from league.core.errors import LeagueError
-from league.core.files import MAX_REPLAY_BYTES, read_regular, world_option
+from league.core.files import MAX_REPLAY_BYTES, check_replaceable, read_regular, world_option
 from sim import GameConfig, ReplayMismatch, replay
 from sim.commandline import printable
 from sim.game import Game
@@ -42,8 +41,8 @@ TEMPLATE = "viewer.html"
 DATA_MARK = "/*__REPLAY_DATA__*/"
 DOCTYPE = "<!DOCTYPE html>\n"  # the template's first line; the stamp follows it (write_view)
 MAX_PAGE_BYTES = 4 * MAX_REPLAY_BYTES  # a page read to check it; a larger one is written again
-VIEW_MARK = b"Written by `guild view`"  # in the head of every page (the template's comment)
-MARK_BYTES = 8192  # the head searched for it: the template's head, title and stamp included
+# in the head of every page (the template's comment), within files.HEAD_BYTES of its start
+VIEW_MARK = b"Written by `guild view`"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -102,40 +101,6 @@ def is_view_page(head: bytes) -> bool:
     return VIEW_MARK in head
 
 
-def check_replaceable(target: Path, ours: Callable[[bytes], bool], what: str, option: str,
-                      limit: int = MARK_BYTES) -> None:
-    """``LeagueError`` (one line) unless writing ``target`` loses nothing: it does not exist,
-    or it is a regular file whose first ``limit`` bytes ``ours`` tells as ``what`` (a file
-    the command wrote, e.g. "a page guild view wrote"); ``option`` names another file.
-
-    A write renames a new file over the name, so a link, a device (``/dev/full``) or a FIFO
-    would itself be replaced: they are refused, as is a file that is someone else's.
-    """
-    shown = printable(str(target))
-    try:
-        st = os.lstat(target)
-    except FileNotFoundError:
-        return
-    except (OSError, ValueError) as e:  # not a folder on the way, a NUL in the path
-        raise LeagueError(f"cannot write {shown} ({getattr(e, 'strerror', None) or e})"
-                          ) from None
-    if stat.S_ISDIR(st.st_mode):
-        raise LeagueError(f"{shown} is a directory; {option} names the file to write")
-    if not stat.S_ISREG(st.st_mode):
-        raise LeagueError(f"{shown} exists and is not a regular file (a link, device or "
-                          f"FIFO); it is kept: only {what} is replaced")
-    try:
-        fd = os.open(target, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
-                     | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as f:
-            head = f.read(limit)
-    except OSError as e:
-        raise LeagueError(f"cannot read {shown} ({e.strerror or e}); it is kept") from None
-    if not ours(head):
-        raise LeagueError(f"{shown} exists and is not {what}; it is kept (choose another "
-                          f"{option}, or remove it)")
-
-
 def _same_file(a: Path, b: Path) -> bool:
     """Whether ``a`` and ``b`` name one file (the same path, a hard link)."""
     try:
@@ -167,14 +132,10 @@ def _unedited(page: Path, source: str) -> bool:
     """Whether ``page`` is a regular file that begins with the doctype and the stamp of
     ``source`` (the replay and the viewer) and of what follows the stamp."""
     try:
-        if not stat.S_ISREG(os.stat(page).st_mode):
-            return False
-        fd = os.open(page, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as f:
-            data = f.read(MAX_PAGE_BYTES + 1)
-    except (OSError, ValueError):
+        data = read_regular(page, MAX_PAGE_BYTES, "viewer page")
+    except (LeagueError, ValueError):  # not there, not a regular file, too large: written again
         return False
-    if len(data) > MAX_PAGE_BYTES or not data.startswith(DOCTYPE.encode()):
+    if not data.startswith(DOCTYPE.encode()):
         return False
     stamp, _, body = data.removeprefix(DOCTYPE.encode()).partition(b"\n")
     return stamp == _stamp(source, body)

@@ -42,12 +42,12 @@ from pathlib import Path
 from typing import Any
 
 from league.cli import report_html
-from league.cli.html_viewer import check_replaceable, write_view
+from league.cli.html_viewer import write_view
 from league.core import ladder as ladders
 from league.core import verify_claims as claims
 from league.core.atomic import replacing
 from league.core.errors import LeagueError
-from league.core.files import open_regular, read_regular
+from league.core.files import check_replaceable, open_regular, read_regular
 from league.core.store import (
     LADDER,
     MANIFEST,

@@ -45,7 +45,7 @@ from typing import Any
 from agents import Decision, as_decision, is_scripted, make_policy
 from agents.baselines.rules import WAIT
 from league.apart.sb3_load import guard
-from league.cli.html_viewer import PROTOCOL, check_replaceable
+from league.cli.html_viewer import PROTOCOL
 from league.cli.play_text import (
     guide_text,
     inert,
@@ -59,7 +59,7 @@ from league.cli.play_text import (
 )
 from league.core.atomic import write_atomic
 from league.core.errors import LeagueError
-from league.core.files import world_option
+from league.core.files import check_replaceable, world_option
 from sim import Game, GameConfig
 from sim.language.textview import example_seats
 from sim.policies import check_town

@@ -1,35 +1,85 @@
 """Reading a file a user or a tamperer may have replaced: only a regular file, at most a cap
 of bytes, decided before anything is read (``/dev/zero`` never ends, a FIFO blocks its reader,
 a huge sparse file would be read whole into memory). Every reader of a league's folder uses it:
-``guild verify``, a resume, ``guild report`` and ``guild view``."""
+``guild verify``, a resume, the signature, ``guild report``, ``guild view`` and ``guild
+export-sft``; so does the reader of a league's signing key.  And writing over one: a command
+replaces only a file it wrote itself (:func:`check_replaceable`)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
 from league.core.errors import LeagueError
+from sim.commandline import printable
 from sim.rules.world import MAX_TURNS, World
 
 # A replay of MAX_TURNS turns is a few MB (every sentence, say and note at its longest, a
 # 64-room town's snapshots: under 32 MB); a bigger file is not a replay, and is not read.
 MAX_REPLAY_BYTES = 64 << 20
 
+# What a read asks for at a time once a file holds more than ``stat`` said (it grew, or is a
+# file such as /proc's that says 0): a buffered ``read(n)`` reserves n bytes before it reads.
+READ_CHUNK = 1 << 20
+HEAD_BYTES = 8192  # the start of a file a command checks is its own before writing over it
+
 
 def read_regular(path: Path, cap: int, what: str) -> bytes:
     """The bytes of ``path`` when it is a regular file of at most ``cap`` bytes; otherwise
-    ``LeagueError`` (one line), decided before any read (see :func:`open_regular`); read
-    ``cap + 1`` bytes at most."""
+    ``LeagueError`` (one line), decided before any read (see :func:`open_regular`).
+
+    It asks for the size ``fstat`` gives (and a byte more, to see the file grew), never for
+    ``cap`` at once: a buffered read reserves what it is asked for, so asking for a cap of
+    gigabytes would fail under a memory limit on a file of a few bytes. A file that grows is
+    read on in chunks up to ``cap + 1`` bytes, so the cap holds exactly."""
     with open_regular(path, cap, what) as f:
         try:
-            raw = f.read(cap + 1)
+            raw = _read_capped(f, cap)
         except OSError as e:
             raise LeagueError(f"{path}: cannot read it ({e.strerror or e})") from None
     if len(raw) > cap:  # it grew since
         raise LeagueError(_too_large(path, cap, what))
     return raw
+
+
+def _read_capped(f: BinaryIO, cap: int) -> bytes:
+    """At most ``cap + 1`` bytes of ``f``, asked for in pieces no larger than the file."""
+    want = min(cap, os.fstat(f.fileno()).st_size) + 1
+    chunks: list[bytes] = []
+    total = 0
+    while total <= cap:
+        chunk = f.read(min(want, cap + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+        want = READ_CHUNK
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def sha256_regular(path: Path, cap: int, what: str) -> str:
+    """sha256 of ``path``, in hex, when it is a regular file of at most ``cap`` bytes;
+    otherwise ``LeagueError`` (one line, :func:`open_regular`). Read in blocks: a file as large
+    as a results file is never held whole."""
+    digest = hashlib.sha256()
+    total = 0
+    with open_regular(path, cap, what) as f:
+        try:
+            while total <= cap:
+                block = f.read(min(READ_CHUNK, cap + 1 - total))
+                if not block:
+                    break
+                digest.update(block)
+                total += len(block)
+        except OSError as e:
+            raise LeagueError(f"{path}: cannot read it ({e.strerror or e})") from None
+    if total > cap:  # it grew since
+        raise LeagueError(_too_large(path, cap, what))
+    return digest.hexdigest()
 
 
 def open_regular(path: Path, cap: int, what: str) -> BinaryIO:
@@ -95,3 +145,37 @@ def world_option(path: str | None, turns: int | None = None) -> tuple[World, int
         return world_and_turns(path, turns)
     except WorldFileError as e:
         raise LeagueError(str(e)) from None
+
+
+def check_replaceable(target: Path, ours: Callable[[bytes], bool], what: str, option: str,
+                      limit: int = HEAD_BYTES) -> None:
+    """``LeagueError`` (one line) unless writing ``target`` loses nothing: it does not exist,
+    or it is a regular file whose first ``limit`` bytes ``ours`` tells as ``what`` (a file
+    the command wrote, e.g. "a page guild view wrote"); ``option`` names another file.
+
+    A write renames a new file over the name, so a link, a device (``/dev/full``) or a FIFO
+    would itself be replaced: they are refused, as is a file that is someone else's.
+    """
+    shown = printable(str(target))
+    try:
+        st = os.lstat(target)
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError) as e:  # not a folder on the way, a NUL in the path
+        raise LeagueError(f"cannot write {shown} ({getattr(e, 'strerror', None) or e})"
+                          ) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise LeagueError(f"{shown} is a directory; {option} names the file to write")
+    if not stat.S_ISREG(st.st_mode):
+        raise LeagueError(f"{shown} exists and is not a regular file (a link, device or "
+                          f"FIFO); it is kept: only {what} is replaced")
+    try:
+        fd = os.open(target, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            head = f.read(limit)
+    except OSError as e:
+        raise LeagueError(f"cannot read {shown} ({e.strerror or e}); it is kept") from None
+    if not ours(head):
+        raise LeagueError(f"{shown} exists and is not {what}; it is kept (choose another "
+                          f"{option}, or remove it)")

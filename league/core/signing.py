@@ -39,11 +39,27 @@ from typing import Any
 
 from league.core.atomic import write_atomic
 from league.core.errors import LeagueError
-from league.core.store import LADDER, MANIFEST, REPLAYS, RESULTS, SIGNATURE
+from league.core.files import MAX_REPLAY_BYTES, read_regular, sha256_regular
+from league.core.store import (
+    LADDER,
+    MANIFEST,
+    MAX_LADDER_BYTES,
+    MAX_MANIFEST_BYTES,
+    MAX_RESULTS_BYTES,
+    REPLAYS,
+    RESULTS,
+    SIGNATURE,
+    check_out,
+    read_manifest,
+)
 
 ALGORITHM = "ed25519"
 SIGNATURE_FORMAT = "guild.signature.v1"
 SIGNED_FILES = (MANIFEST, RESULTS, LADDER)
+# the most each signed file may hold: a larger one is no league's, and is not read
+SIGNED_CAPS = {MANIFEST: MAX_MANIFEST_BYTES, RESULTS: MAX_RESULTS_BYTES, LADDER: MAX_LADDER_BYTES}
+MAX_KEY_BYTES = 64 << 10  # a PEM Ed25519 key is about 120 bytes
+MAX_HASHED_BYTES = 1 << 40  # a ppo: model hashed for league.json: read in blocks, never whole
 KEY_NAME = "league-key.pem"
 FINGERPRINT_HEX = 16  # a key's fingerprint: the first 16 hex digits of sha256 of its raw bytes
 
@@ -56,8 +72,13 @@ def default_key_path() -> Path:
 
 
 def key_path(given: str | os.PathLike | None) -> Path:
-    """The key file a league uses: ``--signing-key`` when given, else the default."""
-    return Path(given).expanduser() if given is not None else default_key_path()
+    """The key file a league uses: ``--signing-key`` when given, else the default. An empty
+    path is refused: ``Path("")`` would be the current folder."""
+    if given is None:
+        return default_key_path()
+    if not os.fspath(given):
+        raise LeagueError("--signing-key must be a file's path; got ''")
+    return Path(given).expanduser()
 
 
 def _crypto() -> Any:
@@ -80,10 +101,10 @@ def ensure_key(given: str | os.PathLike | None, out: str | os.PathLike) -> tuple
     when the file is unusable or lies inside the league's ``--out`` folder."""
     path = key_path(given)
     flag = "--signing-key" if given is not None else "the league's signing key"
-    inside = _inside(path, Path(out))
-    if inside:
+    if os.fspath(out) and _inside(path, Path(out)):
         raise LeagueError(f"{flag} {path} is inside --out {out}, which is published with the "
                           "league; keep the key elsewhere")
+    check_out(out)  # before a key is made for a league that will not run
     created = False
     if not path.exists():
         signed = _signed_by(Path(out) / MANIFEST)
@@ -97,12 +118,12 @@ def ensure_key(given: str | os.PathLike | None, out: str | os.PathLike) -> tuple
 
 
 def _signed_by(manifest: Path) -> str | None:
-    """The public key a league folder's ``league.json`` names, if it names one."""
-    try:
-        data = json.loads(manifest.read_text(encoding="utf-8"))
-        key = data["signedBy"]["publicKey"]
-    except (OSError, ValueError, RecursionError, KeyError, TypeError):
-        return None
+    """The public key a league folder's ``league.json`` names, if it names one;
+    ``LeagueError`` (one line) when the file is there but is no league's (a FIFO, a device, too
+    large, no JSON object), before a key is made for a league that cannot resume."""
+    data = read_manifest(manifest)
+    signed = data.get("signedBy") if data is not None else None
+    key = signed.get("publicKey") if isinstance(signed, dict) else None
     return key if isinstance(key, str) else None
 
 
@@ -146,18 +167,21 @@ def _create(path: Path) -> None:
 
 
 def load_key(path: Path, flag: str = "--signing-key") -> Any:
-    """The Ed25519 private key in ``path`` (PEM, PKCS#8, unencrypted)."""
+    """The Ed25519 private key in ``path`` (PEM, PKCS#8, unencrypted). Only a regular file of
+    a key's size is read: a FIFO would block the league, ``/dev/zero`` fill its memory."""
     ed25519, serialization = _crypto()
     try:
         st = path.stat()
         cache = (str(path.resolve()), st.st_ino, st.st_size, st.st_mtime_ns)
-        if cache in _KEYS:
-            return _KEYS[cache]
-        if st.st_size > 64 << 10:
-            raise LeagueError(f"{flag} {path} is not an Ed25519 private key (PEM): too large")
-        data = path.read_bytes()
-    except OSError as e:
-        raise LeagueError(f"cannot read {flag} {path}: {e.strerror or e}") from None
+    except (OSError, RuntimeError) as e:  # RuntimeError: a loop of links (before 3.13)
+        raise LeagueError(f"cannot read {flag} {path}: {getattr(e, 'strerror', None) or e}"
+                          ) from None
+    if cache in _KEYS:
+        return _KEYS[cache]
+    try:
+        data = read_regular(path, MAX_KEY_BYTES, "signing key")
+    except LeagueError as e:
+        raise LeagueError(f"{flag}: {e}") from None
     try:
         key = serialization.load_pem_private_key(data, password=None)
     except TypeError:
@@ -204,17 +228,19 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def file_sha256(path: Path) -> str:
-    """sha256 of a file's bytes, in hex (read in blocks)."""
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
+def file_sha256(path: Path, cap: int = MAX_HASHED_BYTES, what: str = "file") -> str:
+    """sha256 of a regular file's bytes, in hex (read in blocks); ``LeagueError`` (a
+    ``ValueError``, one line) for a FIFO, a device or a file over ``cap`` bytes."""
+    return sha256_regular(path, cap, what)
 
 
 def contents(root: Path, ids: Iterable[str]) -> dict:
     """What is signed for the league in ``root``: the three files' and the replays' digests."""
     return {"format": SIGNATURE_FORMAT,
-            "files": {name: file_sha256(root / name) for name in SIGNED_FILES},
-            "replays": {i: file_sha256(root / REPLAYS / f"{i}.json") for i in ids}}
+            "files": {name: file_sha256(root / name, SIGNED_CAPS[name], name)
+                      for name in SIGNED_FILES},
+            "replays": {i: file_sha256(root / REPLAYS / f"{i}.json", MAX_REPLAY_BYTES, "replay")
+                        for i in ids}}
 
 
 def sign_dir(root: str | os.PathLike, key: Any, ids: Iterable[str]) -> dict:

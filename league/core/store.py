@@ -35,6 +35,7 @@ import math
 import os
 import re
 import reprlib
+import stat
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -42,7 +43,7 @@ from typing import Any
 
 from league.core.atomic import TMP_SUFFIX, replacing, write_atomic
 from league.core.errors import LeagueError
-from league.core.files import read_regular
+from league.core.files import open_regular, read_regular
 from league.core.lineups import Draw, episode_spec
 from league.core.replay_json import encode
 from sim.rules.world import SEATS
@@ -65,6 +66,13 @@ IDENTITY = ("format", "policies", "seed", "turns", "thievery", "speech", "decisi
 SIGNED_IDENTITY = ("signedBy", "models")
 MAX_RESULTS_BYTES = 4 << 30  # about five million episodes
 MAX_MANIFEST_BYTES = 4 << 20  # league.json: policies, the draw's commitments, models' digests
+MAX_LADDER_BYTES = 64 << 20  # ladder.json: kilobytes in any real league
+MAX_SECRETS_BYTES = 1 << 20  # secret.json: about 100 bytes per secret, one per extension
+LOCK = ".lock"  # held while a league runs; opened, never written
+# the temporary files of what a league writes before league.json (league.core.atomic)
+_BEFORE_MANIFEST_TEMP = re.compile(r"\.(?:league|secret)\.json\.[^/]*\.tmp")
+_SHOWN_NAMES = 3  # of a foreign folder's names in the refusal
+_HEX = re.compile(r"(?:[0-9a-f]{2})+")
 MAX_SCORE = 1e6  # far beyond any score the rules give; a bigger number is not a score
 ROW_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # ids name files: nothing else is accepted
 SHOWN_SETTING = 300  # characters of a setting in a refused resume: league.json may hold anything
@@ -112,6 +120,95 @@ def read_manifest(path: Path) -> dict | None:
     return data
 
 
+def check_out(out: str | os.PathLike) -> None:
+    """Refuse (``LeagueError``, one line) an ``--out`` a league must not write into: an empty
+    path (it would be the current folder), something that is no folder, or a folder that is
+    neither empty nor a league's. A league's folder has ``league.json``, or holds only what a
+    league writes before it (:func:`_before_manifest`: a league stopped that early resumes). A
+    league would otherwise write over a folder's own ``secret.json`` or ``ladder.png``. Looks
+    only, so a refused run leaves the folder as it was."""
+    text = os.fspath(out)
+    if not text:
+        raise LeagueError("--out must be a folder's path; got ''")
+    if "\0" in text:
+        raise LeagueError("--out: a path cannot hold a NUL character")
+    root = Path(text)
+    try:
+        st = os.stat(root)
+    except FileNotFoundError:
+        return  # made for the league
+    except OSError as e:  # as LeagueDir.open says it
+        raise LeagueError(f"cannot write to --out {shown(text)}: {e.strerror or e}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise LeagueError(f"cannot write to --out {shown(text)}: it is not a folder")
+    if os.path.lexists(root / MANIFEST):
+        return  # a league's: check_identity compares its configuration with this run's
+    try:
+        foreign = _foreign(root)
+    except OSError as e:
+        raise LeagueError(f"cannot read --out {shown(text)}: {e.strerror or e}") from None
+    if not foreign:
+        return
+    if foreign[0] in (RESULTS, LADDER, SIGNATURE) or foreign[0].startswith(f"{REPLAYS}/"):
+        raise LeagueError(f"{shown(str(root / foreign[0]), SHOWN_SETTING)} exists but "
+                          f"{shown(str(root / MANIFEST), SHOWN_SETTING)} does not; this is not a "
+                          "league directory of this program; use another --out")
+    names = ", ".join(shown(n, 60, quoted=True) for n in foreign[:_SHOWN_NAMES])
+    more = ", ..." if len(foreign) > _SHOWN_NAMES else ""
+    raise LeagueError(f"--out {shown(text)} is not empty and not a league's folder (it holds "
+                      f"{names}{more}); choose an empty or a new folder")
+
+
+def _foreign(root: Path) -> list[str]:
+    """What ``root`` (a folder without ``league.json``) holds that a league writes only after
+    ``league.json`` (that one alone), or never (a few of them: a huge folder is not listed
+    whole)."""
+    others: list[str] = []
+    with os.scandir(root) as entries:
+        for entry in entries:
+            if entry.name in (RESULTS, LADDER, SIGNATURE):
+                return [entry.name]
+            if not _before_manifest(entry):
+                others.append(entry.name)
+                if len(others) > _SHOWN_NAMES:
+                    break
+    replays = root / REPLAYS
+    if replays.is_dir() and not replays.is_symlink():  # its other files are never written over
+        replay = next(replays.glob("*.json"), None)
+        if replay is not None:
+            return [f"{REPLAYS}/{replay.name}"]
+    return sorted(others)
+
+
+def _before_manifest(entry: os.DirEntry) -> bool:
+    """Whether ``entry`` is one a league writes before ``league.json``, as it writes it."""
+    name = entry.name
+    if _BEFORE_MANIFEST_TEMP.fullmatch(name):
+        return entry.is_file(follow_symlinks=False)
+    if name == LOCK:  # opened, locked, never written
+        return (entry.is_file(follow_symlinks=False)
+                and entry.stat(follow_symlinks=False).st_size == 0)
+    if name == REPLAYS:
+        return entry.is_dir(follow_symlinks=False)
+    if name == SECRETS:
+        return entry.is_file(follow_symlinks=False) and _is_secrets(Path(entry.path))
+    return False
+
+
+def _is_secrets(path: Path) -> bool:
+    """Whether ``path`` holds a secret draw's secrets as :meth:`LeagueDir.write_secrets` writes
+    them (a folder's own ``secret.json`` would be written over)."""
+    try:
+        data = json.loads(read_regular(path, MAX_SECRETS_BYTES, SECRETS))
+        draws = data["draws"]
+        return bool(draws) and all(
+            set(x) == {"fromGroup", "secret"} and is_count(x["fromGroup"])
+            and isinstance(x["secret"], str) and _HEX.fullmatch(x["secret"]) is not None
+            for x in draws)
+    except (LeagueError, ValueError, RecursionError, KeyError, TypeError):
+        return False
+
+
 def _truncate(path: Path, size: int) -> None:
     with open(path, "r+b") as f:
         f.truncate(size)
@@ -120,8 +217,9 @@ def _truncate(path: Path, size: int) -> None:
 
 
 def _complete(path: Path, block: int = 1 << 16) -> tuple[int, int]:
-    """The size of ``path`` and the end of its last complete line, read from the end."""
-    with open(path, "rb") as f:
+    """The size of ``path`` and the end of its last complete line, read from the end (a
+    regular file only: one swapped for a FIFO since it was read would block the league)."""
+    with open_regular(path, MAX_RESULTS_BYTES, "results file") as f:
         size = f.seek(0, os.SEEK_END)
         end = size
         while end > 0:
@@ -235,10 +333,12 @@ class LeagueDir:
         self._lock: Any = None
 
     def open(self) -> None:
-        """Create the directory if needed and take the lock; refuse an unusable directory."""
+        """Create the directory if needed and take the lock; refuse an unusable directory. A
+        league has refused an ``--out`` that is not its own before (:func:`check_out`, called
+        by ``league.core.signing.ensure_key``)."""
         try:
             self.replays.mkdir(parents=True, exist_ok=True)
-            self._lock = open(self.root / ".lock", "a+")  # noqa: SIM115 - held for the run
+            self._lock = open(self.root / LOCK, "a+")  # noqa: SIM115 - held for the run
         except OSError as e:
             raise LeagueError(f"cannot write to --out {self.root}: "
                               f"{e.strerror or e}") from None
@@ -270,12 +370,8 @@ class LeagueDir:
     def check_identity(self, manifest: dict) -> None:
         """Refuse a directory that holds another configuration's league (or is no league)."""
         old = self.read_manifest()
-        if old is None:  # what a league writes, in a folder it did not begin: not ours
-            found = next((p for p in (self.results, self.root / LADDER, self.root / SIGNATURE)
-                          if os.path.lexists(p)), None) or next(self.replays.glob("*.json"), None)
-            if found is not None:
-                raise LeagueError(f"{found} exists but {self.manifest_path} does not; this is "
-                                  "not a league directory of this program; use another --out")
+        if old is None:  # again under the lock: what a league writes, in a folder it did not
+            check_out(self.root)  # begin, or anything else a league does not write
         if old is not None:
             for key in IDENTITY + SIGNED_IDENTITY:
                 if key in SIGNED_IDENTITY and "signedBy" not in old:
@@ -302,9 +398,7 @@ class LeagueDir:
         """Cut a torn last line of the results and remove stray temp files: what a crash
         leaves, and nothing a resume needs."""
         try:
-            size, cut = _complete(self.results)
-        except FileNotFoundError:
-            size, cut = 0, 0
+            size, cut = _complete(self.results) if os.path.lexists(self.results) else (0, 0)
         except OSError as e:
             raise LeagueError(f"cannot read {self.results}: {e.strerror or e}") from None
         if cut < size:
@@ -316,13 +410,17 @@ class LeagueDir:
 
     def read_secrets(self) -> list[dict]:
         """The secret draw's secrets (``[{"fromGroup", "secret"}]``; none if the file is not
-        there or not readable as such)."""
+        there or not readable as such); ``LeagueError`` (one line) when it is no regular file
+        or too large: a FIFO would block the league, ``/dev/zero`` fill its memory."""
+        path = self.root / SECRETS
+        if not os.path.lexists(path):
+            return []
+        raw = read_regular(path, MAX_SECRETS_BYTES, SECRETS)
         try:
-            data = json.loads((self.root / SECRETS).read_text(encoding="utf-8"))
-            draws = data["draws"]
+            draws = json.loads(raw)["draws"]
             return [{"fromGroup": int(x["fromGroup"]), "secret": str(x["secret"])}
                     for x in draws]
-        except (OSError, ValueError, KeyError, TypeError):
+        except (ValueError, RecursionError, KeyError, TypeError):
             return []
 
     def write_secrets(self, draws: list[dict]) -> None:

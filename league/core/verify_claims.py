@@ -23,7 +23,7 @@ from league.core.episode import FAULT_KINDS, fallback_play
 from league.core.errors import LeagueError
 from league.core.files import read_regular
 from league.core.lineups import EpisodeSpec
-from league.core.store import LADDER, MANIFEST, RESULTS, SHOWN_NAME, shown
+from league.core.store import LADDER, MANIFEST, MAX_LADDER_BYTES, RESULTS, SHOWN_NAME, shown
 from sim.rules.world import SEATS
 
 # Whether the built-in policies mark every act scripted (RULES §6.6, §21). Other policies are
@@ -31,7 +31,6 @@ from sim.rules.world import SEATS
 _BUILT_IN = {cls.__name__.lower().removesuffix("policy"): is_scripted(cls)
              for cls in (Factor, Magpie, RandomPolicy, Champion)}
 LADDER_TOLERANCE = 1.5e-6  # ladder.json rounds to 6 decimals; allow one flip of the last digit
-MAX_LADDER_BYTES = 64 << 20  # ladder.json: kilobytes in any real league
 
 Marks = list[tuple[int, int]]  # per seat: (acts in the replay, acts marked scripted)
 

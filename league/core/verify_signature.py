@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import io
 import json
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -31,17 +31,19 @@ from pathlib import Path
 from typing import BinaryIO
 
 from league.core.errors import LeagueError
-from league.core.files import MAX_REPLAY_BYTES, read_regular
+from league.core.files import MAX_REPLAY_BYTES, READ_CHUNK, open_regular, read_regular
 from league.core.signing import (
     ALGORITHM,
     SIGNATURE,
     SIGNATURE_FORMAT,
+    SIGNED_CAPS,
     SIGNED_FILES,
     canonical,
+    file_sha256,
     fingerprint,
     sha256_hex,
 )
-from league.core.store import MANIFEST, REPLAYS, RESULTS, shown
+from league.core.store import MANIFEST, MAX_RESULTS_BYTES, REPLAYS, RESULTS, shown
 
 HEX64 = re.compile(r"[0-9a-f]{64}")
 EPISODE_ID = re.compile(r"e[0-9]{6,63}")  # a signed replay's name: never a path, nor one too
@@ -151,12 +153,12 @@ def vouched(root: Path, signed_by: object, fix: str) -> Vouched:
 
 def head_sha256(path: Path, lines: int) -> str | None:
     """sha256 of the first ``lines`` complete lines of ``path`` (None when it has fewer),
-    read a line at a time: a results file may be large."""
-    try:
-        with open(path, "rb") as f:
-            return _head_sha256(f, lines)
-    except FileNotFoundError:
+    read a line at a time: a results file may be large. ``LeagueError`` (one line) when it is
+    no regular file or too large (a FIFO would block its reader)."""
+    if not os.path.lexists(path):
         return None if lines else hashlib.sha256().hexdigest()
+    with open_regular(path, MAX_RESULTS_BYTES, "results file") as f:
+        return _head_sha256(f, lines)
 
 
 def _head_sha256(f: BinaryIO, lines: int) -> str | None:
@@ -241,25 +243,28 @@ def _valid(body: dict, key: str) -> bool:
 
 
 def _files(root: Path, files: dict, signed_lines: int) -> list[str]:
+    """A problem per signed file that is not the one signed. Each is read as a regular file of
+    at most its cap, in blocks (a FIFO in its place would block verify, ``/dev/zero`` fill its
+    memory)."""
     out = []
     for name in SIGNED_FILES:
         if name not in files:
             out.append(f"{SIGNATURE} does not cover {name}")
             continue
-        try:
-            data = (root / name).read_bytes()
-        except FileNotFoundError:
+        path = root / name
+        if not os.path.lexists(path):
             out.append(f"{name} is missing; {SIGNATURE} signed it")
             continue
-        except OSError as e:
-            out.append(f"{name} cannot be read ({e.strerror or e}); {SIGNATURE} signed it")
+        try:
+            if file_sha256(path, SIGNED_CAPS[name], name) == files[name]:
+                continue
+            after = _lines_after(path, signed_lines, files[name]) if name == RESULTS else None
+        except LeagueError as e:  # its message names the path: named here as the league does
+            out.append(f"{str(e).replace(str(path), name, 1)}; {SIGNATURE} signed it")
             continue
-        if sha256_hex(data) == files[name]:
-            continue
-        if name == RESULTS and _extends(data, signed_lines, files[name]):
-            lines = data.count(b"\n")
-            out.append(f"{RESULTS} has {lines - signed_lines} lines after the {signed_lines} "
-                       f"that {SIGNATURE} covers (a run stopped before it signed; run the same "
+        if after is not None:
+            out.append(f"{RESULTS} has {after} lines after the {signed_lines} that "
+                       f"{SIGNATURE} covers (a run stopped before it signed; run the same "
                        "command again to sign them)")
         else:
             out.append(f"{name} is not the file {SIGNATURE} signed (its sha256 differs); it "
@@ -267,11 +272,22 @@ def _files(root: Path, files: dict, signed_lines: int) -> list[str]:
     return out
 
 
-def _extends(data: bytes, lines: int, digest: str) -> bool:
-    """Whether the first ``lines`` lines of ``data`` are the signed results file, and more
-    follows them."""
-    f = io.BytesIO(data)
-    return _head_sha256(f, lines) == digest and f.tell() < len(data)
+def _lines_after(path: Path, lines: int, digest: str) -> int | None:
+    """How many complete lines of the results file ``path`` follow its first ``lines``, when
+    those are the signed ones (sha256 ``digest``) and anything follows them; else None. Read
+    in blocks, at most the cap of a results file."""
+    with open_regular(path, MAX_RESULTS_BYTES, "results file") as f:
+        if _head_sha256(f, lines) != digest:
+            return None
+        rest = f.read(READ_CHUNK)
+        if not rest:
+            return None
+        after, read = 0, f.tell()
+        while rest and read <= MAX_RESULTS_BYTES:
+            after += rest.count(b"\n")
+            rest = f.read(READ_CHUNK)
+            read += len(rest)
+    return after
 
 
 def _replays(root: Path, signed: dict, rows: Sequence[dict]) -> list[str]:
