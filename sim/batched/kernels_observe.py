@@ -37,7 +37,7 @@ def encode_rows(r, s, out, st, tb, turns, thievery, scratch):
             o[at[PACK] + g] = st.items[n, me, g]
         encode_commissions(o, at, n, me, st, tb)
         encode_room(o, at, n, me, st, tb)
-        encode_offers(o, at, n, me, st, tb)
+        encode_offers(o, at, n, me, st)
         encode_standing(o, at, n, me, st)
         if st.last_reason[n, me] >= 0:
             o[at[LAST] + st.last_reason[n, me]] = 1
@@ -96,7 +96,7 @@ def encode_room(o, at, n, me, st, tb):
         o[at[SHOP_COIN]] = st.shop_coin[n, kp]
 
 
-def encode_offers(o, at, n, me, st, tb):
+def encode_offers(o, at, n, me, st):
     """Last turn's offer to this seat from each other seat, by rel."""
     ng = st.items.shape[2]
     slot = (st.turn[n] + 1) & 1
@@ -111,7 +111,7 @@ def encode_offers(o, at, n, me, st, tb):
         elif kind == HIRE_OFFER:
             o[base + 1] = 1
         if kind != NO_OFFER:
-            o[base + 3 + ng] = min(st.off_coin[n, slot, other], tb.price_clip)
+            o[base + 3 + ng] = st.off_coin[n, slot, other]
 
 
 def encode_standing(o, at, n, me, st):

@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..codec.action_table import action_table, to_intent
-from ..codec.encode import FLOOR_CLIP, REL, layout, price_high
+from ..codec.encode import FLOOR_CLIP, REL, layout
 from ..rules.checks import check_structured
 from ..rules.intents import REASONS
 from ..rules.prices import STOCK_CAP, buy_walk
@@ -93,7 +93,6 @@ class KernelTables(NamedTuple):
     guild: int
     n_keepers: int
     floor_clip: int
-    price_clip: int          # an offer's coin shown at most (``sim.codec.encode.price_high``)
 
 
 class Tables:
@@ -122,8 +121,7 @@ class Tables:
             values=self.values, restock=self.restock, mask_src=self.mask_src,
             obs_at=np.array([self.obs_offsets[key] for key in OBS_KEYS], np.int64),
             obs_width=self.obs_width, n_features=self.n_features, carry_limit=w.carry_limit,
-            guild=w.guild, n_keepers=k, floor_clip=FLOOR_CLIP,
-            price_clip=price_high(w))
+            guild=w.guild, n_keepers=k, floor_clip=FLOOR_CLIP)
 
     def _actions(self, w: World) -> None:
         """The action table as arrays, and each action's checked kind in each room."""

@@ -21,22 +21,23 @@ from ..rules.intents import REASONS
 from ..rules.observation import cheapest_keeper
 from ..rules.state import GameState
 from ..rules.world import MAX_TURNS, SEATS, World, per_world
-from .action_table import OFFER_MARKUPS, legal_mask, n_actions
+from .action_table import legal_mask, n_actions
 
 REL = 5
 _REASON_INDEX = {r: i for i, r in enumerate(REASONS)}
 FLOOR_CLIP = 255
-PRICE_CLIP = 1000  # the prices' upper bound, unless a town's own prices run higher
+PRICE_HIGH = 1000  # the shop's prices' upper bound, unless a town's own prices run higher
+OFFER_COIN_HIGH = float(2 ** 63)  # an offer's coin: any amount to int64's (Intent, the parser)
 
 
 @per_world
 def price_high(world: World) -> int:
-    """The upper bound of every price a seat is shown (an ask, a bid, a hint's cheapest ask, an
-    offer's coin): :data:`PRICE_CLIP`, or a town's dearest ask or table offer when higher (a
-    world file's base values reach 1000).  An offer's coin, which a seat's sentence may set to
-    any amount, is clipped at it, so that every observation lies inside its space."""
-    return max(PRICE_CLIP, max(max(t) for t in world.ask_table),
-               max(world.values) + OFFER_MARKUPS[-1])
+    """The upper bound of the prices a shop shows (an ask, a bid, a hint's cheapest ask):
+    :data:`PRICE_HIGH`, or a town's dearest ask when higher (a world file's base values reach
+    1000).  An offer's coin is another matter: a seat's sentence may name any amount up to
+    int64's largest, so its bound is :data:`OFFER_COIN_HIGH`, and it is shown as it is (a
+    model trained or recorded on it reads what it always read)."""
+    return max(PRICE_HIGH, max(max(t) for t in world.ask_table))
 
 
 def layout(world: World) -> dict[str, tuple[tuple[int, ...], float]]:
@@ -57,8 +58,7 @@ def layout(world: World) -> dict[str, tuple[tuple[int, ...], float]]:
     | keeper | keepers | one-hot keeper standing here |
     | shop | goods x 4 | deals in it, stock, ask, bid (zeros without a keeper) |
     | shop_coin | 1 | the keeper's coin |
-    | offers | 5 x (2 + goods + 2) | per rel: trade, hire, one-hot good, qty, coin (clipped at |
-    |  |  | :func:`price_high`) |
+    | offers | 5 x (2 + goods + 2) | per rel: trade, hire, one-hot good, qty, coin |
     | standing | 5 + 1 + 5 | employer (one-hot rel), turns left; own hirelings' turns by rel |
     | last | reasons | one-hot reason of the seat's last act |
     | heard | 1 | public lines heard here last turn |
@@ -81,7 +81,7 @@ def layout(world: World) -> dict[str, tuple[tuple[int, ...], float]]:
         "keeper": ((k,), 1.0),
         "shop": ((4 * g,), price),
         "shop_coin": ((1,), big),
-        "offers": ((REL * (4 + g),), price),
+        "offers": ((REL * (4 + g),), OFFER_COIN_HIGH),
         "standing": ((2 * REL + 1,), 3.0),
         "last": ((len(REASONS),), 1.0),
         "heard": ((1,), 12.0),
@@ -152,7 +152,7 @@ def encode_flat(st: GameState, seat: int, mask: list[bool] | None = None) -> np.
                 offers[base + 2 + g] = o.qty
             else:
                 offers[base + 1] = 1
-            offers[base + 3 + g] = min(o.coin, price_high(w))
+            offers[base + 3 + g] = o.coin
     v += offers
     standing = [0] * (2 * REL + 1)
     if st.retainer_turns[seat] > 0:
@@ -231,7 +231,7 @@ def encode_view(view: dict, world: World, aliases: Sequence[str],
         if o["kind"] == "trade":
             offers[base + 2 + good[o["item"]]] = 1
             offers[base + 2 + g] = o["qty"]
-        offers[base + 3 + g] = min(o["coin"], price_high(world))
+        offers[base + 3 + g] = o["coin"]
     v += offers
     standing_view = view["standing"]
     standing = [0] * (2 * REL + 1)
