@@ -73,6 +73,7 @@ class LeagueOptions:
     no_speech: bool = False
     decision_timeout: float | None = None
     episode_timeout: float | None = None
+    start_timeout: float | None = None  # a seat process's episode reset (None: 60 s)
     plot: bool = False
     backend: str = "local"
     address: str | None = None
@@ -94,6 +95,8 @@ class LeagueOptions:
                 "turns": self.turns, "thievery": not self.honest_town,
                 "speech": not self.no_speech, "decisionTimeout": self.decision_timeout,
                 "episodeTimeout": self.episode_timeout, "lineups": SCHEME,
+                **({"startTimeout": self.start_timeout} if self.start_timeout is not None
+                   else {}),
                 **({"trust": True} if self.trust else {}),
                 **({"sandbox": self.sandbox} if self.apart() else {}),
                 **({"fallback": self.fallback} if self.fallback is not None else {}),
@@ -158,7 +161,8 @@ def check_options(o: LeagueOptions) -> list[tuple[str, Any]]:
     except ValueError as e:
         raise LeagueError(f"--turns: {e}") from None
     for flag, value in (("--decision-timeout", o.decision_timeout),
-                        ("--episode-timeout", o.episode_timeout)):
+                        ("--episode-timeout", o.episode_timeout),
+                        ("--start-timeout", o.start_timeout)):
         if value is not None and not 0 < value <= MAX_SECONDS:
             raise LeagueError(f"{flag} must be a positive number of seconds, at most "
                               f"{MAX_SECONDS:g}; got {value}")
@@ -390,7 +394,7 @@ def _episodes(d: LeagueDir, o: LeagueOptions, specs: Sequence[EpisodeSpec],
     written)``, in order."""
     settings = Settings(policies=o.policies, turns=o.turns, thievery=not o.honest_town,
                         speech=not o.no_speech, decision_timeout=o.decision_timeout,
-                        episode_timeout=o.episode_timeout,
+                        episode_timeout=o.episode_timeout, start_timeout=o.start_timeout,
                         replay_dir=None if o.backend == "ray" else str(d.replays),
                         trust=o.trust, seat_memory=o.seat_memory, sandbox=o.sandbox,
                         hidden=(str(d.root.absolute()),), fallback=o.fallback, seat_key=key)

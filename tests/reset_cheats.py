@@ -15,6 +15,7 @@ import time
 WAIT = "I wait and watch the road."
 STALL = 10_000.0  # seconds: as good as forever
 SLOW = 1.0        # seconds: a slow reset that still answers within its limit
+SLOWER = 3.0      # seconds: longer than a tight --episode-timeout leaves beyond the turns
 MARK = "GUILD_TEST_RESET_MARK"  # a file: a seat whose reset finds it stalls (set by a test)
 
 
@@ -40,6 +41,13 @@ class SlowReset(Waits):
 
     def reset(self, seed: int | None = None) -> None:
         time.sleep(SLOW)
+
+
+class SlowerReset(Waits):
+    """Its reset takes ``SLOWER`` seconds, as a policy that loads a large model may."""
+
+    def reset(self, seed: int | None = None) -> None:
+        time.sleep(SLOWER)
 
 
 class CrashesThenStallsReset(Waits):

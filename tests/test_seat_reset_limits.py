@@ -77,13 +77,22 @@ def test_an_episode_with_a_reset_that_never_returns_ends_within_the_deadline(
     close_all()
 
 
-def _league(out: Path, policy: str) -> list[dict]:
-    # --episode-timeout leaves START seconds for a start once every turn has its time
-    deadline = START + TURNS * (DECISION + 1)
+def _league(out: Path, policy: str, *extra: str) -> list[dict]:
     assert main(league_args(out, 2, "--turns", str(TURNS), "--decision-timeout", str(DECISION),
-                            "--episode-timeout", str(deadline), policies=f"factor,{policy}",
-                            workers=1)) == 0
+                            *extra, policies=f"factor,{policy}", workers=1)) == 0
     return rows(out)
+
+
+def test_a_slow_start_plays_under_a_tight_episode_timeout(tmp_path: Path) -> None:
+    """A reset that takes longer than the deadline leaves once every turn has its full time
+    (a model loading) still plays: its start has the start timeout, within the episode."""
+    deadline = TURNS * (DECISION + 1) + 1.0  # a second to spare beyond the turns' time
+    policy = f"{R}SlowerReset"
+    got = _league(tmp_path / "slow", policy, "--episode-timeout", str(deadline))
+    for row in got:
+        assert (row["turns"], row["reason"]) == (TURNS, "complete"), row
+        assert all(row["faults"][s] == {} and row["fallbacks"][s] == 0
+                   for s in _seats(row, policy)), row
 
 
 def test_a_league_with_a_stalling_seat_plays_the_games_a_waiting_seat_would(
@@ -92,9 +101,9 @@ def test_a_league_with_a_stalling_seat_plays_the_games_a_waiting_seat_would(
     the same, but the stalling policy is charged for it and unranked, the control is not."""
     stall, control = f"{R}StallsReset", f"{R}Waits"
     started = time.monotonic()
-    stalled = _league(tmp_path / "stall", stall)
+    stalled = _league(tmp_path / "stall", stall, "--start-timeout", str(START))
     took = time.monotonic() - started
-    waited = _league(tmp_path / "wait", control)
+    waited = _league(tmp_path / "wait", control, "--start-timeout", str(START))
     keys = ("scores", "coin", "wealth", "questPoints", "delivered", "robberies", "robbed",
             "turns", "reason")
     assert len(stalled) == len(waited) == 2

@@ -120,8 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
     lg.add_argument("--decision-timeout", type=_positive_float, metavar="SEC",
                     help="a decision taking longer is discarded and the fallback plays it "
                     "(default: none for our in-process seats; 10 s for seats that run apart, "
-                    "which also get an episode deadline of 60 s + turns x (timeout + 1 s) "
-                    "unless --episode-timeout is given)")
+                    "which also get an episode deadline of --start-timeout (60 s) + turns x "
+                    "(timeout + 1 s) unless --episode-timeout is given)")
     lg.add_argument("--fallback", choices=("wait", "factor"), default=None,
                     help="what plays a decision a policy fails to make, for every seat: wait "
                     "(the do-nothing sentence) or factor (default: factor for llm: seats, "
@@ -138,6 +138,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "for code you trust)")
     lg.add_argument("--episode-timeout", type=_positive_float, metavar="SEC",
                     help="end an episode between turns after SEC seconds (reason deadline)")
+    lg.add_argument("--start-timeout", type=_positive_float, metavar="SEC",
+                    help="seconds a seat that runs apart has to start, build its policy and "
+                    "reset it for an episode (60; within --episode-timeout); one that takes "
+                    "longer is a timeout and its fallback plays its episode")
     lg.add_argument("--plot", action="store_true", help="also write ladder.png (matplotlib)")
     lg.add_argument("--report", action="store_true",
                     help="also write report.html: the league's page (ladder, score "
@@ -309,6 +313,7 @@ def _league(args: argparse.Namespace) -> int:
         workers=args.workers if args.workers is not None else default_workers(policies),
         turns=args.turns, honest_town=args.honest_town, no_speech=args.no_speech,
         decision_timeout=args.decision_timeout, episode_timeout=args.episode_timeout,
+        start_timeout=args.start_timeout,
         plot=args.plot, backend=args.backend, address=args.address, trust=args.trust,
         seat_memory=args.seat_memory, fallback=args.fallback, sandbox=args.sandbox,
         signing_key=args.signing_key)

@@ -86,6 +86,7 @@ class Settings:
     speech: bool = True
     decision_timeout: float | None = None
     episode_timeout: float | None = None
+    start_timeout: float | None = None  # a seat process's episode reset (None: START_TIMEOUT)
     replay_dir: str | None = None  # write replays here; None returns them to the caller
     trust: bool = False            # run every policy in-process (--trust)
     seat_memory: int = DEFAULT_MEMORY_MB  # address-space cap of a seat process, MB
@@ -213,20 +214,26 @@ def decision_limit(settings: Settings) -> float:
 
 def episode_limit(settings: Settings) -> float:
     """The episode deadline when a seat runs apart and none was set: every decision at its
-    limit, plus a start for the seat processes (``league.apart.isolated.START_TIMEOUT``; they
-    start at once, so one start covers them all)."""
-    return isolated.START_TIMEOUT + settings.turns * (decision_limit(settings) + 1.0)
+    limit, plus a start for the seat processes (:func:`start_timeout`; they start at once, so
+    one start covers them all): a slow start then costs the other seats no turn."""
+    return start_timeout(settings) + settings.turns * (decision_limit(settings) + 1.0)
+
+
+def start_timeout(settings: Settings) -> float:
+    """Seconds a seat process has to answer its episode's reset (start, import, build and
+    reset its policy): ``--start-timeout``, else ``league.apart.isolated.START_TIMEOUT``."""
+    return settings.start_timeout or isolated.START_TIMEOUT
 
 
 def start_limit(settings: Settings, episode: float | None) -> float:
-    """Seconds a seat process has to answer its episode's reset (start, import, build and
-    reset its policy) in an episode of ``episode`` seconds (None: no deadline):
-    ``START_TIMEOUT``, but no more than the deadline leaves once every turn has had its time
-    (so a slow start costs the other seats no turn), and no less than a decision has."""
-    limit = decision_limit(settings)
-    allowance = isolated.START_TIMEOUT
+    """:func:`start_timeout` in an episode of ``episode`` seconds (None: no deadline), but no
+    more than the episode itself, and no less than a decision has.  A policy that starts slowly
+    (a large import) plays under a tight ``--episode-timeout`` as it did before its reset was
+    timed; ``--start-timeout`` cuts a stalling start short, so that the other seats keep their
+    turns."""
+    allowance = start_timeout(settings)
     if episode is not None:
-        allowance = min(allowance, max(limit, episode - settings.turns * (limit + 1.0)))
+        allowance = min(allowance, max(decision_limit(settings), episode))
     return allowance
 
 

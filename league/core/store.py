@@ -60,7 +60,7 @@ REPLAYS = "replays"
 SIGNATURE = "signature.json"  # league.core.signing
 # manifest keys that must match to resume
 IDENTITY = ("format", "policies", "seed", "turns", "thievery", "speech", "decisionTimeout",
-            "episodeTimeout", "lineups", "fallback", "trust", "sandbox", "draw")
+            "episodeTimeout", "startTimeout", "lineups", "fallback", "trust", "sandbox", "draw")
 # ... and of a signed league (league.core.signing): the public key, the ppo: models' digests. A
 # league begun before leagues were signed lacks them all, and is signed from its next run on.
 SIGNED_IDENTITY = ("signedBy", "models")
@@ -524,6 +524,7 @@ def _option(key: str) -> str:
     return {"policies": "--policies", "seed": "--seed", "turns": "--turns",
             "thievery": "thievery (--honest-town)", "speech": "speech (--no-speech)",
             "decisionTimeout": "--decision-timeout", "episodeTimeout": "--episode-timeout",
+            "startTimeout": "--start-timeout",
             "lineups": "the lineup scheme", "format": "the file format",
             "fallback": "--fallback", "trust": "--trust", "sandbox": "--sandbox",
             "draw": "the draw (secret without --seed)",
