@@ -198,6 +198,24 @@ def test_play_replaces_a_replay_and_keeps_other_files(tmp_path: Path, monkeypatc
         terminal.check_replay_path(str(link))
 
 
+def test_play_keeps_a_file_made_at_its_replay_path_during_the_game(tmp_path: Path,
+                                                                   monkeypatch, capsys) -> None:
+    """The path is checked again when the game ends: a file someone wrote there meanwhile is
+    kept, in one line."""
+    path = tmp_path / "later.json"
+
+    class Typist(io.StringIO):  # a person who saves notes at that path while playing
+        def readline(self, *args: object) -> str:
+            if not path.exists():
+                path.write_text("my notes")
+            return super().readline(*args)
+
+    monkeypatch.setattr(sys, "stdin", Typist("I wait\nquit\n"))
+    assert main(["play", "--seed", "3", "--turns", "6", "--replay", str(path)]) == 2
+    assert "is not a replay; it is kept" in one_error_line(capsys.readouterr().err)
+    assert path.read_text() == "my notes"
+
+
 # --- guild evaluate: five other seats ----------------------------------------------------------
 def test_evaluate_seats_at_most_five_others_in_plays_words(capsys) -> None:
     seven = "random,random,random,random,random,magpie,magpie"

@@ -525,7 +525,9 @@ def _is_replay(head: bytes) -> bool:
 
 def save_replay(game: Game, names: list[str], path: Path, world: str | None = None) -> None:
     """Write the episode's replay payload (RULES §15.5) for ``guild view``, atomically: an
-    interruption leaves the old file or the whole replay."""
+    interruption leaves the old file or the whole replay.  The path is checked again (the game
+    took a while: a file made there meanwhile is kept, as before the game)."""
+    check_replaceable(path, _is_replay, "a replay", "--replay")
     try:
         write_atomic(path, json.dumps(game.replay_payload(names)))
     except OSError as e:
