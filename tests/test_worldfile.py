@@ -131,6 +131,17 @@ BAD_WORLDS = [
 ]
 
 
+def test_names_of_any_script_and_typography_load(tmp_path: Path) -> None:
+    """Only what acts on a terminal is refused: a no-break space, a soft hyphen, an emoji's
+    joiner and letters of other scripts are text."""
+    desc = ("A quiet chapel\xa0: a cook \U0001f468\u200d\U0001f373, in\xadcense, "
+            "\u0645\u0635\u0644\u0649.")
+    name = "Kapelle am\xa0Markt"
+    world, _ = load_world(write_town(tmp_path, {"rooms": {"chapel": {"desc": desc,
+                                                                     "name": name}}}))
+    assert [(r.name, r.desc) for r in world.rooms if r.desc == desc] == [(name, desc)]
+
+
 @pytest.mark.parametrize(("data", "message"), BAD_WORLDS)
 def test_bad_world_files_are_named(tmp_path: Path, capsys, data, message: str) -> None:
     path = write_town(tmp_path, data)

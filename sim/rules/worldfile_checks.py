@@ -9,6 +9,7 @@ of another format need the same wording.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -121,11 +122,11 @@ class Fields:
         """``v`` as a string of one line of at most ``limit`` characters, stripped (non-blank
         unless ``blank``): a line break or a control character in a name would write lines of
         its own into every report (a forged "PASS:"), a format character (a right-to-left
-        override) would print it backwards, and no sentence could name it.  Printable is
-        Python's ``str.isprintable``, the test ``sim.commandline.printable`` escapes by."""
+        override) would print it backwards, and no sentence could name it.  Other characters
+        (a no-break space, an emoji's joiner, letters of any script) are text."""
         if not isinstance(v, str) or not (blank or v.strip()):
             raise self.fail(where, f"must be a non-empty string; got {shown(v, 80)}")
-        if not v.isprintable():
+        if _NOT_PLAIN.search(v):
             raise self.fail(where, f"must be one line of printable text, without control or "
                                    f"format characters; got {ascii(v)[:80]}")
         if len(v.strip()) > limit:
@@ -180,6 +181,12 @@ class Fields:
             seen[key] = i
 
 
+
+
+# control characters (Cc), line and paragraph separators, lone surrogates, and the format
+# characters that reorder text on a terminal (bidi marks, embeddings, overrides, isolates)
+_NOT_PLAIN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff"
+                        "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def suggest(word: str, options: Sequence[str]) -> str:
