@@ -47,7 +47,7 @@ def _needs_for(names) -> None:
 
 def _figures(out: str) -> list[tuple[str, float]]:
     """The printed lines as (name, value), each checked against its figure's format: the
-    name, a positive number with the figure's decimals, the figure's unit."""
+    name, a number of at least 0 with the figure's decimals, the figure's unit."""
     got = []
     for line in out.splitlines():
         name = line.split(":")[0]
@@ -56,7 +56,8 @@ def _figures(out: str) -> list[tuple[str, float]]:
         number = r"\d+" + (rf"\.\d{{{figure.decimals}}}" if figure.decimals else "")
         found = re.fullmatch(rf"{re.escape(name)}: ({number}) {re.escape(figure.unit)}", line)
         assert found, f"{line!r} is not '<name>: <value> {figure.unit}'"
-        assert float(found[1]) > 0, line
+        # at the tiny sizes on a loaded machine a ratio may round to 0.00: never below it
+        assert float(found[1]) >= 0, line
         got.append((name, float(found[1])))
     return got
 
