@@ -37,8 +37,9 @@ from ..batched.observe import all_seats, encode, offsets
 from ..codec.encode import slices
 from ..game import GameConfig
 from ..policies import BATCHED_POLICIES, POLICIES, check_town
-from ..rules.scoring import RESULT_KEYS
-from ..rules.world import POINT_VALUE, SEATS, World
+from ..rules.commissions import points_of
+from ..rules.scoring import RESULT_KEYS, wealth_of
+from ..rules.world import SEATS, World
 from .face import check_seat, opponent_specs, seat_spaces
 
 # The keys of GuildVectorEnv's ``info``, each beside its ``_``-mask (no others, ever): what
@@ -283,18 +284,19 @@ class GuildVectorEnv(VectorEnv):
         """``{"results": ..., "_results": ...}`` of the envs in ``ended``: each one's
         ``Game.results()`` (RULES §13), batched as ``VectorEnv._add_info`` batches a sync env's.
 
-        Computed on the rows at once, not by the rules' function row by row, so that many
-        episodes ending together stay cheap: the scores are ``engine.scores()``, the commission
-        points what the engine's ``points`` (wealth + 3 x commission points) hold beyond the
-        wealth; only the per-env lists are built one finished env at a time.
+        The rules' own formulas (``sim.rules.scoring``), on the finished rows: ``wealth_of`` on
+        whole columns at once (numpy), the engine's ``scores()`` and ``points_of`` per env.
         """
         e, st, n = self.engine, self.engine.state, self.num_envs
         coin = st.coin[ended]
-        wealth = coin + st.items[ended] @ np.asarray(self.world.values, np.int64)
+        # a copy: wealth_of adds to its first argument, which for an array is in place
+        wealth = wealth_of(coin.copy(), np.moveaxis(st.items[ended], -1, 0), self.world.values)
         per_env = {"names": [list(self._names) for _ in range(ended.size)],
                    "scores": e.scores()[ended].tolist(), "coin": coin.tolist(),
                    "wealth": wealth.tolist(),
-                   "questPoints": ((st.points[ended] - wealth) // POINT_VALUE).tolist(),
+                   "questPoints": [[points_of(c, d) for c, d in zip(counts, delivered)]
+                                   for counts, delivered in zip(st.quest_count[ended].tolist(),
+                                                                st.delivered[ended].tolist())],
                    "delivered": st.delivered[ended].sum(axis=-1).tolist(),
                    "robberies": st.robberies[ended].tolist(), "robbed": st.robbed[ended].tolist(),
                    "reason": ["complete"] * ended.size}  # games end only when turns run out
