@@ -113,6 +113,22 @@ class Worker:
         return report(cpu=WORK_S, wall=round(time.monotonic() - started, 3))
 
 
+# --- control groups: where a seat runs ---------------------------------------------------------
+
+class SeesGroups:
+    """Honest: waits; reports its control groups by controller, as its cgroup namespace shows
+    them (rooted at its sandbox's groups: a seat's cpu group, beside the sandbox's, shows as
+    ``/../SANDBOX.seat-N``)."""
+
+    def act(self, game, seat):
+        groups = {}
+        with open("/proc/self/cgroup") as f:
+            for line in f:
+                _, controllers, group = line.strip().split(":", 2)
+                groups.update((name, group) for name in controllers.split(","))
+        return report(cpu=groups.get("cpu"), memory=groups.get("memory"), t=TOKEN)
+
+
 # --- memory: all of a seat's processes together -----------------------------------------------
 
 HOG_CHILDREN = 4   # each touches HOG_MB: 400 MB in all, over the test's --seat-memory

@@ -480,6 +480,40 @@ class Colludes:
         return report(served=served, listening=len(_SERVING), reached=reached)
 
 
+class ServesItself:
+    """Honest: serves on its own loopback (127.0.0.1, a port the kernel picks) from a child
+    process, as a local model server would, and asks it, every decision; reports what came
+    back."""
+
+    def act(self, game, seat):
+        try:
+            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(1)
+        except OSError as e:
+            return report(answer=_errno(e))
+        pid = os.fork()
+        if pid == 0:  # the server: answers one question, then ends
+            try:
+                conn, _ = listener.accept()
+                with conn:
+                    conn.sendall(b"served:" + conn.recv(64))
+            finally:
+                os._exit(0)
+        try:
+            with socket.create_connection(listener.getsockname(), timeout=5) as s:
+                s.sendall(b"ping")
+                with s.makefile("rb") as answer:  # all of it: the server closes
+                    got = answer.read().decode()
+        except OSError as e:
+            got = _errno(e)
+        finally:
+            listener.close()
+            os.kill(pid, signal.SIGKILL)  # a server nobody reached waits no longer
+            os.waitpid(pid, 0)
+        return report(answer=got)
+
+
 # --- honest, and still hit: threads count against the sandbox's process limit -----------------
 
 THREADS = 20    # a numerical library's thread per core (OpenBLAS, OpenMP) on a 20-core machine

@@ -7,10 +7,10 @@ each seat into namespaces of its own.  What a seat sees and may do:
 * **Files:** read-only, ``/usr``, the interpreter's prefixes (the standard library and installed
   packages), our packages' folders when they lie elsewhere (``sim/``, ``agents/``,
   ``league/seat/`` with ``league/__init__.py``, not the repository around them) and the
-  policy's own files (module or package; for a subpackage's module, that subpackage and the
-  ``__init__.py`` files above it, not its siblings: :func:`policy_files`; ``sb3:`` model,
-  ``exec:`` program and the files its command line names).  No home folder, no ``/etc``, no
-  league folder (``--out`` is covered even under a bound folder), no secret or key.  ``HOME``,
+  policy's own files (module, or the top package of a package's module: :func:`policy_files`;
+  ``sb3:`` model, ``exec:`` program and the files its command line names).  No home folder, no
+  ``/etc``, no league folder (``--out`` is covered even under a bound folder), no other policy
+  of the league's own files (:func:`rivals_files`), no secret or key.  ``HOME``,
   ``TMPDIR`` and ``/tmp`` are a scratch tmpfs of :data:`SCRATCH_MB` (the policy's files under
   /tmp bound again); ``/dev/shm`` holds :data:`league.seat.zygote.SHM_MB`.
 * **Processes:** user, pid, network, IPC, UTS and mount namespaces; the seat is pid 1 of its
@@ -22,11 +22,12 @@ each seat into namespaces of its own.  What a seat sees and may do:
   host needs and the engine's switches (``GUILD_PURE``...); nothing of the league's.
 * **Limits,** enforced from outside: address space and CPU time per process, the decision
   timeout and episode deadline (``league.core.episode``) and, where a root league may make cgroup
-  v1 groups (:data:`CGROUP_CONTROLLERS`; one missing is said once on stderr), the memory
-  (:data:`SANDBOX_MEMORY_MB`), processes and CPU share (:data:`SANDBOX_CPU_SHARES`: however many
-  processes or sessions it runs, a sandbox weighs as one busy process, so it cannot starve
-  another seat's decisions) of the whole sandbox, and the memory of each seat with all it
-  starts (its ``memory_mb``, ``--seat-memory``, in a group of its own: ``league.seat.zygote``).
+  v1 groups (:data:`CGROUP_CONTROLLERS`; those missing are said in one line on stderr, once
+  per process), the memory (:data:`SANDBOX_MEMORY_MB`) and processes of the whole sandbox, and,
+  in groups of each seat's own (``league.seat.zygote``), the memory of each seat with all it
+  starts (its ``memory_mb``, ``--seat-memory``) and its CPU share (:data:`SEAT_CPU_SHARES`:
+  however many processes or sessions it runs, a seat weighs as one busy process, so it cannot
+  starve another seat's decisions, and a policy's seats do not share one weight).
 
 The league talks to a seat only through pipes (``league.seat.protocol``) and never reads a file
 a seat wrote.  :func:`run` runs one command the same way (no zygote), bounded in time, memory and
@@ -51,16 +52,17 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from league.seat.zygote import OLD_TMP, SEAT_CGROUP_PREFIX, Launch
+from league.seat.zygote import OLD_TMP, SEAT_CGROUP_PREFIX, SEAT_CPU_SEPARATOR, Launch
 
 SCRATCH_MB = 64            # each seat's scratch folder (a tmpfs)
 SANDBOX_MEMORY_MB = 8192   # all the processes of one sandbox (a memory control group, where
                            # the machine lets the league make one); each seat's: its memory_mb
-SANDBOX_CPU_SHARES = 1024  # one sandbox's weight in the CPU scheduler, however many processes
-                           # it runs: a busy process's (cpu.shares of a cpu control group)
+SEAT_CPU_SHARES = 1024     # one seat's weight in the CPU scheduler, however many processes it
+                           # runs: a busy process's (cpu.shares of a cpu control group)
 CGROUP_CONTROLLERS = ("memory", "pids", "cpu")
 CGROUP_ROOT = "/sys/fs/cgroup"
 CGROUP_PREFIX = "guild-sandbox-"
@@ -180,10 +182,13 @@ def _prefix(bwrap: str, binds: list[Bind], hidden: tuple[str, ...], root: bool,
     args += _system() + _parents(binds)
     for b in binds:
         args += ["--ro-bind", b.source, b.target]
-    for path in hidden:  # the league's folder, even under a bound one
+    for path in hidden:  # the league's folder, rivals' files, even under a bound one
         if any(Path(b.target) == Path(path) or Path(b.target) in Path(path).parents
-               for b in binds if b.directory) and Path(path).is_dir():
-            args += ["--tmpfs", path]
+               for b in binds if b.directory):
+            if Path(path).is_dir():
+                args += ["--tmpfs", path]
+            elif Path(path).is_file():
+                args += ["--ro-bind", "/dev/null", path]
     args += ["--proc", "/proc", "--dev", "/dev", "--perms", "0755", "--dir", "/scratch",
              "--chdir", "/"]
     args += ["--perms", "0755", "--dir", "/tmp", "--perms", "0755", "--dir", OLD_TMP]
@@ -207,10 +212,10 @@ def policy_files(spec: str) -> tuple[list[Path], list[str], str]:
     """What a policy spec needs to see: its files, the folders to put on its import path, and
     the spec as the sandbox runs it (paths made absolute).
 
-    A module file alone (``mod:Name``); a package whole (``pkg:Name``); a module of a package
-    (``pkg.sub.mod:Name``), the package it is in, whole (its modules and data), and of the
-    packages above that only their ``__init__.py``: the import works, and a sibling package
-    (a rival's, under a shared ``pkg/``) stays out of sight."""
+    A module file alone (``mod:Name``); for a module of a package (``pkg.sub.mod:Name``), or a
+    package, the top package whole, as its imports may reach anywhere in it (``from ..common
+    import X``).  The other policies of a league that lie in it (a rival's ``pkg/bob/`` beside
+    ``pkg/alice/``) are hidden by the league (:func:`rivals_files`)."""
     text = spec.strip()
     low = text.lower()
     if low.startswith("sb3:"):
@@ -221,19 +226,53 @@ def policy_files(spec: str) -> tuple[list[Path], list[str], str]:
     chain = _module_chain(text.split(":", 1)[0].strip())
     if not chain:
         return [], [], text
-    top, last = chain[0], chain[-1]
+    top = chain[0]
     if top.submodule_search_locations is None:  # a module file, at the top
         assert top.origin is not None
         origin = Path(top.origin).absolute()
         return [origin], [str(origin.parent)], text
-    # the package the policy's module is in (or its own, when it is a package)
-    own = len(chain) if last.submodule_search_locations is not None else len(chain) - 1
-    package = chain[own - 1]
-    files = [Path(p).absolute() for p in package.submodule_search_locations or ()]
-    files += [Path(s.origin).absolute() for s in chain[:own - 1] if s.has_location
-              and s.origin]  # the __init__.py above (a namespace package has none)
-    path = sorted({str(Path(p).absolute().parent) for p in top.submodule_search_locations})
-    return files, path, text
+    files = [Path(p).absolute() for p in top.submodule_search_locations]
+    return files, sorted({str(p.parent) for p in files}), text
+
+
+def own_files(spec: str) -> list[Path]:
+    """A policy's own files, which no other policy's sandbox may show: its module file, or the
+    package its module is in (its own when it is a package), not the packages above it that
+    others may share; none for a name the registry knows or a module not found."""
+    text = spec.strip()
+    if text.lower().startswith(("sb3:", "ppo:", "llm:", "exec:", "trusted:")) or ":" not in text:
+        return []
+    chain = _module_chain(text.split(":", 1)[0].strip())
+    if not chain:
+        return []
+    last = chain[-1]
+    if last.submodule_search_locations is not None:  # a package: the policy's own
+        return [Path(p).absolute() for p in last.submodule_search_locations]
+    if len(chain) == 1:  # a module file at the top
+        return [Path(last.origin).absolute()] if last.origin else []
+    # a module of a package: the package it is in, unless that is the top (shared by none)
+    package = chain[-2]
+    if len(chain) == 2:
+        return [Path(last.origin).absolute()] if last.origin else []
+    return [Path(p).absolute() for p in package.submodule_search_locations or ()]
+
+
+def rivals_files(spec: str, policies: Sequence[str]) -> tuple[str, ...]:
+    """The other policies' own files (:func:`own_files`) that ``spec``'s sandbox must hide:
+    those that neither hold its own files nor lie among them (one entrant's two policies)."""
+    mine = own_files(spec)
+
+    def related(a: Path, b: Path) -> bool:
+        return a == b or a in b.parents or b in a.parents
+
+    hidden: list[str] = []
+    for other in policies:
+        if other.strip() == spec.strip():
+            continue
+        for f in own_files(other):
+            if not any(related(f, m) for m in mine) and str(f) not in hidden:
+                hidden.append(str(f))
+    return tuple(hidden)
 
 
 def _module_chain(module: str) -> list[importlib.machinery.ModuleSpec]:
@@ -338,13 +377,14 @@ def _launch(files: tuple[Path, ...], pythonpath: tuple[str, ...], hidden: tuple[
     keep = tuple(b.target for b in binds if Path("/tmp") in Path(b.target).parents)
     return Launch(prefix=tuple(prefix), env=tuple(sorted(env.items())), scratch_mb=scratch_mb,
                   nproc=NPROC, cgroups=_cgroups(prefix) if root else (),
-                  memory_mb=SANDBOX_MEMORY_MB, cpu_shares=SANDBOX_CPU_SHARES, keep=keep)
+                  memory_mb=SANDBOX_MEMORY_MB, cpu_shares=SEAT_CPU_SHARES, keep=keep)
 
 
 def _cgroups(prefix: list[str]) -> tuple[str, ...]:
     """Control groups of a sandbox (memory, processes, CPU share), under the machine's cgroup
     v1 hierarchies of :data:`CGROUP_CONTROLLERS` where they are writable: named by the
-    sandbox's command line (its uid).  A controller missing here is said once, on stderr."""
+    sandbox's command line (its uid).  The controllers missing here are said once, on
+    stderr."""
     name = CGROUP_PREFIX + hashlib.sha256("\0".join(prefix).encode()).hexdigest()[:16]
     found, missing = [], []
     for controller in CGROUP_CONTROLLERS:
@@ -359,18 +399,24 @@ def _cgroups(prefix: list[str]) -> tuple[str, ...]:
     return tuple(found)
 
 
+_MISSING_MEANS = {  # what a sandbox goes without when a controller's hierarchy is missing
+    "memory": "a memory limit on all of a seat's, or a sandbox's, processes together "
+              "(--seat-memory bounds each process's address space)",
+    "pids": "a process limit beyond their uid's",
+    "cpu": "one busy process's CPU share per seat (a seat that runs many processes may slow "
+           "other seats' decisions)"}
+
+
 @functools.cache
 def _say_missing(controllers: tuple[str, ...]) -> None:
-    """Say once per process which limits a sandbox goes without here (a machine without
-    cgroup v1 hierarchies of these controllers, such as one with cgroup v2 alone)."""
-    what = {"memory": "a seat's memory is bounded per process only (--seat-memory of address "
-                      "space), not all its processes together",
-            "pids": "its processes are bounded by its uid's process limit only",
-            "cpu": "a policy that runs many processes gets more of the CPU than one that "
-                   "runs one, and may slow other seats' decisions"}
-    for controller in controllers:
-        print(f"guild: sandbox: no writable cgroup v1 '{controller}' hierarchy under "
-              f"{CGROUP_ROOT}: {what[controller]}", file=sys.stderr)
+    """Say which limits a sandbox goes without here (a machine without cgroup v1 hierarchies
+    of these controllers, such as one with cgroup v2 alone): one line, once per process (the
+    league's and each worker's make sandboxes of their own)."""
+    names = ", ".join(f"'{c}'" for c in controllers)
+    means = "; ".join(_MISSING_MEANS[c] for c in controllers)
+    print(f"guild: sandbox: no writable cgroup v1 {names} hierarch"
+          f"{'y' if len(controllers) == 1 else 'ies'} under {CGROUP_ROOT}, so sandboxes go "
+          f"without {means}", file=sys.stderr)
 
 
 @functools.cache
@@ -378,10 +424,18 @@ def _sweep(base: str) -> None:
     """Remove the empty control groups of sandboxes gone without removing theirs (a league
     killed with ``kill -9``), their seats' groups first; one that still holds a process
     refuses (EBUSY) and stays.  A sandbox whose zygote runs is another league's: the seat
-    group it is making, empty for a moment, is left to it."""
+    group it is making, empty for a moment, is left to it (below it, or beside it, named
+    after it: ``SANDBOX.seat-N``)."""
+    def holds(folder: Path) -> bool:
+        try:
+            return bool((folder / "cgroup.procs").read_text().strip())
+        except FileNotFoundError:  # gone
+            return False
+
     for folder in Path(base).glob(CGROUP_PREFIX + "*"):
         with contextlib.suppress(OSError):
-            if (folder / "cgroup.procs").read_text().strip():
+            owner = Path(base) / folder.name.partition(SEAT_CPU_SEPARATOR)[0]
+            if holds(folder) or holds(owner):
                 continue
             for seat in folder.glob(SEAT_CGROUP_PREFIX + "*"):
                 with contextlib.suppress(OSError):

@@ -202,8 +202,8 @@ def league_policy(name: str, settings: Settings) -> Any:
     if settings.sandbox != "bwrap":
         return hosted(spec, **limits)
     files, path, runs = sandbox.policy_files(spec)
-    return hosted(runs, name=spec, launch=sandbox.launch(files, path, settings.hidden),
-                  **limits)
+    hidden = settings.hidden + sandbox.rivals_files(spec, settings.policies)
+    return hosted(runs, name=spec, launch=sandbox.launch(files, path, hidden), **limits)
 
 
 def decision_limit(settings: Settings) -> float:

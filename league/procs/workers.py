@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import multiprocessing.forkserver
+import multiprocessing.util
 import os
 import signal
 import sys
@@ -24,6 +25,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+from league.apart.isolated import close_all
 from league.core.episode import IN_PROCESS, Settings, play
 from league.core.lineups import EpisodeSpec
 from league.procs import lifeline
@@ -81,6 +83,10 @@ def _init_worker(settings: Settings, league: int, workers: int) -> None:
     # No orphans: die with the league (pid ``league``) and kill our seat processes then.
     lifeline.stop_on_sigterm()
     lifeline.die_with(league)
+    # A worker leaves through os._exit, past atexit, running only the finalizers registered
+    # in it (multiprocessing forgets those its parent registered): this one ends its seat
+    # processes and zygotes when it ends normally, and removes their sandboxes' control groups.
+    multiprocessing.util.Finalize(None, close_all, exitpriority=100)
 
 
 def _worker_chunk(specs: Sequence[EpisodeSpec]) -> list[Item]:

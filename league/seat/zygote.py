@@ -19,22 +19,27 @@ process does (its socket closes), and its seats die with it.
 Inside a sandbox (``python -m league.seat.zygote FD --isolate SCRATCH_MB``, started by the
 league's bubblewrap launcher, ``league.apart.sandbox``) every seat it forks also gets namespaces of
 its own: a user namespace (its uid mapped to itself, no capabilities left), a pid namespace in which
-it is pid 1 (so everything it starts dies with it, and it sees no other process), an IPC
-namespace, and a mount namespace with a fresh scratch folder (``/scratch``, a tmpfs of
-``SCRATCH_MB``, its working folder, also seen as an empty ``/tmp``), a bounded ``/dev/shm`` and its
-own ``/proc``.
+it is pid 1 (so everything it starts dies with it, and it sees no other process), a network
+namespace with nothing but its own loopback, an IPC namespace, and a mount namespace with a
+fresh scratch folder (``/scratch``, a tmpfs of ``SCRATCH_MB``, its working folder, also seen as
+an empty ``/tmp``), a bounded ``/dev/shm`` and its own ``/proc``.
 
 Where the league may make control groups (cgroup v1, as root: ``league.apart.sandbox``), the
-sandbox runs in groups of its own (its memory, processes and CPU share), and each seat in a
-memory group of its own below the sandbox's, of its ``memory_mb``: the league moves the idle
-zygote into the seat's group for the fork, so the seat and everything it starts are born
-there, before any of its code runs.
+sandbox runs in groups of its own (memory, processes, cpu), and each seat in a memory group of
+its own below the sandbox's, of its ``memory_mb``, and in a cpu group of its own of one busy
+process's weight: the league moves the idle zygote into the seat's groups for the fork, so the
+seat and everything it starts are born there, before any of its code runs.  A seat's cpu group
+lies at the top of the cpu hierarchy, beside the sandbox's (``SANDBOX.seat-N``), not below it:
+below, the sandbox group's own weight would be shared by all its seats, and a policy holding
+three seats of a table would get a third of the CPU a one-seat policy gets (a sandbox group
+weighing as all the seats it may run at once would instead give a lone busy seat that much).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import itertools
 import json
 import os
@@ -42,6 +47,7 @@ import resource
 import select
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -56,11 +62,14 @@ PR_SET_PDEATHSIG = 1
 PR_CAPBSET_DROP = 24
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID = 0x20000, 0x8000000, 0x10000000, 0x20000000
 CLONE_NEWNET = 0x40000000
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 0x1000, 0x4000, 0x40000
 SCRATCH = "/scratch"    # a seat's working folder inside the sandbox
 OLD_TMP = "/.sandbox-tmp"  # where a seat's namespace moves the sandbox's /tmp aside
 SHM_MB = 16             # its /dev/shm
 SEAT_NPROC = 256        # its processes and threads (RLIMIT_NPROC in its own user namespace)
+LEAVE_WAIT_S = 5.0      # how long a closed sandbox's processes may take to end before its
+                        # control groups are given up (to the next league's sweep)
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
 
@@ -95,13 +104,15 @@ def _own_namespaces(scratch_mb: int, keep: tuple[str, ...] = ()) -> None:
     /dev/shm.  ``keep``: the policy's files under /tmp, shown again on the fresh /tmp.
 
     The pid namespace takes effect for this process's next child, which becomes its pid 1.
-    The network namespace is the seat's own (not even a loopback up): the sandbox's, shared by
-    every seat of the policy, would let two seats, or a seat and a pooled process that played
-    another seat of the same town, talk over loopback or abstract unix sockets.
+    The network namespace is the seat's own, with its own loopback up and nothing else: the
+    sandbox's, shared by every seat of the policy, would let two seats, or a seat and a pooled
+    process that played another seat of the same town, talk over loopback or abstract unix
+    sockets; and a policy may talk to itself (a local model server, ZMQ over tcp).
     """
     uid, gid = os.getuid(), os.getgid()
     _ok(_libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWPID | CLONE_NEWNET),
         "unshare")
+    _loopback_up()
     for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
                        ("gid_map", f"{gid} {gid} 1")):
         with open(f"/proc/self/{name}", "w") as f:
@@ -111,6 +122,16 @@ def _own_namespaces(scratch_mb: int, keep: tuple[str, ...] = ()) -> None:
     _fresh_tmp(scratch_mb, keep)
     if os.path.isdir("/dev/shm"):
         _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={SHM_MB}m,mode=1777")
+
+
+def _loopback_up() -> None:
+    """Bring up ``lo`` in this process's new network namespace (which it may, holding every
+    capability in the new user namespace that owns it until :func:`_drop_capabilities`).
+    Best effort: a seat without it is as isolated, only unable to talk to itself."""
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        request = struct.pack("16sH22x", b"lo", 0)  # struct ifreq: a name, then ifr_flags
+        flags = struct.unpack("16sH22x", fcntl.ioctl(s.fileno(), SIOCGIFFLAGS, request))[1]
+        fcntl.ioctl(s.fileno(), SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", flags | IFF_UP))
 
 
 def _fresh_tmp(scratch_mb: int, keep: tuple[str, ...]) -> None:
@@ -309,10 +330,11 @@ class Launch:
     python: str = sys.executable
     # control groups the sandbox runs in, made for it (memory.limit_in_bytes = memory_mb,
     # pids.max = nproc, cpu.shares = cpu_shares) where the machine lets the league make them;
-    # () where it does not.  Each seat also gets a memory group below the sandbox's.
+    # () where it does not.  Each seat also gets a memory group below the sandbox's, and a cpu
+    # group of cpu_shares beside it (module docstring).
     cgroups: tuple[str, ...] = ()
     memory_mb: int = 0
-    cpu_shares: int = 1024
+    cpu_shares: int = 1024  # each seat's weight (and the idle zygote's)
     keep: tuple[str, ...] = ()  # the policy's files under /tmp (each seat's /tmp is fresh)
 
 
@@ -323,6 +345,7 @@ _CGROUP_LIMITS = {"memory.limit_in_bytes": lambda launch: str(launch.memory_mb <
                   "pids.max": lambda launch: str(launch.nproc),
                   "cpu.shares": lambda launch: str(launch.cpu_shares)}
 SEAT_CGROUP_PREFIX = "seat-"
+SEAT_CPU_SEPARATOR = "." + SEAT_CGROUP_PREFIX  # a seat's cpu group: SANDBOX.seat-N, beside it
 _SEAT_GROUPS = itertools.count()  # names of seats' groups, unique in this process
 
 
@@ -344,29 +367,42 @@ def _enter_cgroups(launch: Launch) -> None:
 
 
 def _leave_cgroups(launch: Launch) -> None:
-    """Remove a sandbox's control groups (its seats' first) once its processes are gone."""
+    """Remove a sandbox's control groups (its seats' first) once its processes are gone, as
+    they go within :data:`LEAVE_WAIT_S` (no one else removes them before the next league)."""
+    until = time.monotonic() + LEAVE_WAIT_S
     for folder in launch.cgroups:
-        with contextlib.suppress(OSError):
-            seats = [e.path for e in os.scandir(folder)
-                     if e.is_dir() and e.name.startswith(SEAT_CGROUP_PREFIX)]
-            for seat in seats:
-                _remove_cgroup(seat)
-        _remove_cgroup(folder)
+        for group in [*seat_cgroups(folder), folder]:
+            _remove_cgroup(group, until - time.monotonic())
 
 
-def _remove_cgroup(folder: str, tries: int = 50) -> bool:
+def seat_cgroups(folder: str) -> list[str]:
+    """The seats' groups of the sandbox group ``folder``: below it (memory) and beside it,
+    named after it (cpu)."""
+    found = []
+    with contextlib.suppress(OSError):
+        found += [e.path for e in os.scandir(folder)
+                  if e.is_dir() and e.name.startswith(SEAT_CGROUP_PREFIX)]
+    beside = os.path.basename(folder) + SEAT_CPU_SEPARATOR
+    with contextlib.suppress(OSError):
+        found += [e.path for e in os.scandir(os.path.dirname(folder))
+                  if e.is_dir() and e.name.startswith(beside)]
+    return found
+
+
+def _remove_cgroup(folder: str, wait: float = 0.0) -> bool:
     """Remove an empty control group (whether it is gone); its last processes may still be
-    being torn down, so a busy one is tried ``tries`` times."""
-    for i in range(tries):
+    being torn down, so a busy one is tried again for up to ``wait`` seconds."""
+    until = time.monotonic() + wait
+    while True:
         try:
             os.rmdir(folder)
             return True
         except FileNotFoundError:
             return True
         except OSError:
-            if i + 1 < tries:
-                time.sleep(0.02)
-    return False
+            if time.monotonic() >= until:
+                return False
+            time.sleep(0.02)
 
 
 def _write(path: str, text: str) -> None:
@@ -409,11 +445,17 @@ class Zygote:
         theirs.close()
         self.sock = ours
         self.lock = threading.RLock()
-        # the sandbox's memory group, under which each seat gets one of its own
-        self._memory = next((folder for folder in launch.cgroups if os.path.exists(
-            os.path.join(folder, "memory.limit_in_bytes"))), None) if launch else None
+        # the sandbox's memory group, under which each seat gets one of its own, and its cpu
+        # group, beside which each seat gets one of its own
+        self._memory = self._cgroup("memory.limit_in_bytes")
+        self._cpu = self._cgroup("cpu.shares")
         self._pid: int | None = None      # the zygote's, here (found on first use)
         self._seat_groups: list[str] = []  # seats' groups made, not yet removed
+
+    def _cgroup(self, control: str) -> str | None:
+        """The sandbox's control group that has the file ``control`` (None: it has none)."""
+        folders = self.launch.cgroups if self.launch is not None else ()
+        return next((f for f in folders if os.path.exists(os.path.join(f, control))), None)
 
     def _call(self, request: dict, fds: Sequence[int] = ()) -> tuple[dict, list[int]]:
         with self.lock:
@@ -433,15 +475,15 @@ class Zygote:
     def spawn(self, request: dict, fds: list[int]) -> tuple[int, int]:
         """Fork a seat (``{"spawn": SPEC}`` or ``{"exec": ARGV}``, with ``memory_mb`` and
         ``cpu_s``) on the pipes ``fds`` (stdin, stdout, stderr): its pid in the zygote's pid
-        namespace and a pidfd of it.  In a sandbox with a memory group, the seat is forked
-        into a group of its own of ``memory_mb`` (all its processes together)."""
+        namespace and a pidfd of it.  In a sandbox with control groups, the seat is forked
+        into groups of its own: memory of ``memory_mb`` (all its processes together), and one
+        busy process's CPU share."""
         with self.lock:
-            placed = self._into_seat_group(int(request.get("memory_mb", 0)))
+            placed = self._into_seat_groups(int(request.get("memory_mb", 0)))
             try:
                 reply, got = self._call(request, fds)
             finally:
-                if placed:
-                    self._back_to_sandbox_group()
+                self._back_to_sandbox_groups(placed)
         if len(got) != 1:
             for fd in got:
                 os.close(fd)
@@ -461,36 +503,47 @@ class Zygote:
                 os.close(fd)
         return self._pid
 
-    def _into_seat_group(self, memory_mb: int) -> bool:
-        """Make the next seat's memory group, of ``memory_mb``, and move the idle zygote into
-        it, so that the seat it forks next is born there (whether it is; best effort, like
-        the sandbox's groups).  The groups of seats that have ended are removed first."""
-        if self._memory is None or memory_mb <= 0:
-            return False
-        self._seat_groups = [g for g in self._seat_groups if not _remove_cgroup(g, tries=1)]
+    def _into_seat_groups(self, memory_mb: int) -> list[str]:
+        """Make the next seat's groups (memory of ``memory_mb``, a cpu share) and move the
+        idle zygote into them, so that the seat it forks next is born there (best effort, like
+        the sandbox's groups); returns the sandbox's groups it left, to go back to after the
+        fork.  The groups of seats that have ended are removed first."""
+        n, wanted = next(_SEAT_GROUPS), []
+        if self._memory is not None and memory_mb > 0:
+            limit = str(memory_mb << 20)
+            wanted.append((self._memory, os.path.join(self._memory, f"{SEAT_CGROUP_PREFIX}{n}"),
+                           {"memory.limit_in_bytes": limit, "memory.memsw.limit_in_bytes": limit}))
+        if self._cpu is not None and self.launch is not None:
+            wanted.append((self._cpu, f"{self._cpu}{SEAT_CPU_SEPARATOR}{n}",
+                           {"cpu.shares": str(self.launch.cpu_shares)}))
+        if not wanted:
+            return []
+        self._seat_groups = [g for g in self._seat_groups if not _remove_cgroup(g)]
         pid = self._zygote_pid()
         if pid is None:
-            return False
-        group = os.path.join(self._memory, f"{SEAT_CGROUP_PREFIX}{next(_SEAT_GROUPS)}")
-        try:
-            os.mkdir(group)
-        except OSError:
-            return False
-        self._seat_groups.append(group)
-        try:
-            for name in ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"):
-                if os.path.exists(os.path.join(group, name)):
-                    _write(os.path.join(group, name), str(memory_mb << 20))
-            _write(os.path.join(group, "cgroup.procs"), str(pid))
-        except OSError:
-            return False
-        return True
+            return []
+        placed = []
+        for sandbox_group, group, limits in wanted:
+            try:
+                os.mkdir(group)
+            except OSError:
+                continue
+            self._seat_groups.append(group)
+            try:
+                for name, value in limits.items():
+                    if os.path.exists(os.path.join(group, name)):
+                        _write(os.path.join(group, name), value)
+                _write(os.path.join(group, "cgroup.procs"), str(pid))
+            except OSError:
+                continue
+            placed.append(sandbox_group)
+        return placed
 
-    def _back_to_sandbox_group(self) -> None:
-        """Move the zygote back into the sandbox's memory group, after a seat's fork."""
-        assert self._memory is not None and self._pid is not None
-        with contextlib.suppress(OSError):
-            _write(os.path.join(self._memory, "cgroup.procs"), str(self._pid))
+    def _back_to_sandbox_groups(self, groups: list[str]) -> None:
+        """Move the zygote back into the sandbox's ``groups``, after a seat's fork."""
+        for group in groups:
+            with contextlib.suppress(OSError):
+                _write(os.path.join(group, "cgroup.procs"), str(self._pid))
 
     def status(self, pid: int) -> int | None:
         """The exit code of a seat that has ended (None while it runs, or if unknown)."""
