@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -46,18 +46,22 @@ def read_regular(path: Path, cap: int, what: str) -> bytes:
     return raw
 
 
+def _blocks(f: BinaryIO, cap: int, first: int = READ_CHUNK) -> Iterator[bytes]:
+    """The bytes of ``f``, at most ``cap + 1`` of them, in blocks: ``first`` bytes asked for
+    first, then :data:`READ_CHUNK` at a time (never the whole cap at once)."""
+    want, total = first, 0
+    while total <= cap:
+        block = f.read(min(want, cap + 1 - total))
+        if not block:
+            return
+        total += len(block)
+        want = READ_CHUNK
+        yield block
+
+
 def _read_capped(f: BinaryIO, cap: int) -> bytes:
     """At most ``cap + 1`` bytes of ``f``, asked for in pieces no larger than the file."""
-    want = min(cap, os.fstat(f.fileno()).st_size) + 1
-    chunks: list[bytes] = []
-    total = 0
-    while total <= cap:
-        chunk = f.read(min(want, cap + 1 - total))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        total += len(chunk)
-        want = READ_CHUNK
+    chunks = list(_blocks(f, cap, min(cap, os.fstat(f.fileno()).st_size) + 1))
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
@@ -69,10 +73,7 @@ def sha256_regular(path: Path, cap: int, what: str) -> str:
     total = 0
     with open_regular(path, cap, what) as f:
         try:
-            while total <= cap:
-                block = f.read(min(READ_CHUNK, cap + 1 - total))
-                if not block:
-                    break
+            for block in _blocks(f, cap):
                 digest.update(block)
                 total += len(block)
         except OSError as e:
