@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from conftest import needs
 from leagues import copy_league, league_args, one_error_line
 
 from league import tournament
@@ -110,8 +111,8 @@ def test_a_small_file_is_read_under_a_memory_limit_below_its_cap(tmp_path) -> No
 
 def test_a_file_holding_more_than_stat_says_is_read_to_its_end_and_no_further() -> None:
     status = Path("/proc/self/status")  # a regular file that stat says is empty
-    if not status.is_file() or status.stat().st_size != 0:
-        pytest.skip("needs Linux's /proc, whose files stat says are empty")
+    needs(status.is_file() and status.stat().st_size == 0,
+          "Linux's /proc, whose files stat says are empty")
     text = read_regular(status, 1 << 20, "status")
     assert text.startswith(b"Name:") and len(text) > 100
     with pytest.raises(LeagueError, match="is over 50 bytes, the most a status may hold"):

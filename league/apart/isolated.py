@@ -32,7 +32,6 @@ from __future__ import annotations
 import atexit
 import json
 import math
-import multiprocessing.util
 import os
 import shlex
 import sys
@@ -145,9 +144,7 @@ def _forget_idle() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_idle)
-atexit.register(close_all)
-# multiprocessing workers leave through os._exit, which skips atexit; its finalizers run.
-multiprocessing.util.Finalize(None, close_all, exitpriority=100)
+atexit.register(close_all)  # a league's worker processes close theirs: league.procs.workers
 
 
 class IsolatedPolicy:

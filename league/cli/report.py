@@ -68,7 +68,6 @@ MAX_JSON_BYTES = 64 << 20  # league.json, ladder.json: kilobytes in any real lea
 MAX_LINE_BYTES = 1 << 20  # a results line is under a kilobyte, fault notes and all
 MAX_NAME_CHARS = 1024  # a policy spec (a name, a path, a URL); the page repeats each name
 PAGE_MARK = b"Written by `guild report`"  # in the head of every page the report writes
-MARK_BYTES = 8192  # the head read for it: the template's head with the longest title
 BY_SEAT = ("questPoints", "delivered", "robberies", "robbed", "fallbacks")  # counts the
 # ladder adds up seat by seat
 MAX_COUNT = (1 << 63) - 1  # what a count's array("q") holds
@@ -177,7 +176,7 @@ def _check_target(target: Path, root: Path) -> None:
         raise LeagueError(f"--out {target}: {VIEWS}/ and {REPLAYS}/ hold the league's replays "
                           "and their viewer pages; write the page elsewhere")
     check_replaceable(target, lambda head: PAGE_MARK in head, "a page guild report wrote",
-                      "--out", MARK_BYTES)
+                      "--out")
 
 
 def _resolved(path: Path) -> Path:
