@@ -41,7 +41,8 @@ needs(sys.platform.startswith("linux"), "Linux (the sandbox is Linux namespaces)
 C = "sandbox_cheats:"  # tests/sandbox_cheats.py, importable from the tests directory
 CHEATS = TESTS / "sandbox_cheats.py"
 TURNS = 6
-ALLOWED_ENV = {"PATH", "HOME", "TMPDIR", "LANG", "PYTHONDONTWRITEBYTECODE", "PYTHONNOUSERSITE",
+ALLOWED_ENV = {"PATH", "HOME", "TMPDIR", "LANG", "MALLOC_ARENA_MAX", "PYTHONDONTWRITEBYTECODE",
+               "PYTHONNOUSERSITE",
                "PYTHONPATH", *sandbox.PASSED_ENV}
 MB = 1 << 20
 

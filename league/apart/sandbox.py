@@ -344,9 +344,13 @@ def _our_paths() -> list[str]:
 
 
 def environment(pythonpath: list[str]) -> dict[str, str]:
+    """A seat's environment.  ``MALLOC_ARENA_MAX``: glibc reserves 64 MB of address space for
+    each malloc arena, up to eight a core, so a policy with a thread per core reached the
+    seat's address-space cap (``--seat-memory``) by reservations alone, and a thread that
+    could not get its arena died unstarted while the policy waited for it forever."""
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/scratch", "TMPDIR": "/scratch",
            "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
-           "PYTHONPATH": os.pathsep.join(pythonpath)}
+           "MALLOC_ARENA_MAX": "2", "PYTHONPATH": os.pathsep.join(pythonpath)}
     env.update((k, os.environ[k]) for k in PASSED_ENV if k in os.environ)
     return env
 
