@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from conftest import needs
-from leagues import TESTS
+from leagues import ROOT, TESTS, league_args, lines
 from test_sandbox import (
     TURNS,
     as_root,
@@ -412,3 +413,43 @@ def test_a_league_with_workers_leaves_no_control_group_behind(tmp_path: Path) ->
     left = sorted(str(folder) for hierarchy in sandbox.CGROUP_CONTROLLERS for name in names
                   for folder in (Path(sandbox.CGROUP_ROOT) / hierarchy).glob(f"{name}*"))
     assert left == []
+
+
+def test_a_league_stopped_by_sigterm_leaves_no_control_group_behind(tmp_path: Path) -> None:
+    """SIGTERM stops a league, which stops its workers with SIGTERM: each kills its children and
+    leaves through os._exit, past its finalizers, so it removes its sandboxes' groups and its
+    seats' first (``league.procs.lifeline.at_death``); the league then exits 143."""
+    as_root()
+    policy = f"{L}SeesGroups"
+    needs(controller(cgroups_of(policy, tmp_path), "cpu") is not None,
+          "a writable cpu control group (cgroup v1, as root)")
+    out = tmp_path / "league"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS)])}
+    cmd = [sys.executable, "-m", "league",
+           *league_args(out, 500, "--turns", str(TURNS), "--seat-memory", "1024",
+                        policies=f"factor,{policy}", workers=2)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        end = time.monotonic() + 120
+        while not ((out / "results.jsonl").is_file() and len(lines(out)) >= 4):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < end, "no four episodes within 120 s"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert len(lines(out)) < 500, "the league ended before it was stopped"
+    names = {Path(e["cpu"]).name.partition(seat_zygote.SEAT_CPU_SEPARATOR)[0]
+             for _, _, e in evidence(out, policy)}
+    assert names and all(n.startswith(sandbox.CGROUP_PREFIX) for n in names), names
+
+    def left() -> list[str]:
+        return sorted(str(folder) for hierarchy in sandbox.CGROUP_CONTROLLERS for name in names
+                      for folder in (Path(sandbox.CGROUP_ROOT) / hierarchy).glob(f"{name}*"))
+
+    assert left_after(left) == []

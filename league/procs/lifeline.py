@@ -20,6 +20,7 @@ import select
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +53,22 @@ def kill_children() -> None:
                 os.kill(pid, signal.SIGKILL)
 
 
+_AT_DEATH: list[Callable[[], None]] = []
+
+
+def at_death(cleanup: Callable[[], None]) -> None:
+    """Run ``cleanup`` when this process is stopped (SIGTERM, or the league gone), after its
+    children are killed: the exit is ``os._exit``, past atexit and multiprocessing's finalizers,
+    so what must outlive nothing (a sandbox's control groups) is removed here.  Best effort:
+    ``cleanup`` may run inside a signal handler, so it must take no lock the process may hold."""
+    _AT_DEATH.append(cleanup)
+
+
 def _die(code: int) -> None:
     kill_children()
+    for cleanup in _AT_DEATH:
+        with contextlib.suppress(Exception):
+            cleanup()
     os._exit(code)
 
 

@@ -29,6 +29,7 @@ from league.apart.isolated import close_all
 from league.core.episode import IN_PROCESS, Settings, play
 from league.core.lineups import EpisodeSpec
 from league.procs import lifeline
+from league.seat.zygote import leave_all_cgroups
 
 Item = tuple[dict, "str | None"]
 Batch = list[Item]
@@ -83,6 +84,7 @@ def _init_worker(settings: Settings, league: int, workers: int) -> None:
     # No orphans: die with the league (pid ``league``) and kill our seat processes then.
     lifeline.stop_on_sigterm()
     lifeline.die_with(league)
+    lifeline.at_death(leave_all_cgroups)  # stopped: no finalizer below runs
     # A worker leaves through os._exit, past atexit, running only the finalizers registered
     # in it (multiprocessing forgets those its parent registered): this one ends its seat
     # processes and zygotes when it ends normally, and removes their sandboxes' control groups.

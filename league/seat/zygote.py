@@ -596,6 +596,16 @@ def _forget_zygotes() -> None:
 os.register_at_fork(after_in_child=_forget_zygotes)
 
 
+def leave_all_cgroups() -> None:
+    """Remove the control groups of this process's sandboxes once their processes are gone (as
+    they go within :data:`LEAVE_WAIT_S`): for a process stopped by a signal, which has killed
+    its children instead of closing its zygotes.  It takes no lock (the signal may have come
+    while the process held one)."""
+    for z in list(_ZYGOTES.values()):
+        if z.launch is not None:
+            _leave_cgroups(z.launch)
+
+
 def close_zygotes() -> None:
     with _LOCK:
         zs = list(_ZYGOTES.values())
