@@ -5,6 +5,7 @@ limits, and die with the league process."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -196,6 +197,39 @@ def test_hosted_seats_are_forked_apart_under_limits_and_die_with_the_league() ->
     assert policy._proc.pid != pid
     policy.close()
     close_all()
+
+
+def test_a_zygote_that_stops_answering_costs_one_seat_start_not_the_league(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A zygote that does not answer (stopped here; on a machine, stalled) is given
+    ``ANSWER_S``: the seat it was asked for fails to start, naming the wait, and the zygote is
+    killed, so the next seat starts from a new one instead of reading its late answer."""
+    first = hosted(f"{C}Waits", timeout=20)
+    first.reset(1)
+    first.act(_game(), 0)                          # holds its process: the next seat is forked
+    zygote = next(z for z in seat_zygote._ZYGOTES.values() if z.launch is None and z.alive())
+    monkeypatch.setattr(seat_zygote, "ANSWER_S", 0.5)
+    zygote.sock.settimeout(0.5)
+    os.kill(zygote.proc.pid, signal.SIGSTOP)
+    second = hosted(f"{C}Waits", timeout=20)
+    try:
+        started = time.monotonic()
+        with pytest.raises(SeatFaultError) as e:
+            second.reset(1)
+            second.act(_game(), 0)
+        assert e.value.kind == "crashed" and "did not answer within 0.5 s" in str(e.value)
+        assert time.monotonic() - started < 10
+        assert not zygote.alive()
+        third = hosted(f"{C}Waits", timeout=20)
+        third.reset(1)
+        assert third.act(_game(), 0).action         # from a new zygote
+        third.close()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(zygote.proc.pid, signal.SIGKILL)
+        first.close()
+        second.close()
+        close_all()
 
 
 def _state(pid: int) -> str:

@@ -68,6 +68,8 @@ SCRATCH = "/scratch"    # a seat's working folder inside the sandbox
 OLD_TMP = "/.sandbox-tmp"  # where a seat's namespace moves the sandbox's /tmp aside
 SHM_MB = 16             # its /dev/shm
 SEAT_NPROC = 256        # its processes and threads (RLIMIT_NPROC in its own user namespace)
+ANSWER_S = 120.0        # how long the zygote may take to answer a request (its first answer
+                        # waits for its start: a sandbox, an interpreter and our modules)
 LEAVE_WAIT_S = 5.0      # how long a closed sandbox's processes may take to end before its
                         # control groups are given up (to the next league's sweep)
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
@@ -443,6 +445,7 @@ class Zygote:
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE if launch else subprocess.DEVNULL,
             start_new_session=True, env=env, preexec_fn=enter)
         theirs.close()
+        ours.settimeout(ANSWER_S)
         self.sock = ours
         self.lock = threading.RLock()
         # the sandbox's memory group, under which each seat gets one of its own, and its cpu
@@ -459,8 +462,17 @@ class Zygote:
 
     def _call(self, request: dict, fds: Sequence[int] = ()) -> tuple[dict, list[int]]:
         with self.lock:
-            socket.send_fds(self.sock, [json.dumps(request).encode()], list(fds))
-            reply, got, _, _ = socket.recv_fds(self.sock, 65536, 1)
+            try:
+                socket.send_fds(self.sock, [json.dumps(request).encode()], list(fds))
+                reply, got, _, _ = socket.recv_fds(self.sock, 65536, 1)
+            except TimeoutError:
+                # a late answer must not be read as the next request's: this zygote is done
+                # (zygote() starts another)
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.proc.wait(timeout=5)
+                raise OSError(f"the seat zygote did not answer within {ANSWER_S:g} s") from None
         if not reply:
             raise OSError(f"the seat zygote has ended{self._why()}")
         return json.loads(reply), got
