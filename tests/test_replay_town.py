@@ -29,6 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 LEAN = ROOT / "examples" / "towns" / "lean_year.toml"
 PASS_TOWN = "pass the town it was played in (world=sim.rules.worldfile.load_world(FILE)[0])"
 PASS_FILE = "pass the world file it was played in"
+UNRECORDED = ("(does the town given differ from the game's where a replay does not record it: "
+              "carry_limit, quest_items or keywords? then pass the one it was played in)")
 LIKELY = ("the town's purses or stock likely differ from those the game was played with (the "
           "opening snapshot differs only there: ")
 
@@ -148,7 +150,8 @@ def test_more_than_purses_differing_at_the_opening_is_a_mismatch(lean_replay) ->
     with pytest.raises(ReplayMismatch) as e:
         replay(payload["config"], events, poorer)
     assert re.fullmatch(r"event 1 \(turn, turn 0\): field 'cogs\[0\]\.coin' is 32 in the record "
-                        r"but the rules give 31", str(e.value)), str(e.value)
+                        r"but the rules give 31 " + re.escape(UNRECORDED),
+                        str(e.value)), str(e.value)
     # and an act that differs later is named as before
     lean = load_world(LEAN)[0]
     events = copy.deepcopy(payload["events"])
@@ -156,8 +159,42 @@ def test_more_than_purses_differing_at_the_opening_is_a_mismatch(lean_replay) ->
     events[act]["reason"] = "no_such_reason"
     with pytest.raises(ReplayMismatch, match=rf"^event {act} \(act, turn 0\): field 'reason' is "
                                              r"'no_such_reason' in the record but the rules "
-                                             r"give '\w+'$"):
+                                             r"give '\w+' \(does the town given differ"):
         replay(payload["config"], events, lean)
+
+
+@pytest.mark.parametrize("change, at", [
+    ({"carry_limit": 3}, r"event \d+ \(act, turn \d+\): field '\w+' is .+ in the record but the "
+                         r"rules give .+"),
+    ({"quest_items": ["hide", "nails", "rope"]},
+     r"event 1 \(turn, turn 0\): field '\S+' is .+ in the record but the rules give .+"),
+])
+def test_a_town_that_differs_where_a_replay_does_not_record_it_is_suggested(
+        lean_replay, tmp_path: Path, capsys, change: dict, at: str) -> None:
+    """A replay's ``world`` does not record the carry limit, the commission goods or the
+    keywords: a world file that differs from the game's only there passes the town check and
+    differs at the first event they decide, where the message asks whether it is that."""
+    path, payload, game = lean_replay
+    world = world_from_dict(change, base=load_world(LEAN)[0])[0]
+    assert town_problem(payload["config"], world) is None  # the record cannot tell them apart
+    with pytest.raises(ReplayMismatch) as e:
+        replay(payload["config"], payload["events"], world)
+    assert re.fullmatch(f"{at} {re.escape(UNRECORDED)}", str(e.value)), str(e.value)
+    extra = "".join(f"\n{k} = {json.dumps(v)}" for k, v in change.items())
+    other = tmp_path / "other.toml"
+    other.write_text(LEAN.read_text(encoding="utf-8").replace("start_coin = 32", "start_coin = 32"
+                                                              + extra, 1), encoding="utf-8")
+    assert main(["view", "--world", str(other), str(path), "-o", str(tmp_path / "p.html")]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert line.startswith(f"guild view: error: {path}: the replay does not re-derive: ")
+    assert line.endswith(UNRECORDED)
+    # in the standard town the rules' own settings hold: no such question
+    std = play_episode(GameConfig(seed=5, turns=6), ["factor", "magpie"] * 3).replay_payload()
+    act = next(i for i, ev in enumerate(std["events"]) if ev["kind"] == "act")
+    std["events"][act]["reason"] = "no_such_reason"
+    with pytest.raises(ReplayMismatch) as e:
+        replay(std["config"], std["events"])
+    assert "does the town" not in str(e.value)
 
 
 def test_a_standard_game_given_a_town_of_other_purses_is_told_to_leave_the_world_out(
