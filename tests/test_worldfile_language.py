@@ -403,6 +403,46 @@ def test_a_good_named_after_a_seat_is_refused(tmp_path: Path, name: str) -> None
     assert 'goods["relic"].name: ' in msg and "a seat's name (the seats are Sprocket" in msg
 
 
+@pytest.mark.parametrize("keeper", [{"keywords": ["smith", "gizmo"]}, {"name": "Rivet"}])
+def test_a_keeper_whose_one_word_is_a_seats_name_is_refused(tmp_path: Path,
+                                                            keeper: dict) -> None:
+    # "I hand Gizmo 1 hide." named the keeper (SENTENCES §12): no sentence could give Gizmo
+    # anything, while the structured act could
+    msg = refusal(tmp_path, {"keepers": {"Smith Bram": keeper}})
+    field = "keywords[1]" if "keywords" in keeper else "name"
+    assert f'keepers["Smith Bram"].{field}: ' in msg, msg
+    assert "a seat's name (the seats are Sprocket" in msg and "I hand " in msg, msg
+
+
+def test_every_action_sentence_parses_back_in_a_town_whose_names_hold_seats_names() -> None:
+    """The seats' names that a town may hold (in rooms' names and words, in keepers' longer
+    names) change no act: each action's canonical sentence, the text faces' act, parses to
+    the intent its index plays, for every seat in every room."""
+    from sim.codec.action_table import action_table, canonical, semantic, to_intent
+    from sim.rules.checks import check_structured
+
+    world, _ = world_from_dict({
+        "rooms": {"The Docks": {"name": "Gizmo Wharf", "keywords": ["wharf", "gizmo"]},
+                  "The Chapel": {"name": "Chapel of Saint Bolt"}},
+        "keepers": {"Smith Bram": {"name": "Smith Rivet"},
+                    "Guildmaster Vell": {"name": "Widget Vell", "keywords": ["vell"]}}})
+    seated: set[str] = set()
+    for seed in range(4):
+        game = Game(GameConfig(seed=seed, world=world))
+        aliases = game.state.aliases
+        seated.update(aliases)
+        for seat in range(6):
+            for room in range(world.n_rooms):
+                for i in range(len(action_table(world))):
+                    it = check_structured(to_intent(i, world, seat, room), world, seat, room,
+                                          [], 0)
+                    sentence = canonical(i, world, aliases, seat, room)
+                    parsed = parse(world, aliases, seat, room, [], 0, sentence)
+                    if it.kind != "accept":  # (no offer is open: both find none)
+                        assert semantic(parsed) == semantic(it), (seed, seat, room, sentence)
+    assert {"Gizmo", "Bolt", "Rivet", "Widget"} <= seated
+
+
 @pytest.mark.parametrize("name", ['The "Rusty" Anchor', "Fish | Chips", "The \u201cOld\u201d Mill"])
 def test_a_name_with_a_speech_mark_is_refused(tmp_path: Path, name: str) -> None:
     # a sentence naming it would start speaking at the mark: "I walk to The " and no room

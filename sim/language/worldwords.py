@@ -20,15 +20,19 @@ refused, in one line naming the file and the entry, when a name, plural or keywo
 * of a keeper, holds a good's phrase, or the reverse (``I buy 2 rope from Salt Pete`` names two
   goods): buying, selling and handing over name a good and a keeper in one sentence;
 * of a keeper, holds a count or a number (``I hand One-Eyed Jack 2 hides`` hands one: the
-  hand-over names the keeper before the count, and the parser takes the first count it reads).
+  hand-over names the keeper before the count, and the parser takes the first count it reads);
+* of a keeper, is one word that is a seat's alias (``gizmo``): a hand-over names the keeper
+  before the seat (§12), so ``I hand Gizmo 1 hide`` would hand it to the keeper, and no
+  sentence could give that seat anything.
 
 Every check is linear in the town's phrases (a keeper's phrase is looked up by its runs of
 words, not compared with every good's), and ``sim.rules.worldfile_checks`` bounds the phrases
 themselves.
 
 Words shared *across* lists stay allowed, as in the standard town (``smith`` names The Smithy
-and Smith Bram, SENTENCES §6), and so do the seats' aliases in rooms' and keepers' names: a
-parse that depends on them is the phrasebook's concern (``agents.baselines.rules``).  A good's
+and Smith Bram, SENTENCES §6), and so do the seats' aliases in rooms' names and within
+keepers' longer names (``Tanner Gizmo``): a parse that depends on them is the phrasebook's
+concern (``agents.baselines.rules``).  A good's
 words may not hold an alias: every offer and gift of it (``I offer Bolt 1 bolt``) names a seat
 in the good's place.
 
@@ -156,6 +160,11 @@ def _one_phrase(table: str, text: str, toks: tuple[str, ...]) -> str:
         for words, why in _WHY_ONE_WORD:
             if word in words:
                 return f"{text!r} is {why}; use another word"
+    if table == "keepers" and len(toks) == 1 and toks[0] in SEAT_WORDS:
+        return (f"{text!r} is a seat's name (the seats are {', '.join(COG_NAMES)}): 'I hand "
+                f"{toks[0].title()} 1 hide' would hand it to the keeper, who is named first "
+                "(docs/sentences.md §12), and no sentence could give that seat anything; use "
+                "another word")
     if table == "keepers":
         count = next((w for w in toks if w in NUMBER_WORDS or w.isdigit()), None)
         if count is not None:
