@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from .language.parser import parse
 from .language.phrasing import canonical_sentence, outcome_text
 from .language.textview import render_observation
+from .language.vocab import lower_runes
 from .rules.checks import check_structured, validate_ids
 from .rules.errors import ConfigError, StateError, TurnError, shown
 from .rules.intents import Intent, ParsedSentence
@@ -309,11 +310,11 @@ def _parse_cached(world: World, aliases: list[str], aliases_low: tuple[str, ...]
     for an ``accept`` naming nobody, which reads the live offers, so those are never stored.
     Baselines and leagues repeat sentences a lot, so most parses are memo hits.  The
     aliases join the key only when one of them occurs in the sentence (as a substring of its
-    lowercased text, a superset of occurring as a token), so alias-free sentences are shared
-    across episodes."""
+    text lowercased as the parser lowercases it, SENTENCES §5.1: a superset of occurring as a
+    token), so alias-free sentences are shared across episodes."""
     if not PARSE_MEMO:
         return parse(world, aliases, seat, room, offers, turn, sentence)
-    low = sentence.lower()
+    low = lower_runes(sentence)  # not str.lower: "GİZMO" must find "gizmo"
     named = tuple(aliases) if any(a in low for a in aliases_low) else ()
     key = (named, seat, room, sentence)
     memo = _parse_memo(world)

@@ -173,6 +173,24 @@ def test_parse_memo_changes_no_event(monkeypatch: pytest.MonkeyPatch) -> None:
     assert logs() == with_memo
 
 
+def test_the_parse_memo_keys_an_alias_written_in_any_case_the_parser_reads() -> None:
+    """The parser lowercases per character (SENTENCES §5.1: U+0130 is a plain i), so "GİZMO"
+    names Gizmo; the memo must see the alias too, or it keys the parse without the aliases and
+    hands one game's seat to another game where Gizmo sits elsewhere."""
+    sentence = "I rob G\u0130ZMO."
+    games = [Game(GameConfig(seed=s)) for s in range(400)]
+    by_room: dict[int, dict[int, Game]] = {}
+    for g in games:  # seat 0's room -> Gizmo's seat -> a game
+        if "Gizmo" in g.aliases and g.aliases.index("Gizmo") != 0:
+            by_room.setdefault(g.state.room[0], {}).setdefault(g.aliases.index("Gizmo"), g)
+    pair = next(list(d.values())[:2] for d in by_room.values() if len(d) >= 2)
+    for g in pair:  # the first fills the memo, the second must not read it
+        it, _ = g.intent_for(sentence, 0)
+        st = g.state
+        assert it == parse(g.world, st.aliases, 0, st.room[0], st.offers, st.turn, sentence)
+        assert g.aliases[it.other] == "Gizmo"
+
+
 def test_parsed_sentence_must_be_in_stored_form() -> None:
     it = Intent("wait")
     assert ParsedSentence("I wait.", it).intent is it
