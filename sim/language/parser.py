@@ -198,19 +198,25 @@ def _scan_verbs(toks: tuple[str, ...], whole: list[Match], seat: int) -> tuple[s
     """§8: the first token with a verb-table entry whose guard holds: (intent kind, position),
     or ``("", -1)``."""
     offer_flag = not OFFER_WORDS.isdisjoint(toks)
+    last: dict[str, int] = {}
     for i, t in enumerate(toks):
         entries = VERBS.get(t)
         if entries is None:
             continue
         for intent_kind, guard in entries:
-            if guard == G_ALWAYS or _guard_holds(guard, toks, i, whole, seat, offer_flag):
+            if guard == G_ALWAYS or _guard_holds(guard, toks, i, whole, seat, offer_flag, last):
                 return intent_kind, i
     return "", -1
 
 
+_LATER_WORDS = {G_POCKET: frozenset(("pocket", "pockets")), G_PURSE: frozenset(("purse", "purses"))}
+
+
 def _guard_holds(guard: str, toks: tuple[str, ...], i: int, whole: list[Match], seat: int,
-                 offer_flag: bool) -> bool:
-    """§8.2: whether the verb at token ``i`` may decide the intent (G_ALWAYS: always)."""
+                 offer_flag: bool, last: dict[str, int]) -> bool:
+    """§8.2: whether the verb at token ``i`` may decide the intent (G_ALWAYS: always).
+    ``last`` keeps, per "later in the sentence" guard, the last position of its words, found
+    once a parse (a sentence of many failing verbs stays linear)."""
     if guard == G_ALWAYS:
         return True
     if guard == G_ROOM:
@@ -234,12 +240,12 @@ def _guard_holds(guard: str, toks: tuple[str, ...], i: int, whole: list[Match], 
         return "down" in toks[i + 1:i + 4]
     if guard == G_NOTHING:
         return "nothing" in toks[i + 1:i + 4]
-    if guard == G_POCKET:
-        later = toks[i + 1:]
-        return "pocket" in later or "pockets" in later
-    if guard == G_PURSE:
-        later = toks[i + 1:]
-        return "purse" in later or "purses" in later
+    words = _LATER_WORDS.get(guard)
+    if words is not None:
+        end = last.get(guard)
+        if end is None:
+            end = last[guard] = max((p for p, t in enumerate(toks) if t in words), default=-1)
+        return end > i
     return False  # pragma: no cover - every guard of the table is listed above
 
 
