@@ -248,3 +248,61 @@ def test_a_policy_that_raises_is_one_line_naming_its_own_code(tmp_path, monkeypa
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert err.startswith("guild evaluate: error: a policy raised KeyError: 'npc' at ")
     assert f"{tmp_path / 'broken_policy.py'}:3 in act" in err
+
+
+STATEFUL = '''
+SEEN = []  # (class, object id, its episode, seat, its own turn count, the game's turn)
+
+
+class Counter:
+    """Counts its own turns since its reset, as a policy with memory does."""
+
+    episode = -1
+
+    def reset(self, seed):
+        self.turns = 0
+        self.episode += 1
+
+    def act(self, game, seat):
+        SEEN.append((type(self).__name__, id(self), self.episode, seat, self.turns, game.turn))
+        self.turns += 1
+        return "I wait and watch the road."
+
+
+class Bot(Counter):
+    pass
+
+
+class bot(Counter):  # noqa: N801 - a class that differs from Bot in case alone
+    pass
+'''
+
+
+def test_every_opponent_seat_gets_a_policy_object_of_its_own(tmp_path, monkeypatch) -> None:
+    """As in a league, where every seat builds its own policy: one object in five seats had
+    five resets a game and a turn count five times the game's."""
+    (tmp_path / "stateful.py").write_text(STATEFUL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import stateful
+
+    r = paired_evaluation("factor", against=("stateful:Counter",), seeds=[1, 2], turns=6)
+    assert r.engine == "scalar"
+    assert [(own, turn) for *_, own, turn in stateful.SEEN] == [
+        (turn, turn) for *_, turn in stateful.SEEN]
+    seats_of: dict[tuple[int, int], set[int]] = {}
+    for _, obj, episode, seat, _, _ in stateful.SEEN:
+        seats_of.setdefault((obj, episode), set()).add(seat)
+    assert all(len(seats) == 1 for seats in seats_of.values())
+    assert len({obj for _, obj, *_ in stateful.SEEN}) == 10  # five seats, on each side
+
+
+def test_module_specs_that_differ_in_case_alone_are_two_policies(tmp_path, monkeypatch) -> None:
+    (tmp_path / "casey.py").write_text(STATEFUL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import casey
+
+    r = paired_evaluation("factor", against=("casey:Bot", "casey:bot"), seeds=[1, 2], turns=6)
+    assert r.against == ("casey:Bot", "casey:bot")
+    assert {name for name, *_ in casey.SEEN} == {"Bot", "bot"}
+    # a registered name is one policy whatever its case
+    assert (evaluation._lineup(["Magpie", "magpie"]) == evaluation._lineup(["magpie"])).all()

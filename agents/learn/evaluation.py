@@ -147,9 +147,12 @@ def paired_evaluation(policy: Any, *, against: Sequence[Any] = ("factor", "magpi
             got, base = _play_batched(batched, lineup, seed_list, turns, world)
         else:
             engine = "scalar"
-            scalar = _resolve_all(POLICIES, policy, baseline, specs, lineup, strict=True)
-            check_town([*scalar[0], *scalar[1]], town)
-            got, base = _play_scalar(scalar, lineup, seed_list, turns, world)
+            # a policy object of its own in every seat, as in a league: one object playing
+            # several seats of a game would mix their state (resets, memories)
+            copies = [_resolve_all(POLICIES, policy, baseline, specs, lineup, strict=True)
+                      for _ in range(_most_seats(lineup))]
+            check_town([p for c in copies for side in c for p in side], town)
+            got, base = _play_scalar(copies, lineup, seed_list, turns, world)
     except EvaluationError:
         raise
     except ValueError as e:  # a policy that cannot play this town (a model of another size)
@@ -237,17 +240,25 @@ def _play_batched(roles: tuple[list, list], lineup: np.ndarray, seeds: list[int]
     return sides
 
 
-def _play_scalar(roles: tuple[list, list], lineup: np.ndarray, seeds: list[int], turns: int,
-                 world: World | None) -> tuple[np.ndarray, np.ndarray]:
-    """As :func:`_play_batched`, one ``play_episode`` per game."""
+def _play_scalar(copies: list[tuple[list, list]], lineup: np.ndarray, seeds: list[int],
+                 turns: int, world: World | None) -> tuple[np.ndarray, np.ndarray]:
+    """As :func:`_play_batched`, one ``play_episode`` per game; ``copies[j]`` holds the
+    objects (role order, per side) of the ``j``-th seat, in seat order, that a role holds."""
     sides = (np.empty((len(seeds), SEATS)), np.empty((len(seeds), SEATS)))
-    for out, policies in zip(sides, roles):
+    for side, out in enumerate(sides):
         for i, seed in enumerate(seeds):
             config = GameConfig(seed=seed, turns=turns, world=world or STANDARD_TOWN)
             for k in range(SEATS):
-                game = play_episode(config, [policies[r] for r in lineup[k]])
+                roles = list(lineup[k])
+                seated = [copies[roles[:s].count(r)][side][r] for s, r in enumerate(roles)]
+                game = play_episode(config, seated)
                 out[i, k] = score(game.state, k)
     return sides
+
+
+def _most_seats(lineup: np.ndarray) -> int:
+    """The most seats one role holds in a game."""
+    return max(int(np.bincount(row).max()) for row in lineup)
 
 
 def _stream_seed(first_seed: int, role: int) -> int:
@@ -344,8 +355,12 @@ def _check_against(against: Sequence[Any]) -> list[Any]:
 
 
 def _key(spec: Any) -> Any:
-    """Equal for specs that build the same policy (names are case-insensitive)."""
-    return spec.strip().lower() if isinstance(spec, str) else id(spec)
+    """Equal for specs that build the same policy: a registered name is case-insensitive; a
+    spec with a ``:`` is not (``casey:Bot`` and ``casey:bot`` are two classes)."""
+    if not isinstance(spec, str):
+        return id(spec)
+    spec = spec.strip()
+    return spec if ":" in spec else spec.lower()
 
 
 def _name(spec: Any) -> str:
