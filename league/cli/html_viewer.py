@@ -14,8 +14,10 @@ frame's scores are the replay's ``results``.  A replay that does not re-derive i
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import hashlib
+import hmac
 import html
 import json
 import os
@@ -27,6 +29,7 @@ from pathlib import Path
 from league.core.atomic import write_atomic
 from league.core.errors import LeagueError
 from league.core.files import MAX_REPLAY_BYTES, check_replaceable, read_regular, world_option
+from league.core.signing import default_key_path
 from sim import GameConfig, ReplayMismatch, replay
 from sim.commandline import printable
 from sim.game import Game
@@ -114,10 +117,12 @@ def write_view(src: Path, out: Path) -> bool:
     that page; whether it was written. ``LeagueError`` (one line) for a bad replay.
 
     A page begins with a stamp: the digest of the replay and of this viewer (its module and
-    template), then the digest of the rest of the page. A page is up to date exactly when its
-    stamp is the one it would get and the rest is what it was written with: a changed replay,
-    a newer viewer or a page edited by hand rewrites it. Checking costs one read of the replay
-    and one of the page.
+    template), then a keyed digest of the rest of the page (:func:`_stamp_key`). A page is up
+    to date exactly when its stamp is the one it would get and the rest is what it was written
+    with: a changed replay, a newer viewer or a page edited by hand rewrites it, and so does a
+    page this user did not write (a league folder from someone else: anyone can compute an
+    unkeyed digest of a page holding a script). Checking costs one read of the replay and one
+    of the page.
     """
     raw = read_regular(src, MAX_REPLAY_BYTES, "replay")
     source = _source_digest(raw)
@@ -138,12 +143,49 @@ def _unedited(page: Path, source: str) -> bool:
     if not data.startswith(DOCTYPE.encode()):
         return False
     stamp, _, body = data.removeprefix(DOCTYPE.encode()).partition(b"\n")
-    return stamp == _stamp(source, body)
+    return _stamp_key() is not None and stamp == _stamp(source, body)
 
 
 def _stamp(source: str, body: bytes) -> bytes:
-    """The line after the doctype (an HTML comment)."""
-    return f"<!-- guild view {source} {hashlib.sha256(body).hexdigest()} -->".encode()
+    """The line after the doctype (an HTML comment); without a key no page is kept."""
+    key = _stamp_key()
+    mac = hmac.new(key, body, hashlib.sha256).hexdigest() if key else "unkeyed"
+    return f"<!-- guild view {source} {mac} -->".encode()
+
+
+STAMP_KEY = "view-stamp.key"
+_STAMP_KEY_BYTES = 32
+
+
+def _stamp_key() -> bytes | None:
+    """This user's key for page stamps, beside the league signing key (made on first use,
+    mode 0600); None when it cannot be read or made, and then every page is written again."""
+    return _key_at(default_key_path().parent / STAMP_KEY)
+
+
+@functools.cache
+def _key_at(path: Path) -> bytes | None:
+    if not (path.exists() or path.is_symlink()):
+        tmp = path.with_name(f".{STAMP_KEY}.{os.getpid()}.tmp")
+        try:
+            path.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                os.write(fd, os.urandom(_STAMP_KEY_BYTES))
+            finally:
+                os.close(fd)
+            with contextlib.suppress(FileExistsError):  # another process linked its own first
+                os.link(tmp, path)
+        except OSError:
+            return None
+        finally:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+    try:
+        key = read_regular(path, _STAMP_KEY_BYTES, "view stamp key")
+    except LeagueError:  # not a regular file of a key's size: not ours to use
+        return None
+    return key if len(key) == _STAMP_KEY_BYTES else None
 
 
 def _page_of(src: Path, payload: dict, world: World | None) -> str:
@@ -284,7 +326,7 @@ def view_model(payload: dict, world: World | None = None) -> dict:
         raise LeagueError("the replay's results differ from what its events give")
     return {
         "seed": cfg.seed, "turns": cfg.turns, "speech": cfg.speech, "thievery": cfg.thievery,
-        "names": aliases, "policies": policies,
+        "names": aliases, "policies": [printable(p) for p in policies],
         "rooms": [{"id": r.id, "name": r.name, "desc": r.desc, "x": r.x, "y": r.y,
                    "dark": r.dark, "exits": list(r.exits)} for r in world.rooms],
         "keepers": [{"name": k.name, "room": k.room, "trade": list(k.trade)}
@@ -293,7 +335,7 @@ def view_model(payload: dict, world: World | None = None) -> dict:
         "guild": world.guild,
         "frames": frames,
         "highlights": highlights(frames, world, aliases),
-        "results": results,
+        "results": {**results, "names": [printable(str(n)) for n in results["names"]]},
     }
 
 
@@ -390,8 +432,8 @@ def _act_view(e: dict, w: World, aliases: list[str]) -> dict:
     reason = str(e.get("reason", ""))
     return {"seat": e.get("seat", 0), "turn": e.get("turn", 0), "order": e.get("order", 0),
             "intent": e.get("intent", ""), "ok": reason == "ok", "reason": reason,
-            "salience": e.get("salience", 0), "sentence": e.get("sentence", ""),
-            "say": e.get("say", ""), "outcome": outcome(e, w, aliases, room_name),
+            "salience": e.get("salience", 0), "sentence": printable(str(e.get("sentence", ""))),
+            "say": printable(str(e.get("say", ""))), "outcome": outcome(e, w, aliases, room_name),
             "other": e.get("other", -1), "item": e.get("item", -1), "qty": e.get("qty", 0),
             "coin": e.get("coin", 0)}
 
