@@ -21,7 +21,9 @@ sentences, are printed and the line is asked for again, so a typo never costs a 
 outcome of a played sentence opens the next turn; after the last turn it is printed before the
 results.  ``--replay FILE`` saves the episode for ``guild view`` (its folder, and that a file
 already there is a replay, are checked before the game).  ``sb3:`` opponents (model zips,
-which are pickles) are loaded in a sandbox unless ``--trust`` (``league.apart.sb3_load``).
+which are pickles) are loaded in a sandbox unless ``--trust`` (``league.apart.sb3_load``);
+``module:Name`` and ``exec:`` opponents run with the player's rights, as in ``guild evaluate``
+(``--opponents``' help says so).
 An opponent whose policy raises or answers what the rules refuse waits that turn, as a
 league's fallback does, and the person is told once.
 Everything printed goes through :func:`show`: what seats say and people type may hold terminal
@@ -190,9 +192,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the episode's seed (default: a random one, printed at the start)")
     p.add_argument("--opponents", default=DEFAULT_OPPONENTS, metavar="P1,P2,...",
                    help="policies of the other five seats in seat order: factor, magpie, "
-                        "random, champion, ppo:MODEL.pt, sb3:MODEL.zip, llm:MODEL@URL or "
-                        "module.path:Name; fewer than five are repeated "
-                        f"({DEFAULT_OPPONENTS})")
+                        "random, champion, ppo:MODEL.pt, sb3:MODEL.zip, llm:MODEL@URL, "
+                        "module.path:Name or exec:COMMAND; fewer than five are repeated "
+                        f"({DEFAULT_OPPONENTS}). A module.path:Name opponent runs in this "
+                        "process and an exec: one as its child, with your rights: play only "
+                        "code you trust (a league runs others' code in a sandbox)")
     p.add_argument("--turns", type=int, default=None, metavar="T",
                    help="turns in the episode (at least 6; default: the world file's, else 14)")
     p.add_argument("--world", metavar="FILE", default=None,
