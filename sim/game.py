@@ -310,7 +310,7 @@ def _parse_cached(world: World, aliases: list[str], aliases_low: tuple[str, ...]
     for an ``accept`` naming nobody, which reads the live offers, so those are never stored.
     Baselines and leagues repeat sentences a lot, so most parses are memo hits.  The
     aliases join the key only when one of them occurs in the sentence (as a substring of its
-    text lowercased as the parser lowercases it, SENTENCES §5.1: a superset of occurring as a
+    text lowercased as the parser lowercases it, SENTENCES §5: a superset of occurring as a
     token), so alias-free sentences are shared across episodes."""
     if not PARSE_MEMO:
         return parse(world, aliases, seat, room, offers, turn, sentence)

@@ -174,7 +174,7 @@ def test_parse_memo_changes_no_event(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_parse_memo_keys_an_alias_written_in_any_case_the_parser_reads() -> None:
-    """The parser lowercases per character (SENTENCES §5.1: U+0130 is a plain i), so "GİZMO"
+    """The parser lowercases per character (SENTENCES §5: U+0130 is a plain i), so "GİZMO"
     names Gizmo; the memo must see the alias too, or it keys the parse without the aliases and
     hands one game's seat to another game where Gizmo sits elsewhere."""
     sentence = "I rob G\u0130ZMO."
