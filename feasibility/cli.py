@@ -125,7 +125,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the gate; returns the exit status."""
+    """Run the gate; returns the exit status.  Ctrl-C at any point, the writing of the report
+    included (its outcomes are read while it is written), gives one line and no verdict."""
+    try:
+        return _run(argv)
+    except KeyboardInterrupt:
+        print("python -m feasibility: interrupted; no verdict", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _run(argv: Sequence[str] | None) -> int:
     try:
         args = build_parser().parse_args(argv)
     except UsageError as e:
@@ -140,12 +149,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"python -m feasibility: error: turns must be {MIN_TURNS}..{MAX_TURNS}; got "
               f"{turns}", file=sys.stderr)
         return EXIT_USAGE
-    try:
-        report = run_gate(world, turns, args.seeds, search_steps=args.search_steps,
-                          world_file=args.world)
-    except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback (and no verdict)
-        print("python -m feasibility: interrupted; no verdict", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    if sys.stdout is None:  # started with standard output closed: Python gives no stream
+        return _unwritten("standard output is closed")
+    report = run_gate(world, turns, args.seeds, search_steps=args.search_steps,
+                      world_file=args.world)
     try:
         if args.json:
             report.write_json(sys.stdout)  # streamed: one failure at a time
@@ -156,7 +163,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader left (| head): not the gate's verdict
         return broken_pipe()
     except OSError as e:  # a full disk, a closed output: not the gate's verdict either
-        print(f"python -m feasibility: cannot write the report ({e.strerror or e}); no "
-              "verdict", file=sys.stderr)
-        return EXIT_USAGE
+        return _unwritten(e.strerror or str(e))
+    except UnicodeEncodeError as e:  # an output that cannot take "§" or a keeper's name
+        return _unwritten(f"standard output's encoding {e.encoding} cannot write "
+                          f"{e.object[e.start:e.end]!r}")
     return EXIT_PASS if report.ok else EXIT_FAIL
+
+
+def _unwritten(why: str) -> int:
+    """The report cannot be written: one line, and no verdict (exit 2, never CI's FAIL)."""
+    print(f"python -m feasibility: cannot write the report ({why}); no verdict",
+          file=sys.stderr)
+    return EXIT_USAGE

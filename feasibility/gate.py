@@ -22,13 +22,15 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TextIO, overload
 
-from sim.rules.setup import draw_town
+from sim.rules.errors import shown
+from sim.rules.setup import draw_town, seed_in_range
 from sim.rules.world import DEFAULT_TURNS, MAX_TURNS, MIN_TURNS, SEATS, STANDARD_TOWN, World
 
 from .greedy import Source, cheapest_source, greedy_plan
@@ -43,6 +45,28 @@ DEFAULT_SEARCH_STEPS = 20_000_000
 a minute of search at most.  The standard town's gate spends 6,351; a town of 64 rooms and 32
 commission goods whose 8 keepers each sell every good spends 9.5 million, and one of 16 such
 keepers would need 66 million (64 such keepers: 4 billion)."""
+
+
+MIN_SUPPLIERS = 2
+"""RULES §18: every commission good has at least 2 suppliers (keepers that trade it), so that no
+one shop, its shelf emptied by the other seats, can close a commission for the whole table."""
+
+
+def suppliers(world: World, good: int) -> tuple[int, ...]:
+    """The keepers that trade ``good`` (RULES §18's suppliers), in id order."""
+    return tuple(k.id for k in world.keepers if good in k.trade)
+
+
+def supply_problem(world: World, good: int) -> str | None:
+    """Why commission good ``good`` breaks RULES §18's ``MIN_SUPPLIERS``, or ``None``."""
+    ids = suppliers(world, good)
+    if len(ids) >= MIN_SUPPLIERS:
+        return None
+    names = ", ".join(world.keepers[k].name for k in ids)
+    has = ("no supplier" if not ids else f"one supplier ({names})" if len(ids) == 1 else
+           f"{len(ids)} suppliers ({names})")
+    return (f"commission good {world.goods[good].name} has {has}; RULES §18 asks for "
+            f"{MIN_SUPPLIERS} or more")
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,8 +283,9 @@ class Summary:
     worst_coin: int | None = None
     worst_coin_case: Case | None = None
     worst_carry: int | None = None  # the most units a plan holds at once
-    pair_coin: dict[str, int] = field(default_factory=dict)  # worst coin per pair
-    pair_turns: dict[str, int] = field(default_factory=dict)  # worst turns per pair
+    # worst coin and turns per pair, keyed by the pair's good ids in order (a name may hold "+")
+    pair_coin: dict[tuple[int, int], int] = field(default_factory=dict)
+    pair_turns: dict[tuple[int, int], int] = field(default_factory=dict)
     slack_turns: int | None = None
     slack_coin: int | None = None
     slack_carry: int | None = None  # the carry limit less worst_carry
@@ -283,11 +308,11 @@ class Summary:
             if s.worst_coin is None or p.coin > s.worst_coin:
                 s.worst_coin, s.worst_coin_case = p.coin, o.case
             s.worst_carry = max(s.worst_carry or 0, p.carry)
-            name = pair_name(world, o.case.goods)
-            s.pair_coin[name] = max(s.pair_coin.get(name, p.coin), p.coin)
-            s.pair_turns[name] = max(s.pair_turns.get(name, p.turns), p.turns)
+            a, b = sorted(o.case.goods)
+            s.pair_coin[a, b] = max(s.pair_coin.get((a, b), p.coin), p.coin)
+            s.pair_turns[a, b] = max(s.pair_turns.get((a, b), p.turns), p.turns)
         s.distribution = dict(sorted(dist.items()))
-        s.pair_coin = dict(sorted(s.pair_coin.items(), key=lambda kv: _pair_key(world, kv[0])))
+        s.pair_coin = dict(sorted(s.pair_coin.items()))
         s.pair_turns = {k: s.pair_turns[k] for k in s.pair_coin}
         if s.worst_turns is not None and s.worst_coin is not None:
             s.slack_turns = allowed - s.worst_turns
@@ -295,11 +320,6 @@ class Summary:
         if s.worst_carry is not None:
             s.slack_carry = world.carry_limit - s.worst_carry
         return s
-
-
-def _pair_key(world: World, name: str) -> tuple[int, ...]:
-    ids = {g.name: g.id for g in world.goods}
-    return tuple(ids[n] for n in name.split("+"))
 
 
 @dataclass
@@ -347,8 +367,15 @@ class GateReport:
         return (o for o in self.outcomes() if not o.ok)
 
     @property
+    def supply_problems(self) -> dict[int, str]:
+        """Each commission good with too few suppliers (RULES §18), and why: it fails the town
+        whatever its plans, as a second supplier is what lets a seat go elsewhere."""
+        found = {g: supply_problem(self.world, g) for g in self.world.quest_items}
+        return {g: why for g, why in found.items() if why is not None}
+
+    @property
     def ok(self) -> bool:
-        return next(self.iter_failures(), None) is None
+        return not self.supply_problems and next(self.iter_failures(), None) is None
 
     def summary(self, which: str, oracle: str) -> Summary:
         outcomes = self.seeded if which == "seeded" else self.exhaustive
@@ -361,13 +388,15 @@ class GateReport:
     def write_json(self, out: TextIO) -> None:
         """Write ``json.dumps(self.to_json(), indent=1, ensure_ascii=False)`` to ``out``, one
         failure at a time: a failing gate over many seeds has hundreds of thousands, each with
-        two plans, and their whole list would take gigabytes."""
-        head = json.dumps({**self._json_head(), "failures": []}, indent=1, ensure_ascii=False)
+        two plans, and their whole list would take gigabytes.  A lone surrogate (a byte of the
+        path that is no UTF-8, as Python reads it) is written as its ``\\u`` escape: the same
+        JSON string, in text any UTF-8 output can write."""
+        head = _dumps({**self._json_head(), "failures": []})
         empty = "[]\n}"
         assert head.endswith(empty)
         first = True
         for o in self.iter_failures():
-            text = json.dumps(failure_json(self, o), indent=1, ensure_ascii=False)
+            text = _dumps(failure_json(self, o))
             out.write((head[:-len(empty)] + "[\n" if first else ",\n")
                       + "  " + text.replace("\n", "\n  "))
             first = False
@@ -386,6 +415,11 @@ class GateReport:
             "seeds": list(self.seeds) if self.seeds else None,
             "sources": {w.goods[g].name: (s.to_json(w) if s else None)
                         for g, s in self.sources.items()},
+            "suppliers": {w.goods[g].name: [w.keepers[k].name for k in suppliers(w, g)]
+                          for g in w.quest_items},
+            "supply_failures": [{"good": w.goods[g].name, "suppliers": [
+                w.keepers[k].name for k in suppliers(w, g)], "reason": why}
+                                for g, why in self.supply_problems.items()],
             "seeded": {o: _summary_json(w, self.summary("seeded", o))
                        for o in ("greedy", "optimal")},
             "exhaustive": {o: _summary_json(w, self.summary("exhaustive", o))
@@ -395,6 +429,15 @@ class GateReport:
         }
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _dumps(value: object) -> str:
+    """``json.dumps(value, indent=1, ensure_ascii=False)`` with each lone surrogate escaped."""
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m[0]):04x}",
+                          json.dumps(value, indent=1, ensure_ascii=False))
+
+
 def _case_json(world: World, case: Case | None) -> dict | None:
     if case is None:
         return None
@@ -402,12 +445,18 @@ def _case_json(world: World, case: Case | None) -> dict | None:
             "goods": [world.goods[g].name for g in case.goods]}
 
 
+def _by_pair_name(world: World, figures: dict[tuple[int, int], int]) -> dict[str, int]:
+    """A pair's figures keyed by its name (``"rope+salt"``), as JSON keys must be strings."""
+    return {pair_name(world, pair): v for pair, v in figures.items()}
+
+
 def _summary_json(world: World, s: Summary) -> dict:
     return {"cases": s.cases, "without_plan": s.without_plan, "unsearched": s.unsearched,
             "distribution": {str(k): v for k, v in s.distribution.items()},
             "worst_turns": s.worst_turns, "worst_turns_case": _case_json(world, s.worst_turns_case),
             "worst_coin": s.worst_coin, "worst_coin_case": _case_json(world, s.worst_coin_case),
-            "pair_coin": s.pair_coin, "pair_turns": s.pair_turns,
+            "pair_coin": _by_pair_name(world, s.pair_coin),
+            "pair_turns": _by_pair_name(world, s.pair_turns),
             "worst_carry": s.worst_carry,
             "slack_turns": s.slack_turns, "slack_coin": s.slack_coin, "slack_carry": s.slack_carry}
 
@@ -450,14 +499,22 @@ def run_gate(world: World = STANDARD_TOWN, turns: int = DEFAULT_TURNS,
     ``search_steps`` bounds the optimal plans' search (``None``: no bound; 0: none searched);
     the verdict, the greedy plans', does not depend on it.
 
-    ``ValueError`` for what the command line cannot ask: turns out of the game's range, seeds
-    that are not a range of step 1 (the report says "seeds A..B"), or nothing to check (a
-    PASS over no case would be no verdict)."""
+    ``ValueError`` for what the command line cannot ask: a world that is no ``World`` (a
+    path: read it with ``sim.load_world``), turns out of the game's range, seeds that are not
+    a range of step 1 (the report says "seeds A..B") or that no game takes, or nothing to
+    check (a PASS over no case would be no verdict)."""
+    if not isinstance(world, World):
+        raise ValueError(f"world must be a World; got {shown(world)} (a world file is read "
+                         "with sim.load_world(path)[0])")
     if isinstance(turns, bool) or not isinstance(turns, int) or not (
             MIN_TURNS <= turns <= MAX_TURNS):
         raise ValueError(f"turns must be an int {MIN_TURNS}..{MAX_TURNS}; got {turns!r:.40}")
     if seeds is not None and not (isinstance(seeds, range) and seeds.step == 1):
         raise ValueError(f"seeds must be a range of step 1 (or None); got {seeds!r:.60}")
+    for seed in (seeds[0], seeds[-1]) if seeds else ():  # the ends bound the whole range
+        if not seed_in_range(seed):
+            raise ValueError(f"seeds: seed {shown(seed)} is out of range: seed * 7919 + 17 must "
+                             "fit in a signed 64-bit integer")
     if not seeds and not exhaustive:
         raise ValueError("nothing to check: give seeds, or leave exhaustive on")
     checker = Checker(world, turns, search_steps)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from sim.rules.world import World
 
-from .plan import UNITS, Plan, Step, buy_cost
+from .plan import UNITS, Plan, Step, buy_cost, check_goods, check_start
 
 
 @dataclass(frozen=True)
@@ -56,15 +56,16 @@ def greedy_plan(world: World, start: int, goods: tuple[int, int],
     """The RULES §18 plan for a seat starting in ``start`` with commissions ``goods``.
 
     Returns the :class:`Plan` (``viaAB`` unless ``viaBA`` is strictly shorter), or a one-line
-    reason why there is none (a good no keeper holds ``units`` of, or an unreachable room).
+    reason why there is none (every good no keeper holds ``units`` of, or an unreachable room).
+    ``ValueError`` for a ``start`` that is no room or ``goods`` that are not two goods.
     """
-    a, b = goods
+    check_start(world, start)
+    a, b = goods = check_goods(world, goods)
     sa, sb = cheapest_source(world, a, units), cheapest_source(world, b, units)
-    for g, s in ((a, sa), (b, sb)):
-        if s is None:
-            return (f"no keeper holds {world.item_name(g, units)} at opening "
-                    f"(greedy needs one source of {units})")
-    assert sa is not None and sb is not None
+    if sa is None or sb is None:
+        lacking = " or ".join(world.item_name(g, units) for g, s in ((a, sa), (b, sb))
+                              if s is None)
+        return f"no keeper holds {lacking} at opening (greedy needs one source of {units})"
     guild = world.keepers[world.guild].room
     d = world.dist
     best: tuple[int, Source, Source] | None = None

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from sim.rules.world import World
 
-from .plan import UNITS, Plan, Step, buy_cost
+from .plan import UNITS, Plan, Step, buy_cost, check_goods, check_start
 
 
 class OutOfEffort(Exception):  # noqa: N818 - a budget spent, not an error in the input
@@ -87,7 +87,7 @@ class OptimalSearch:
     def __init__(self, world: World, goods: tuple[int, int], budget: int | None = None,
                  units: int = UNITS, effort: SearchEffort | None = None) -> None:
         self.world = world
-        self.goods = tuple(goods)
+        self.goods = check_goods(world, goods)
         self.units = units
         self.budget = world.start_coin if budget is None else budget
         self.guild_room = world.keepers[world.guild].room
@@ -179,18 +179,36 @@ class OptimalSearch:
         """Whether the guild keeper and enough units of each commission good lie in rooms
         reachable from ``start``: a plan with coin enough exists exactly then (a pack of one
         unit still delivers them one by one).  When :meth:`plan` finds none, this says
-        whether the purse or the town's roads and shelves are to blame."""
-        dist = self.world.dist[start]
+        whether the purse or the town (:meth:`shortfalls`) is to blame."""
+        return not self.shortfalls(start)
+
+    def shortfalls(self, start: int) -> tuple[str, ...]:
+        """Why no plan from ``start`` exists at any purse, each cause once: the guild keeper
+        beyond the roads, a good the keepers' opening stock holds too few of in the whole town,
+        or one whose units lie beyond the roads; empty when coin enough makes a plan."""
+        w, dist = self.world, self.world.dist[check_start(self.world, start)]
+        why = []
         if dist[self.guild_room] < 0:
-            return False
-        return all(sum(s.stock for s in self.slots if s.index == i and dist[s.room] >= 0)
-                   >= self.units for i in range(len(self.goods)))
+            why.append(f"the guild keeper, {w.keepers[w.guild].name}, lies beyond its roads")
+        for i, g in enumerate(self.goods):
+            shelves = [s for s in self.slots if s.index == i]
+            held = sum(s.stock for s in shelves)
+            near = sum(s.stock for s in shelves if dist[s.room] >= 0)
+            if held < self.units:
+                why.append(f"the keepers' opening stock holds {w.item_name(g, held)} in all, "
+                           f"{self.units} needed")
+            elif near < self.units:
+                why.append(f"{w.item_name(g, held - near)} of the keepers' {held} lie beyond its "
+                           f"roads, {self.units} needed within them")
+        return tuple(why)
 
     def plan(self, start: int) -> Plan | None:
         """The optimal plan from ``start``, or ``None`` when no plan fits the purse at all.
 
         :class:`OutOfEffort` when the search's effort runs out first (the states searched so
-        far stay in the memo: they are exact)."""
+        far stay in the memo: they are exact); ``ValueError`` for a ``start`` that is no
+        room."""
+        check_start(self.world, start)
         got = (0,) * len(self.goods)
         bought: tuple[tuple[int, int], ...] = ()
         delivered = (0,) * len(self.goods)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sim.rules.errors import shown
 from sim.rules.prices import buy_walk
 from sim.rules.world import COMMISSION_COUNT, World
 
@@ -121,3 +122,32 @@ def buy_cost(world: World, good: int, stock: int, qty: int) -> int:
     price walk (``sim.rules.prices.buy_walk``, RULES §7, §9.1) with a purse that never runs
     short."""
     return buy_walk(world.ask_table[good], stock, qty, UNLIMITED)[1]
+
+
+def _is_id(v: object, n: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < n
+
+
+def check_start(world: World, start: object) -> int:
+    """``start``, a room id of ``world``; else ``ValueError`` naming it (an id past the table
+    would index nothing, and a negative one another room)."""
+    if not _is_id(start, world.n_rooms):
+        raise ValueError(f"start must be a room id 0..{world.n_rooms - 1}; got {shown(start)}")
+    return start  # type: ignore[return-value]
+
+
+def check_goods(world: World, goods: object) -> tuple[int, int]:
+    """``goods`` as a pair of two different good ids of ``world`` (a seat's two commissions);
+    else ``ValueError`` naming it: an unknown good has no shelf, so no plan, which would read
+    as a town that fails."""
+    try:
+        a, b = goods  # type: ignore[misc]
+    except (TypeError, ValueError):
+        raise ValueError(f"goods must be two good ids; got {shown(goods)}") from None
+    if not (_is_id(a, len(world.goods)) and _is_id(b, len(world.goods))):
+        raise ValueError(f"goods must be good ids 0..{len(world.goods) - 1}; got "
+                         f"{shown(goods)}")
+    if a == b:
+        raise ValueError(f"goods must be two different goods (a seat's two commissions); got "
+                         f"{shown(goods)}")
+    return a, b

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from sim.rules.errors import printable
 from sim.rules.world import World
 
-from .gate import Case, GateReport, Outcome, Summary, pair_name
+from .gate import MIN_SUPPLIERS, Case, GateReport, Outcome, Summary, pair_name, suppliers
 from .optimal import OptimalSearch
 
 SHOWN_FAILURES = 12
@@ -25,10 +26,10 @@ def describe_failure(report: GateReport, o: Outcome) -> str:
     if not o.searched:
         best = "optimal plan not searched (the search's steps ran out)"
     elif o.optimal is None:
-        reach = OptimalSearch(report.world, (o.case.goods[0], o.case.goods[1])).within_reach
-        best = (f"no plan at all within {report.world.start_coin} coin"
-                if reach(o.case.start) else
-                "no plan at all: the guild keeper or enough of the goods lie beyond its roads")
+        search = OptimalSearch(report.world, (o.case.goods[0], o.case.goods[1]))
+        short = search.shortfalls(o.case.start)
+        best = ("no plan at all: " + "; ".join(short) if short else
+                f"no plan at all within {report.world.start_coin} coin")
     else:
         fits = "fits" if o.optimal.turns <= report.allowed else "does not fit either"
         best = f"optimal plan {o.optimal.turns} turns / {o.optimal.coin} coin {fits}"
@@ -62,7 +63,7 @@ def _oracle_rows(g: Summary, o: Summary) -> list[str]:
 def format_text(report: GateReport) -> str:
     """The table printed by ``python -m feasibility``."""
     w = report.world
-    lines = [f"feasibility gate (RULES §18): {report.world_name}; {report.turns} turns "
+    lines = [f"feasibility gate (RULES §18): {printable(report.world_name)}; {report.turns} turns "
              f"(plans must fit in {report.allowed}), start coin {w.start_coin}, "
              f"carry limit {w.carry_limit}"]
     srcs = []
@@ -71,6 +72,10 @@ def format_text(report: GateReport) -> str:
                     f"{w.goods[g].name} {w.keepers[s.keeper].name} @ {w.rooms[s.room].name} "
                     f"{s.cost}")
     lines.append("greedy sources (2 units at opening stock): " + ", ".join(srcs))
+    lines.append(f"suppliers ({MIN_SUPPLIERS} or more a commission good): " + ", ".join(
+        f"{w.goods[g].name} {len(suppliers(w, g))}" for g in w.quest_items))
+    short = report.supply_problems
+    lines += [f"  {why}" for why in short.values()]
 
     if report.seeds is not None:
         a, b = report.seeds
@@ -86,7 +91,7 @@ def format_text(report: GateReport) -> str:
         if g.worst_coin_case is not None:
             lines.append(f"  worst greedy cost: {g.worst_coin} "
                          f"({pair_name(w, g.worst_coin_case.goods)})")
-        lines.append("  greedy pair costs: " + ", ".join(f"{k} {v}"
+        lines.append("  greedy pair costs: " + ", ".join(f"{pair_name(w, k)} {v}"
                                                           for k, v in g.pair_coin.items()))
 
     if report.exhaustive:
@@ -96,12 +101,14 @@ def format_text(report: GateReport) -> str:
         lines.append(f"exhaustive: {w.n_rooms} start rooms x {n_pairs} ordered pairs = "
                      f"{g.cases} cases")
         lines += _oracle_rows(g, o)
-        lines.append(f"  {'pair':<14} {'greedy turns/coin':>18} {'optimal turns/coin':>19}"
+        pairs = {p: pair_name(w, p) for p in sorted({*g.pair_coin, *o.pair_coin})}
+        width = max([14, *map(len, pairs.values())])
+        lines.append(f"  {'pair':<{width}} {'greedy turns/coin':>18} {'optimal turns/coin':>19}"
                      "   (worst over start rooms)")
-        for pair in dict.fromkeys([*g.pair_coin, *o.pair_coin]):
+        for pair, name in pairs.items():
             gt = f"{_num(g.pair_turns.get(pair))}/{_num(g.pair_coin.get(pair))}"
             ot = f"{_num(o.pair_turns.get(pair))}/{_num(o.pair_coin.get(pair))}"
-            lines.append(f"  {pair:<14} {gt:>18} {ot:>19}")
+            lines.append(f"  {name:<{width}} {gt:>18} {ot:>19}")
 
     if report.unsearched:
         lines.append(f"optimal search: stopped at its {report.search_steps:,} steps with "
@@ -114,12 +121,16 @@ def format_text(report: GateReport) -> str:
         failed += 1
         if len(shown) < SHOWN_FAILURES:
             shown.append(o)
+    thin = (f"{len(short)} commission good{'s' if len(short) > 1 else ''} with fewer than "
+            f"{MIN_SUPPLIERS} suppliers ({', '.join(w.goods[g].name for g in short)})")
     if not failed:
         lines.append("failures: none")
-        lines.append("PASS: every plan fits")
+        lines.append(f"FAIL: every plan fits, but {thin}" if short else
+                     "PASS: every plan fits")
     else:
         more = f", first {len(shown)} shown (--json lists all)" if failed > len(shown) else ""
         lines.append(f"failures: {failed}{more}")
         lines += [f"  {describe_failure(report, o)}" for o in shown]
-        lines.append(f"FAIL: {failed} of {report.cases} plans do not fit")
+        lines.append(f"FAIL: {failed} of {report.cases} plans do not fit"
+                     + (f"; {thin}" if short else ""))
     return "\n".join(lines)

@@ -51,8 +51,8 @@ def test_section18_figures(standard) -> None:
     assert g.worst_turns == 10
     assert g.worst_coin == 36
     assert sorted(g.worst_coin_case.goods) == [ROPE, SALT]
-    assert g.pair_coin == {"hide+nails": 20, "hide+rope": 26, "hide+salt": 28,
-                           "nails+rope": 28, "nails+salt": 30, "rope+salt": 36}
+    assert g.pair_coin == {(HIDE, NAILS): 20, (HIDE, ROPE): 26, (HIDE, SALT): 28,
+                           (NAILS, ROPE): 28, (NAILS, SALT): 30, (ROPE, SALT): 36}
     assert g.distribution == {6: 23, 7: 158, 8: 399, 9: 378, 10: 242}
     assert g.slack_turns == 12 - 10 and g.slack_coin == 40 - 36
 
@@ -210,7 +210,7 @@ def test_unreachable_guildhall_is_a_failure_with_a_reason() -> None:
     assert "unreachable" in r.failures[0].problems[0]
     # the line blames the roads, not the purse (it said "no plan at all within 40 coin")
     assert describe_failure(r, r.failures[0]).endswith(
-        "no plan at all: the guild keeper or enough of the goods lie beyond its roads")
+        "no plan at all: the guild keeper, Guildmaster Vell, lies beyond its roads")
     poor = run_gate(replace(W, start_coin=5), seeds=range(1))
     assert describe_failure(poor, poor.failures[0]).endswith("no plan at all within 5 coin")
 

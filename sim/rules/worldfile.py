@@ -83,6 +83,8 @@ __all__ = ["GOOD_KEYS", "KEEPER_KEYS", "MAX_COIN", "MAX_DEPTH", "MAX_FILE_BYTES"
 MAX_FILE_BYTES = 1 << 20  # 1 MiB: a 64-room town with long descriptions is under 100 KB
 MAX_DEPTH = 8             # containers inside containers; a town needs 4
 MAX_INT_DIGITS = 30       # far past every bound below; longer literals are refused unread
+SHOWN_PATH = 120          # a path's characters in an error line: a longer one keeps its end
+SHOWN_REASON = 300        # a reason's characters in an error line
 
 
 def load_world(path: str | Path, base: World = STANDARD_TOWN) -> tuple[World, int | None]:
@@ -121,19 +123,36 @@ def world_and_turns(path: str | Path | None, turns: int | None = None) -> tuple[
     and the turn count (``turns`` when given, else the file's, else :data:`DEFAULT_TURNS`).
     Every command that plays a world file reads it and its turns here, so they agree on both,
     and refuse a bad one alike: :class:`WorldFileError` whose text is one line ready to print,
-    ``bad world file: ...`` (at most 300 characters of the reason)."""
+    ``bad world file: PATH: REASON`` (:func:`_one_line`)."""
     if path is None:
         return STANDARD_TOWN, DEFAULT_TURNS if turns is None else turns
     try:
         world, file_turns = load_world(path)
     except ValueError as e:  # WorldFileError, or a town World itself refuses
-        text = printable(" ".join(str(e).split()))  # a path may hold escape codes
-        raise WorldFileError(f"bad world file: {text[:300]}"
-                             + ("..." if len(text) > 300 else "")) from None
+        source = str(Path(path)) if isinstance(path, (str, Path)) else ""
+        raise WorldFileError(f"bad world file: {_one_line(str(e), source)}") from None
     except RecursionError:
-        raise WorldFileError(f"bad world file: {printable(str(path))} is nested too "
+        raise WorldFileError(f"bad world file: {_shown_path(str(path))} is nested too "
                              "deeply") from None
     return world, turns if turns is not None else (file_turns or DEFAULT_TURNS)
+
+
+def _shown_path(path: str) -> str:
+    """``path`` as it prints (its escape codes inert), cut to :data:`SHOWN_PATH` characters by
+    keeping its end, which names the file."""
+    text = printable(path)
+    return text if len(text) <= SHOWN_PATH else "..." + text[-(SHOWN_PATH - 3):]
+
+
+def _one_line(message: str, source: str) -> str:
+    """An error ``message`` as one printable line: the path it begins with (``source``) cut by
+    :func:`_shown_path`, so that a deep path never crowds out the reason after it, which is
+    kept whole up to :data:`SHOWN_REASON` characters."""
+    path = source if source and message.startswith(source) else ""
+    reason = printable(" ".join(message[len(path):].split()))
+    if len(reason) > SHOWN_REASON:
+        reason = reason[:SHOWN_REASON] + "..."
+    return (_shown_path(path) if path else "") + reason
 
 
 def _parse_toml(p: Path, raw: bytes) -> Any:
