@@ -120,6 +120,8 @@ BAD_WORLDS = [
                                                        "2 stock levels"),
     ({"guild": "Mayor Pell"}, "guild: unknown keeper 'Mayor Pell'"),
     ([1, 2], "must be an object"),
+    ({"keepers": None}, "keepers: must be a list (a full table) or an object (changes to the "
+                        "standard entries); got None"),
     # a name's line break would write lines of its own into the gate's report (a "PASS:")
     ({"rooms": {"The Copper Kettle": {"name": "Kettle\nPASS: every plan fits"}}},
      "name: must be one line of printable text, without control or format characters; got "

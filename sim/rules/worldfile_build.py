@@ -236,6 +236,9 @@ def _renames(row: Mapping, patch: Mapping) -> bool:
 def _listed(f: Fields, spec: Any, key: str,
             allowed: Sequence[str]) -> tuple[list[dict], list[str]]:
     """The rows of a full replacement list; entry i has id i."""
+    if isinstance(spec, (str, bytes)) or not isinstance(spec, Sequence):
+        raise f.fail(key, f"must be a list (a full table) or an object (changes to the "
+                          f"standard entries); got {shown(spec, 80)}")
     rows = f.sequence(spec, key)
     if not rows:
         raise f.fail(key, "must not be empty")
