@@ -24,7 +24,7 @@ from typing import Any
 
 from league.apart import sandbox
 from league.apart.isolated import DEFAULT_MEMORY_MB, close_all
-from league.core import ladder, replay_seats, signing, verify
+from league.core import ladder, policy_code, replay_seats, signing, verify
 from league.core.atomic import write_atomic
 from league.core.episode import FALLBACKS, FAULT_KINDS, Settings, built_policy, reach, trusted
 from league.core.errors import LeagueError
@@ -41,6 +41,7 @@ from league.core.lineups import (
 )
 from league.core.signing import SIGNATURE, file_sha256
 from league.core.store import (
+    CODE,
     FORMAT,
     LADDER,
     MANIFEST,
@@ -98,10 +99,12 @@ class LeagueOptions:
                 **({"startTimeout": self.start_timeout} if self.start_timeout is not None
                    else {}),
                 **({"trust": True} if self.trust else {}),
-                **({"sandbox": self.sandbox} if self.apart() else {}),
+                **({"sandbox": self.sandbox, "seatMemory": self.seat_memory} if self.apart()
+                   else {}),
                 **({"fallback": self.fallback} if self.fallback is not None else {}),
                 **signing.signed_by(self.signing_key),  # the key that signs signature.json
                 **replay_seats.model_digests(self.policies),  # ppo: files' sha256
+                **policy_code.code_digests(self.policies, self.out),  # module:, exec:
                 "episodes": episodes}
 
 
@@ -259,6 +262,13 @@ def run_league(o: LeagueOptions, *, on_note: Note | None = None,
     with ray, LeagueDir(o.out) as d:
         old = d.read_manifest()
         manifest = o.manifest(o.episodes)  # once: it loads the key and hashes ppo: models
+        for name, digest in manifest.get(CODE, {}).items():
+            if digest.get("capped"):
+                note(f"league: policy {shown(name)!r} has too much code to hash whole (over "
+                     f"{policy_code.MAX_CODE_FILES} files, {policy_code.MAX_CODE_BYTES >> 20} MB "
+                     f"or {policy_code.MAX_CODE_ENTRIES} "
+                     "folder entries): league.json records the sha256 of its first files (by "
+                     "path) only, so a change in the others goes unnoticed on resume")
         d.check_identity(manifest)  # before the draw, which may write the secret
         _check_not_fewer(o, old)
         draw, commitments = _draw(d, o, old)
@@ -289,7 +299,8 @@ def run_league(o: LeagueOptions, *, on_note: Note | None = None,
             close_all()  # seat processes of episodes played here (workers close their own)
         if commitments is not None and len(rows) >= o.episodes:  # ended: reveal the secrets
             d.write_manifest(_with_draw(manifest, commitments, draw))
-        result = ladder.build(rows, o.policies, ladder.bootstrap_seed(o.seed, commitments))
+        result = ladder.build(rows, o.policies, ladder.bootstrap_seed(o.seed, commitments),
+                              ladder.kept(d.root / LADDER))  # a bootstrap league stays one
         write_atomic(d.root / LADDER, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
         if o.plot:
             ladder.plot(result, d.root / "ladder.png")

@@ -26,7 +26,7 @@ import pytest
 from conftest import needs, needs_module
 from leagues import F, league_args, one_error_line, rename, rows
 
-from league.cli import report
+from league.cli import report, report_html
 from league.cli.guild import MEASURES, main
 from league.core import ladder as ladders
 from sim.rules.world import SEATS
@@ -302,6 +302,26 @@ def test_the_chart_has_a_row_of_bars_per_policy(league: Path) -> None:
         assert 'class="mean"' in group and 'class="ci"' in group
 
 
+def test_the_chart_marks_the_ladder_s_mean_as_the_ladder_row_shows_it() -> None:
+    """Six seats of 3-decimal scores whose float mean, -0.13749999999999998, shows as -0.137,
+    while the ladder's, -0.1375 to 6 decimals, shows as -0.138: the page shows one mean."""
+    scores = (-0.825, 0.4, -0.525, 0.3, -0.225, 0.05)
+    zeros = [0] * SEATS
+    line = {"group": 0, "lineup": ["a"] * SEATS, "scores": list(scores), "turns": 14,
+            "questPoints": zeros, "delivered": zeros, "robberies": zeros, "robbed": zeros,
+            "fallbacks": zeros, "faults": [{}] * SEATS}
+    ladder = ladders.build([line], ["a"], 0)
+    mean = ladder["policies"][0]["meanScore"]
+    assert signed(sum(scores) / SEATS) != signed(mean)  # the two roundings differ here
+    tally = report.Tally(["a"])
+    tally.add(report.Episode("e000000", 1, ("a",) * SEATS, scores, 0, 0))
+    chart = report_html.chart_section(ladder, tally)
+    group = chart.split('<g class="dist"', 1)[1].split("</g>", 1)[0]
+    assert f'data-mean="{mean}"' in group and f"<title>a: mean {signed(mean)}</title>" in group
+    [(_, cells)] = Tables(report_html.ladder_section(ladder, tally)).body("ladder-table")
+    assert cells[2][1] == signed(mean)
+
+
 def test_a_name_full_of_html_is_shown_as_text(evil_league: Path) -> None:
     page = page_of(evil_league)
     assert EVIL not in page and "<img" not in page and "<script" not in page
@@ -486,17 +506,20 @@ def test_the_ladder_of_the_lines_is_ladder_build_s() -> None:
             assert report.LadderRows.problem(line) is None
             held.add(line)
         manifest = {"policies": policies, "seed": rng.randint(0, 99)}
-        mine = report.ladder_of(held, manifest)
-        want = ladders.build(lines, policies, manifest["seed"])
-        assert {**mine, "interval": None} == {**want, "interval": None}
-        first = rng.randint(0, len(lines))
-        assert {**report.ladder_of(held, manifest, first), "interval": None} == \
-            {**ladders.build(lines[:first], policies, manifest["seed"]), "interval": None}
+        for kind in ("t", "bootstrap"):  # a new ladder's interval, and the older one's
+            mine = report.ladder_of(held, manifest, kind=kind)
+            want = ladders.build(lines, policies, manifest["seed"], kind)
+            assert {**mine, "interval": None} == {**want, "interval": None}
+            first = rng.randint(0, len(lines))
+            assert {**report.ladder_of(held, manifest, first, kind), "interval": None} == \
+                {**ladders.build(lines[:first], policies, manifest["seed"], kind),
+                 "interval": None}
 
 
-def test_a_secret_draw_says_what_seeds_its_intervals(league: Path, tmp_path: Path) -> None:
-    """No league seed: the bootstrap is seeded from the commitment to the secret, and the
-    page says so (it said "seeded from the league seed"); the intervals are ladder.json's."""
+def test_a_secret_draw_says_what_its_intervals_are(league: Path, tmp_path: Path) -> None:
+    """No league seed: the t interval needs none, and the page says what the intervals are
+    (a bootstrap ladder's, seeded from the commitment to the secret, is in
+    tests/test_ladder_intervals.py); the intervals are ladder.json's."""
     out = tmp_path / "secret"
     assert main(["league", "--policies", "factor,magpie", "--episodes", "12", "--turns", "6",
                  "--workers", "1", "--out", str(out)]) == 0
@@ -506,10 +529,9 @@ def test_a_secret_draw_says_what_seeds_its_intervals(league: Path, tmp_path: Pat
     page = html.unescape(page_of(out))
     assert_ladder(page_of(out), json.loads((out / "ladder.json").read_text(encoding="utf-8")))
     assert "league seed" not in page and "secret draw" in page
-    assert ("seeded from the commitment to the league's secret draw (league.json's first "
-            "sha256)" in page)
+    assert ladders.T_INTERVAL in page and "seeded from" not in page
     assert main(["verify", str(out)]) == 0  # ladder.json says it too, as verify derives it
-    assert "resamples, seeded from the league seed" in page_of(league)  # a public draw
+    assert ladders.T_INTERVAL in html.unescape(page_of(league))  # a public draw's too
 
 
 def test_the_seat_caption_says_initiative_rotates_as_the_replays_do(league: Path) -> None:

@@ -47,7 +47,8 @@ seat's fallback, marked scripted and counted. By default llm: seats fall back to
 every other seat waits ("I wait and watch the road."); --fallback wait or --fallback factor
 sets it for every seat (it is part of the league's configuration). A policy more than 10% of
 whose decisions were not its own is unranked: listed below the ranked policies, with rank
-null in ladder.json and the reason.
+null in ladder.json and the reason. So is a policy that held no seat; equal mean scores (as
+ladder.json records them) share a rank (1, 1, 3).
 
 Signed: at the end of every run the league signs signature.json (the sha256 of league.json,
 results.jsonl, ladder.json and every replay) with its Ed25519 key, kept outside --out:

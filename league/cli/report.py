@@ -293,7 +293,7 @@ def read_league(root: Path) -> League:
         lacking = f"{MANIFEST} names a policy that is not Unicode text ({_quoted(odd)})"
     warnings = []
     if rows is not None:
-        ladder = ladder_of(rows, manifest)
+        ladder = ladder_of(rows, manifest, kind=ladders.kind_of(claimed))  # as it was written
         if claimed is not None and "ranking" not in claimed and not rows.fallback_play:
             ladder = claims.before_ranking(ladder)  # ranked, as it was, before the rule
         differs = _mismatch(claimed, ladder, rows, manifest) if claimed is not None else None
@@ -405,24 +405,23 @@ class _Some(Sequence[dict]):
         return self.rows[self.numbers[k]]
 
 
-def ladder_of(rows: LadderRows, manifest: dict, first: int | None = None) -> dict:
-    """The ladder of the first ``first`` lines (all by default): what ``ladder.build`` gives
-    (a mean to its last rounded digit), built policy by policy, each over its own lines:
-    ``build`` reads every line for every policy, the square of a folder's many policies."""
+def ladder_of(rows: LadderRows, manifest: dict, first: int | None = None,
+              kind: ladders.Kind = "t") -> dict:
+    """The ladder of the first ``first`` lines (all by default) with ``kind``'s interval: what
+    ``ladder.build`` gives (a mean to its last rounded digit), built policy by policy, each
+    over its own lines: ``build`` reads every line for every policy, the square of a folder's
+    many policies."""
     seed = ladders.bootstrap_seed(manifest.get("seed"), _commitments(manifest))
     n = len(rows) if first is None else min(first, len(rows))
     entries = []
     for name in manifest["policies"]:
         lines = rows.lines_of.get(name, array("Q"))
         entries += ladders.build(_Some(rows, lines[:bisect_left(lines, n)]), [name],
-                                 seed)["policies"]
-    entries.sort(key=lambda e: (not e["ranked"], e["meanScore"] is None,
-                                -(e["meanScore"] or 0.0), e["policy"]))
-    ranks = itertools.count(1)
+                                 seed, kind)["policies"]
     sizes = Counter(rows.group[:n])
-    return {**ladders.build([], [], seed), "episodes": n, "groups": len(sizes),
+    return {**ladders.build([], [], seed, kind), "episodes": n, "groups": len(sizes),
             "completeGroups": sum(1 for k in sizes.values() if k == SEATS),  # a rotation a seat
-            "policies": [{**e, "rank": next(ranks) if e["ranked"] else None} for e in entries]}
+            "policies": ladders.ranked(entries, kind)}
 
 
 def _commitments(manifest: dict) -> list[dict] | None:
@@ -440,7 +439,7 @@ def _mismatch(claimed: dict, derived: dict, rows: LadderRows, manifest: dict) ->
     if is_count(k) and k > n:
         return f"{LADDER} counts {k} episodes, {RESULTS} holds {n}"
     if is_count(k) and k < n:
-        derived = ladder_of(rows, manifest, k)
+        derived = ladder_of(rows, manifest, k, ladders.kind_of(claimed))
     diffs = claims.ladder_differences(claimed, derived, rows.fallback_play)
     return diffs[0] if diffs else None
 

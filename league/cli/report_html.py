@@ -108,8 +108,8 @@ def ladder_section(ladder: dict, tally: Tally, planned: int | None = None) -> st
     parts = [
         '<section class="panel" id="ladder"><h2>Ladder</h2>\n',
         "<p class=\"note\">Each policy's mean score over the seats it held, at mixed tables "
-        "drawn from the whole list; unranked policies (too many decisions not their own) "
-        "are listed below the ranked ones.</p>\n",
+        "drawn from the whole list; unranked policies (too many decisions not their own, "
+        "or no seat) are listed below the ranked ones, with the reason.</p>\n",
     ]
     if unfinished(tally.episodes, planned):
         n = tally.episodes
@@ -157,15 +157,19 @@ def _commissions(e: dict) -> str:
 # --- the score distributions -----------------------------------------------------------------
 def chart_section(ladder: dict, tally: Tally) -> str:
     intervals = {e["policy"]: e.get("ci95") for e in ladder["policies"]}
+    means = {e["policy"]: e.get("meanScore") for e in ladder["policies"]}
     return ('<section class="panel" id="distributions"><h2>Score distributions</h2>\n'
             "<p class=\"note\">Each policy's episode scores, one per seat it held, in bins of "
             "equal width (bar height: how many of its seats, its tallest bar full height); the "
-            "black mark is its mean, the red bar its ladder interval.</p>\n"
-            f"{chart(tally, intervals)}</section>\n")
+            "black mark is its ladder mean, the red bar its ladder interval.</p>\n"
+            f"{chart(tally, intervals, means)}</section>\n")
 
 
-def chart(tally: Tally, intervals: dict[str, list[float] | None]) -> str:
-    """One SVG: a histogram row per policy that sat, on a shared score axis."""
+def chart(tally: Tally, intervals: dict[str, list[float] | None],
+          means: dict[str, float | None] | None = None) -> str:
+    """One SVG: a histogram row per policy that sat, on a shared score axis; a policy's mean
+    is marked as the ladder gives it (``means``), so the page shows one mean, not two roundings
+    of it."""
     names = [n for n in tally.order if len(tally.scores.get(n, ())) > 0]
     if not names:
         return '<p class="note">No episodes yet.</p>\n'
@@ -178,8 +182,8 @@ def chart(tally: Tally, intervals: dict[str, list[float] | None]) -> str:
              f'aria-label="score distributions" viewBox="0 0 {CHART_W} {height}" '
              f'width="{CHART_W}" height="{height}">\n', axis.grid(TOP, height - AXIS_H)]
     for i, name in enumerate(names):
-        parts.append(_row(name, tally.scores[name], intervals.get(name), TOP + i * ROW_H,
-                          axis, start, step, bins))
+        parts.append(_row(name, tally.scores[name], (means or {}).get(name),
+                          intervals.get(name), TOP + i * ROW_H, axis, start, step, bins))
     parts.append("</svg>\n")
     return "".join(parts)
 
@@ -215,16 +219,15 @@ class Axis:
         return "".join(out)
 
 
-def _row(name: str, scores: Sequence[float], ci: list[float] | None, top: int, axis: Axis,
-         start: float, step: float, bins: int) -> str:
+def _row(name: str, scores: Sequence[float], mean: float | None, ci: list[float] | None,
+         top: int, axis: Axis, start: float, step: float, bins: int) -> str:
     counts = [0] * bins
     for s in scores:
         counts[min(bins - 1, max(0, int((s - start) / step)))] += 1
     most = max(counts)
     base, tall = top + ROW_H - 12, ROW_H - 22
-    mean = sum(scores) / len(scores)
     shown = name if len(name) <= LABEL_CHARS else name[:LABEL_CHARS - 1] + "\u2026"
-    out = [f'<g class="dist"{_data(policy=name, n=len(scores), mean=round(mean, 6))}>'
+    out = [f'<g class="dist"{_data(policy=name, n=len(scores), mean=mean)}>'
            f'<text class="label" x="{LABEL_W - 10}" y="{top + tall / 2 + 4:.0f}">'
            f"<title>{esc(name)}</title>{esc(shown)}</text>"
            f'<text class="label n" x="{LABEL_W - 10}" y="{top + tall / 2 + 20:.0f}">'
@@ -239,9 +242,10 @@ def _row(name: str, scores: Sequence[float], ci: list[float] | None, top: int, a
                    f"{c} of {len(scores)} seats scored "
                    f"{signed(start + b * step)} to {signed(start + (b + 1) * step)}"
                    "</title></rect>\n")
-    out.append(f'<rect class="mean" x="{axis.x(mean) - 1:.1f}" y="{top + 2}" width="2" '
-               f'height="{base - top - 2}"><title>{esc(name)}: mean {signed(mean)}</title>'
-               "</rect>\n")
+    if mean is not None:  # a number: the ladder's, computed or checked (report._entry_problem)
+        out.append(f'<rect class="mean" x="{axis.x(mean) - 1:.1f}" y="{top + 2}" width="2" '
+                   f'height="{base - top - 2}"><title>{esc(name)}: mean {signed(mean)}</title>'
+                   "</rect>\n")
     if ci:
         x0, x1 = axis.x(ci[0]), axis.x(ci[1])
         out.append(f'<rect class="ci" x="{x0:.1f}" y="{base + 2}" width="{max(2.0, x1 - x0):.1f}"'

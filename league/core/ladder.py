@@ -1,11 +1,18 @@
-"""The ladder: per policy the mean episode score with a bootstrap interval, and what it did.
+"""The ladder: per policy the mean episode score with a 95% interval, and what it did.
 
 The statistic is the mean score over every seat a policy played (RULES §13: "the ladder
-statistic is the mean episode score"). Its 95% interval is a percentile bootstrap that resamples
-whole rotation groups: the six episodes of a group share a seed, so the group, not the episode
-or the seat, is the independent unit. The bootstrap generator is seeded from the league seed,
-so the interval is the same on every run. With fewer than two groups there is nothing to
-resample and the interval is left empty (``null``).
+statistic is the mean episode score"). The six episodes of a rotation group share a seed, so
+the group, not the episode or the seat, is the independent unit. The 95% interval is a Student
+t interval over groups: each group's mean score per seat of the policy, weighted by the policy's
+seats in it (so the interval is centred on the mean score), with ``n - 1`` degrees of freedom
+for ``n`` groups. With fewer than two groups there is no spread to measure and the interval is
+left empty (``null``).
+
+A ladder written before the t interval recorded a percentile bootstrap over groups
+(``"interval"``); a ladder that records it (:func:`kind_of`) is rebuilt as it was written: the
+bootstrap, seeded from the league seed, and its ranking (every policy ranked, a tie broken by
+name). The bootstrap covers the true mean far less than 95% of the time when groups are few
+(two groups: the interval is the two group means), hence the t interval for new ladders.
 
 Commission completion comes from the results alone: each commission adds ``4 x delivered`` to
 ``questPoints`` plus 8 once complete (RULES §13), so a seat completed
@@ -14,37 +21,54 @@ Commission completion comes from the results alone: each commission adds ``4 x d
 No free rides. A policy is ranked on its own play: one with more than 10% of its decisions not
 its own (``fallbacks``: a decision the fallback played after a fault, or a scripted fallback of
 the policy's own; a decision that fell back counts once, whatever its faults) is *unranked*
-(``"ranked": false`` and ``"unranked"``: the reason). Unranked policies are listed below all
-ranked ones, ordered among themselves as the ranked ones are (by mean score), with ``"rank":
-null``: a rank would place them in a competition they did not play themselves. ``faults``
-counts every fault (``raised``, ``garbage``, ``timeout``, ``crashed``) of the policy's seats,
-including those of a reset; ``notOwnShare`` is ``fallbacks / decisions``.
+(``"ranked": false`` and ``"unranked"``: the reason), and so is one that held no seat (it has
+no mean score). Unranked policies are listed below all ranked ones, ordered among themselves as
+the ranked ones are (by mean score), with ``"rank": null``: a rank would place them in a
+competition they did not play themselves. Ranked policies whose mean scores are equal as
+``ladder.json`` records them (6 decimals) share a rank, the next rank skipping as many places
+(1, 1, 3). ``faults`` counts every fault (``raised``, ``garbage``, ``timeout``, ``crashed``) of
+the policy's seats, including those of a reset; ``notOwnShare`` is ``fallbacks / decisions``.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import math
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from league.core.atomic import replacing
+from league.core.errors import LeagueError
+from league.core.files import read_regular
+from league.core.store import MAX_LADDER_BYTES
 
 if TYPE_CHECKING:
     import numpy as np
 
+Kind = Literal["t", "bootstrap"]  # the interval of a ladder: new ladders' t, or the older one
 COMMISSIONS_PER_SEAT = 2
 BOOTSTRAP_SAMPLES = 2000
+BOOTSTRAP_WORDS = "95% percentile bootstrap over rotation groups"  # how such a ladder says it
+T_INTERVAL = ("95% Student t interval over rotation groups: each group's mean score per seat, "
+              "weighted by the policy's seats in it, n - 1 degrees of freedom for n groups")
 UNRANKED_ABOVE = 10  # percent of a policy's decisions not its own above which it is unranked
-RANKING = ("policies with more than 10% of their decisions not their own (fallbacks) are "
-           "unranked: listed below the ranked ones, rank null")
+RANKING = ("policies with more than 10% of their decisions not their own (fallbacks), or no "
+           "seat, are unranked: listed below the ranked ones, rank null; equal mean scores (as "
+           "recorded, 6 decimals) share a rank (1, 1, 3)")
+BOOTSTRAP_RANKING = ("policies with more than 10% of their decisions not their own (fallbacks) "
+                     "are unranked: listed below the ranked ones, rank null")
+NO_SEAT = "it held no seat (too few episodes to seat every policy), so it has no mean score"
 FAULT_ORDER = ("raised", "garbage", "timeout", "crashed")  # league.core.episode.FAULT_KINDS
 
 
-def build(rows: Sequence[dict], policies: Sequence[str], league_seed: int | str) -> dict:
-    """The ladder of a league's finished episodes (the content of ``ladder.json``)."""
+def build(rows: Sequence[dict], policies: Sequence[str], league_seed: int | str,
+          kind: Kind = "t") -> dict:
+    """The ladder of a league's finished episodes (the content of ``ladder.json``); ``kind``
+    is the interval, ``"bootstrap"`` only for a league whose ladder.json records it."""
     import numpy as np  # here: a league's workers never rank, and need no numpy
 
     groups = sorted({r["group"] for r in rows})
@@ -76,7 +100,8 @@ def build(rows: Sequence[dict], policies: Sequence[str], league_seed: int | str)
         entries.append({
             "policy": name,
             "meanScore": _round(mean),
-            "ci95": _bootstrap(sums, counts, _seed(league_seed, name)),
+            "ci95": (_bootstrap(sums, counts, _seed(league_seed, name)) if kind == "bootstrap"
+                     else _student_t(sums, counts, mean)),
             "episodes": episodes,
             "seats": seats,
             "commissions": COMMISSIONS_PER_SEAT * seats,
@@ -90,16 +115,31 @@ def build(rows: Sequence[dict], policies: Sequence[str], league_seed: int | str)
             "fallbacks": fallbacks,
             "decisions": decisions,
             "notOwnShare": _round(fallbacks / decisions if decisions else None),
-            **_standing(fallbacks, decisions, kinds),
+            **({"ranked": False, "unranked": NO_SEAT} if not seats and kind == "t"
+               else _standing(fallbacks, decisions, kinds)),
         })
-    entries.sort(key=lambda e: (not e["ranked"], e["meanScore"] is None,
-                                -(e["meanScore"] or 0.0), e["policy"]))
-    ranks = iter(range(1, len(entries) + 1))
     return {"episodes": len(rows), "groups": len(groups), "completeGroups": full,
             "statistic": "mean episode score per seat (RULES §13)",
-            "interval": interval(league_seed),
-            "ranking": RANKING,
-            "policies": [{"rank": next(ranks) if e["ranked"] else None, **e} for e in entries]}
+            "interval": interval(league_seed, kind),
+            "ranking": BOOTSTRAP_RANKING if kind == "bootstrap" else RANKING,
+            "policies": ranked(entries, kind)}
+
+
+def ranked(entries: Sequence[dict], kind: Kind) -> list[dict]:
+    """``entries`` in ladder order (ranked first, by mean score, then by name), each with its
+    ``rank`` first (any it had is replaced): ranked policies with equal recorded means share
+    one, as readers compare what ladder.json says (a bootstrap ladder numbered them in that
+    order, ties and all)."""
+    order = sorted(entries, key=lambda e: (not e["ranked"], e["meanScore"] is None,
+                                           -(e["meanScore"] or 0.0), e["policy"]))
+    out: list[dict] = []
+    for place, e in enumerate(order, start=1):
+        rank = place if e["ranked"] else None
+        if (rank is not None and kind == "t" and out
+                and out[-1]["meanScore"] == e["meanScore"]):
+            rank = out[-1]["rank"]  # the previous one is ranked too: ranked ones come first
+        out.append({"rank": rank, **{k: v for k, v in e.items() if k != "rank"}})
+    return out
 
 
 def _standing(fallbacks: int, decisions: int, kinds: Counter[str]) -> dict:
@@ -114,8 +154,33 @@ def _standing(fallbacks: int, decisions: int, kinds: Counter[str]) -> dict:
                         f"{decisions}) were not its own ({why})"}
 
 
+def _student_t(sums: np.ndarray, counts: np.ndarray, mean: float | None) -> list[float] | None:
+    """The t interval of ``mean``, ``sum(scores) / seats``, over the groups played: the
+    linearised (cluster) standard error of a ratio of sums, which for equal seats per group is
+    the standard deviation of the group means over the square root of their number."""
+    played = counts > 0
+    s, c = sums[played], counts[played]
+    n = len(s)
+    if n < 2 or mean is None:
+        return None
+    weights = c / c.sum()
+    se = math.sqrt(n / (n - 1) * float((weights ** 2 * (s / c - mean) ** 2).sum()))
+    half = _t975(n - 1) * se
+    return [_round(mean - half), _round(mean + half)]
+
+
+@functools.cache
+def _t975(df: int) -> float:
+    """Student's t 0.975 quantile, once per number of groups: exact, it takes milliseconds at
+    hundreds of degrees of freedom, and every policy of a league asks for the same few."""
+    from agents.learn.evaluation import t_quantile  # here: a league's workers never rank
+
+    return t_quantile(0.975, df)
+
+
 def _bootstrap(sums: np.ndarray, counts: np.ndarray, seed: int) -> list[float] | None:
-    """Percentile interval of ``sum(scores) / seats`` over groups drawn with replacement."""
+    """Percentile interval of ``sum(scores) / seats`` over groups drawn with replacement (the
+    interval of ladders that record it: :func:`kind_of`)."""
     played = counts > 0
     s, c = sums[played], counts[played]
     if len(s) < 2:
@@ -129,12 +194,30 @@ def _bootstrap(sums: np.ndarray, counts: np.ndarray, seed: int) -> list[float] |
     return [_round(float(lo)), _round(float(hi))]
 
 
-def interval(league_seed: int | str) -> str:
-    """What the ladder's intervals are, and what seeds them (:func:`bootstrap_seed`)."""
+def interval(league_seed: int | str, kind: Kind = "t") -> str:
+    """What the ladder's intervals are (a bootstrap's: what seeds it, :func:`bootstrap_seed`)."""
+    if kind == "t":
+        return T_INTERVAL
     source = ("the league seed" if isinstance(league_seed, int) else
               "the commitment to the league's secret draw (league.json's first sha256)")
-    return (f"95% percentile bootstrap over rotation groups, {BOOTSTRAP_SAMPLES} resamples, "
-            f"seeded from {source}")
+    return f"{BOOTSTRAP_WORDS}, {BOOTSTRAP_SAMPLES} resamples, seeded from {source}"
+
+
+def kind_of(ladder: object) -> Kind:
+    """The interval a written ladder records: ``"bootstrap"`` for one written before the t
+    interval, which is rebuilt as it was; ``"t"`` for any other."""
+    text = ladder.get("interval") if isinstance(ladder, dict) else None
+    return "bootstrap" if isinstance(text, str) and text.startswith(BOOTSTRAP_WORDS) else "t"
+
+
+def kept(path: Path) -> Kind:
+    """The interval the ladder.json at ``path`` records, for the league's next ladder to keep
+    (:func:`kind_of`); ``"t"`` when there is none, or it cannot be read (a league writes its
+    ladder anew)."""
+    try:
+        return kind_of(json.loads(read_regular(path, MAX_LADDER_BYTES, "ladder")))
+    except (LeagueError, ValueError, RecursionError):  # none is a LeagueError too
+        return "t"
 
 
 def bootstrap_seed(seed: int | None, commitments: list[dict] | None) -> int | str:
@@ -186,14 +269,23 @@ def table(ladder: dict) -> str:
     out += [fmt(r) for r in lines]
     groups = ladder["groups"]
     note = (f"{ladder['episodes']} episodes in {groups} rotation group{'s' * (groups != 1)}; "
-            "mean score per seat, 95% bootstrap interval over groups")
+            f"mean score per seat, {_interval_words(ladder)}")
     if ladder["completeGroups"] < ladder["groups"]:
         note += (f"; the last group is incomplete ({ladder['episodes'] % 6} of 6 rotations), so "
                  "seat luck does not fully cancel")
     if unranked:
         note += (f"; a policy with more than {UNRANKED_ABOVE}% of its decisions not its own "
-                 "(fallbacks) is unranked")
+                 "(fallbacks), or no seat, is unranked")
+    ranks = [e["rank"] for e in ladder["policies"] if e["rank"] is not None]
+    if len(set(ranks)) < len(ranks):
+        note += "; equal mean scores (to 6 decimals) share a rank"
     return "\n".join(out + [note] + unranked)
+
+
+def _interval_words(ladder: dict) -> str:
+    """The ladder's interval, in a few words for a note or an axis."""
+    return ("95% t interval over groups" if kind_of(ladder) == "t"
+            else "95% bootstrap interval over groups")
 
 
 def _num(x: float | None, spec: str) -> str:
@@ -215,7 +307,7 @@ def plot(ladder: dict, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(7, 0.5 * len(entries) + 1.5))
     ax.barh(names, means, xerr=err, capsize=4, color="#4c72b0")
     ax.axvline(0.0, color="black", linewidth=0.8)
-    ax.set_xlabel("mean episode score per seat (95% bootstrap CI)")
+    ax.set_xlabel(f"mean episode score per seat ({_interval_words(ladder)})")
     ax.set_title(f"League ladder: {ladder['episodes']} episodes")
     fig.tight_layout()
     try:

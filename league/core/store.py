@@ -2,8 +2,9 @@
 
 Layout of ``DIR``::
 
-    league.json          the configuration (policies, seed, rules switches, time limits,
-                         lineup scheme) and the episode count last asked for
+    league.json          the configuration (policies, seed, rules switches, time and memory
+                         limits, lineup scheme, the sha256 of the policies' models and code)
+                         and the episode count last asked for
     results.jsonl        one line per finished episode, in episode order
     replays/<id>.json    the replay payload of each episode (RULES §15.5)
     ladder.json          the ladder, rewritten after every run
@@ -60,7 +61,14 @@ REPLAYS = "replays"
 SIGNATURE = "signature.json"  # league.core.signing
 # manifest keys that must match to resume
 IDENTITY = ("format", "policies", "seed", "turns", "thievery", "speech", "decisionTimeout",
-            "episodeTimeout", "startTimeout", "lineups", "fallback", "trust", "sandbox", "draw")
+            "episodeTimeout", "startTimeout", "lineups", "fallback", "trust", "sandbox", "draw",
+            "seatMemory")
+# ... that a league begun before they were recorded lacks: not recorded, so not compared (the
+# run records them, and they hold from then on)
+RECORDED_LATER = frozenset({"seatMemory"})
+# {policy: {"sha256": of its files, "files": {path: sha256}}} of module: and exec: policies
+# (league.tournament.code_digests); a policy it does not name was not recorded
+CODE = "code"
 # ... and of a signed league (league.core.signing): the public key, the ppo: models' digests. A
 # league begun before leagues were signed lacks them all, and is signed from its next run on.
 SIGNED_IDENTITY = ("signedBy", "models")
@@ -310,6 +318,36 @@ def is_count(x: object, none: bool = False) -> bool:
     return isinstance(x, int) and not isinstance(x, bool) and x >= 0
 
 
+def code_change(old: Any, new: Any) -> str | None:
+    """What differs between the code ``league.json`` recorded (``old``; None: none recorded)
+    and the code here (``new``), as the end of "holds a league ..."; None when nothing does."""
+    if old is None or not isinstance(new, dict):
+        return None
+    for name, now in new.items():
+        was = old.get(name) if isinstance(old, dict) else old
+        if was is None or (isinstance(was, dict) and was.get("sha256") == now.get("sha256")):
+            continue
+        return (f"whose policy {shown(name, SHOWN_NAME)!r} has other code than it played "
+                f"({_which(was, now)})")
+    return None
+
+
+def _which(was: Any, now: dict) -> str:
+    """The first file (by path) whose sha256 differs between two records of a policy's code,
+    or how they differ when they do not name their files."""
+    before = was.get("files") if isinstance(was, dict) else None
+    after = now.get("files")
+    if isinstance(before, dict) and isinstance(after, dict):
+        for path in sorted(set(before) | set(after), key=str):
+            if path not in after:
+                return f"{shown(path, SHOWN_NAME)} is gone"
+            if path not in before:
+                return f"{shown(path, SHOWN_NAME)} is new"
+            if before[path] != after[path]:
+                return f"{shown(path, SHOWN_NAME)} changed"
+    return "the sha256 of its files differs from league.json's code"
+
+
 def check_rows(rows: Sequence[dict], manifest: dict, path: Path, draw: Draw) -> None:
     """Every row must be the episode of this league that its position says."""
     policies = manifest["policies"]
@@ -376,11 +414,17 @@ class LeagueDir:
             for key in IDENTITY + SIGNED_IDENTITY:
                 if key in SIGNED_IDENTITY and "signedBy" not in old:
                     continue
+                if key in RECORDED_LATER and key not in old:
+                    continue
                 if old.get(key) != manifest.get(key):
                     raise LeagueError(
                         f"{self.root} holds a league with a different configuration "
                         f"({_option(key)} was {_show(old.get(key))}, now "
                         f"{_show(manifest.get(key))}); use the same options or another --out")
+            changed = code_change(old.get(CODE), manifest.get(CODE))
+            if changed is not None:
+                raise LeagueError(f"{self.root} holds a league {changed}; restore the code it "
+                                  "played, or use another --out")
 
     def resume(self, manifest: dict, draw: Draw) -> tuple[list[dict], bool]:
         """The finished episodes of this league, after checking that the directory holds it,
@@ -524,7 +568,7 @@ def _option(key: str) -> str:
     return {"policies": "--policies", "seed": "--seed", "turns": "--turns",
             "thievery": "thievery (--honest-town)", "speech": "speech (--no-speech)",
             "decisionTimeout": "--decision-timeout", "episodeTimeout": "--episode-timeout",
-            "startTimeout": "--start-timeout",
+            "startTimeout": "--start-timeout", "seatMemory": "--seat-memory",
             "lineups": "the lineup scheme", "format": "the file format",
             "fallback": "--fallback", "trust": "--trust", "sandbox": "--sandbox",
             "draw": "the draw (secret without --seed)",

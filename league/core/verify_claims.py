@@ -195,8 +195,8 @@ def _seat_problem(name: str, acts: int, marked: int, fallbacks: int, faults: dic
 def ladder_problems(root: Path, rows: Sequence[dict], manifest: dict) -> list[str]:
     """``ladder.json`` must be what ``league.core.ladder`` computes from ``results.jsonl``.
 
-    The ladder is deterministic (its bootstrap is seeded from the league seed), so the only
-    slack is the last rounded digit.
+    The ladder is deterministic (a t interval, or the bootstrap of a ladder that records one,
+    seeded from the league seed), so the only slack is the last rounded digit.
     """
     path = root / LADDER
     if not os.path.lexists(path):
@@ -212,7 +212,8 @@ def ladder_problems(root: Path, rows: Sequence[dict], manifest: dict) -> list[st
     try:
         derived = ladder.build(rows, manifest["policies"],
                                ladder.bootstrap_seed(manifest["seed"],
-                                                     manifest.get("commitments")))
+                                                     manifest.get("commitments")),
+                               ladder.kind_of(claimed))
     except (KeyError, TypeError, IndexError, ValueError) as e:
         return [f"{LADDER} cannot be recomputed: {RESULTS} lacks what the ladder needs "
                 f"({type(e).__name__}: {shown(str(e), 200)})"]
@@ -231,7 +232,7 @@ def ladder_differences(claimed: object, derived: dict, fallback_play: bool) -> l
     derived = json.loads(json.dumps(derived))
     if isinstance(claimed, dict) and "ranking" not in claimed and not fallback_play:
         derived = before_ranking(derived)  # a league played, and ranked, before the rule
-    if isinstance(claimed, dict) and claimed.get("interval") == ladder.interval(0):
+    if isinstance(claimed, dict) and claimed.get("interval") == ladder.interval(0, "bootstrap"):
         derived["interval"] = claimed["interval"]  # a secret draw's, worded before it was told
     diffs: list[str] = []
     _diff(claimed, derived, "", diffs)

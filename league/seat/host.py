@@ -124,7 +124,9 @@ def as_answer(got: Any, view: SeatGame) -> dict:
     """What a policy returned as a protocol answer: ``garbage`` when it is no decision.  Types
     are read with ``type``, not ``isinstance`` (which an object's ``__class__`` can fool into an
     answer no line can carry); a sentence is sent as :func:`sim.seat_view.plain_sentence` makes
-    it (10 MB or a lone surrogate would be no line either)."""
+    it (10 MB or a lone surrogate would be no line either).  A ``Decision`` marked ``scripted``
+    (a fallback the policy wrote itself) says so, so that the league counts it as a fallback
+    wherever the policy runs."""
     decision = got if isinstance(got, Decision) else Decision(got)
     action = decision.action
     if isinstance(action, Intent):
@@ -136,7 +138,10 @@ def as_answer(got: Any, view: SeatGame) -> dict:
         return {"garbage": f"returned {type(action).__name__}, not a sentence or an Intent"}
     if not (issubclass(type(decision.say), str) and issubclass(type(decision.notes), str)):
         return {"garbage": "returned a Decision whose say or notes is not a str"}
-    return {"action": plain_sentence(action), "say": decision.say, "notes": decision.notes}
+    reply = {"action": plain_sentence(action), "say": decision.say, "notes": decision.notes}
+    if decision.scripted:  # its own fallback: counted against it, as it would be in-process
+        reply["scripted"] = True
+    return reply
 
 
 def _said(e: BaseException) -> str:

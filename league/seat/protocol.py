@@ -17,10 +17,13 @@ language (``exec:COMMAND``; ``module:Name`` through ``python -m league.seat.host
   same code that builds a policy function's argument in-process.
 
 Answers: anything to a reset; to an act, ``{"action": ..., "say": "...", "notes": "..."}`` as
-SENTENCES §20 has it (``action`` a sentence or a legal action's index), or ``{"error": "..."}``
-when the policy failed (``league.seat.host`` says ``{"garbage": "..."}`` when its policy
-returned no decision).  ``league.seat.host`` calls a policy function (``module:function``,
-``sim.policies``) with the act request without its ``type``, and answers what it returns.
+SENTENCES §20 has it (``action`` a sentence or a legal action's index), with ``"scripted":
+true`` when the act is a fallback the policy chose itself (``agents.Decision.scripted``: the act
+is played, recorded scripted and counted in the seat's own ``fallbacks``, as in-process; it marks
+only that seat's act), or ``{"error": "..."}`` when the policy failed (``league.seat.host``
+says ``{"garbage": "..."}`` when its policy returned no decision).  ``league.seat.host`` calls
+a policy function (``module:function``, ``sim.policies``) with the act request without its
+``type``, and answers what it returns.
 
 Paying only for what a seat reads: the view fields (:data:`VIEW_FIELDS`) are most of a
 decision's cost to the league, so a reset answer ``{"fields": [...]}`` makes every act of the
@@ -110,6 +113,10 @@ def parse_answer(data: dict, game: Game, seat: int) -> Decision:
     say, notes = data.get("say", ""), data.get("notes", "")
     if not isinstance(say, str) or not isinstance(notes, str):
         raise ProtocolError("answered a say or notes that is not a string")
+    scripted = data.get("scripted", False)
+    if not isinstance(scripted, bool):
+        raise ProtocolError(f"answered scripted {_show(json.dumps(scripted).encode())}, "
+                            f"neither true nor false")
     if isinstance(action, bool) or not isinstance(action, (str, int)):
         raise ProtocolError(f"answered action {_show(json.dumps(action).encode())}, neither "
                             f"a sentence nor an action index")
@@ -120,7 +127,7 @@ def parse_answer(data: dict, game: Game, seat: int) -> Decision:
         act: str | Intent = to_intent(action, game.world, seat, game.state.room[seat])
     else:
         act = action[:MAX_ACTION]
-    return Decision(act, say=say[:MAX_SAY], notes=notes[:MAX_NOTES])
+    return Decision(act, say=say[:MAX_SAY], notes=notes[:MAX_NOTES], scripted=scripted)
 
 
 class AnswerError(ProtocolError):

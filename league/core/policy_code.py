@@ -1,0 +1,121 @@
+"""The code of a league's ``module:`` and ``exec:`` policies, as ``league.json`` records it.
+
+A league resumed with other code for a policy would rank two versions of it as one, so
+``league.json`` records the sha256 of each such policy's files under ``code`` (as it records
+``ppo:`` models' under ``models``), and a resume whose code differs is refused
+(``league.core.store.code_change``).  The files are those its sandbox shows it
+(``league.apart.sandbox``), without the other policies' own files and the league's folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+import shlex
+import shutil
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+
+from league.apart import sandbox
+from league.core import replay_seats
+from league.core.signing import file_sha256
+from league.core.store import CODE
+
+MAX_CODE_FILES = 1000      # files of one policy hashed, and their bytes: a huge package (a whole
+MAX_CODE_BYTES = 64 << 20  # installed library) must not hold the league up; the first ones by
+MAX_CODE_ENTRIES = 20_000  # path are hashed ("capped"), as are the directory entries looked at
+MAX_NAMED_FILES = 100      # files named one by one in league.json (a resume names the changed one)
+SKIPPED_DIRS = frozenset({"__pycache__"})  # written by Python as it imports: not the policy's code
+
+
+def code_roots(name: str, policies: Sequence[str], out: str) -> tuple[list[Path], list[Path]]:
+    """The files and folders that are ``name``'s code (none for a policy that is not ``module:``
+    or ``exec:``), and those inside them to leave out: other policies' own files, which its
+    sandbox hides, and the league's folder (``league.apart.sandbox`` lists them all).  An
+    ``exec:`` program found on ``PATH`` (``node``, ``python3``) is the machine's, not the
+    policy's: its script and the paths its command names are."""
+    spec = replay_seats.spec_of(name)
+    low = spec.lower()
+    skip = [Path(os.path.abspath(out))]
+    if low.startswith("exec:"):
+        try:
+            argv = shlex.split(spec[len("exec:"):])
+        except ValueError:
+            return [], skip
+        files, _ = sandbox.exec_files(argv)
+        if argv and "/" not in argv[0] and shutil.which(argv[0]) is not None:
+            files = files[1:]  # the program, found on PATH
+        return files, skip
+    if ":" not in spec or low.startswith(("sb3:", "ppo:", "llm:")):
+        return [], skip
+    files = sandbox.policy_files(spec)[0]
+    rivals = sandbox.rivals_files(spec, [replay_seats.spec_of(p) for p in policies])
+    return files, skip + [Path(f) for f in rivals]
+
+
+def code_digest(roots: Sequence[Path], skip: Sequence[Path]) -> dict | None:
+    """``{"sha256": ..., "files": {path: sha256}}`` of the files under ``roots`` (paths relative
+    to each root's folder, so a league may move with its policies), or None when there are
+    none.  A symbolic link inside a folder is recorded by its target, never followed (the
+    league must not publish a digest of a file its sandbox never shows); a file that cannot be
+    read is recorded as such.  At most :data:`MAX_CODE_FILES` files and :data:`MAX_CODE_BYTES`
+    bytes are hashed, the first ones by path (then ``"capped": true``); ``files`` is left out
+    over :data:`MAX_NAMED_FILES`."""
+    pairs: list[tuple[str, str]] = []
+    listed, size, capped, full = 0, 0, False, False
+
+    def left_out(path: Path) -> bool:
+        return any(s == path or s in path.parents for s in skip)
+
+    # (path, its name in the record, whether it is a root: a root's link is followed)
+    stack = [(root, root.name, True) for root in reversed(roots) if not left_out(root)]
+    while stack and not full:
+        path, rel, top = stack.pop()
+        try:
+            st = path.stat() if top else path.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                pairs.append((rel, "link:" + _sha256(os.fsencode(os.readlink(path)))))
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                with os.scandir(path) as found:  # read no more of a folder than is looked at
+                    names = sorted(e.name for e in itertools.islice(
+                        found, MAX_CODE_ENTRIES - listed + 1))
+                if listed + len(names) > MAX_CODE_ENTRIES:
+                    capped, names = True, names[:MAX_CODE_ENTRIES - listed]
+                listed += len(names)
+                stack += [(path / n, f"{rel}/{n}", False) for n in reversed(names)
+                          if n not in SKIPPED_DIRS and not left_out(path / n)]
+            elif not stat.S_ISREG(st.st_mode):
+                pairs.append((rel, "not a file"))
+            elif len(pairs) >= MAX_CODE_FILES or size + st.st_size > MAX_CODE_BYTES:
+                capped = full = True
+            else:
+                size += st.st_size
+                pairs.append((rel, file_sha256(path, MAX_CODE_BYTES)))
+        except (OSError, ValueError):  # ValueError: LeagueError, a file swapped or grown
+            pairs.append((rel, "unreadable"))
+    if not pairs:
+        return None
+    tree = _sha256("".join(f"{rel}\0{digest}\n" for rel, digest in pairs).encode(
+        "utf-8", "surrogateescape"))
+    return {"sha256": tree, **({"files": dict(pairs)} if len(pairs) <= MAX_NAMED_FILES else {}),
+            **({"capped": True} if capped else {})}
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def code_digests(policies: Sequence[str], out: str) -> dict:
+    """``league.json``'s ``{"code": {policy: digest}}`` of every ``module:`` and ``exec:``
+    policy (:func:`code_digest`; nothing without such policies): a resume with other code is
+    refused (``league.core.store.LeagueDir.check_identity``), so no ladder mixes two versions
+    of a policy."""
+    code = {}
+    for name in dict.fromkeys(policies):
+        digest = code_digest(*code_roots(name, policies, out))
+        if digest is not None:
+            code[name] = digest
+    return {CODE: code} if code else {}
