@@ -117,3 +117,15 @@ def test_a_bootstrap_ladder_keeps_the_ranks_it_was_written_with(tmp_path, capsys
     shutil.copytree(out, copy)
     assert main(["report", str(copy)]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+def test_the_printed_ladder_shows_policy_names_inert() -> None:
+    """A spec is its author's text: an escape sequence in it retitled the terminal, a bidi
+    override reordered the row, and a newline forged a row of its own."""
+    nasty = "exec:bot \x1b]0;PWNED\x07\x1b[41m\u202e\u200b\n1  alice:Champ  +9.999"
+    policies = [nasty, "factor", "magpie", "random", "p4", "p5"]
+    rs = [row(0, policies[r:] + policies[:r], [1.0] * SEATS) for r in range(2)]
+    printed = ladders.table(ladders.build(rs, policies, 0))
+    assert not any(c in printed for c in "\x1b\x07\u202e\u200b")
+    assert len(printed.splitlines()) == 2 + len(policies) + 1  # head, rule, rows, note
+    assert "exec:bot \\u001b]0;PWNED\\u0007\\u001b[41m\\u202e\\u200b\\n1  alice:Champ" in printed

@@ -183,3 +183,14 @@ def test_a_link_in_a_policys_folder_is_recorded_by_its_target_never_read(
     assert digest.startswith("link:") and signing.file_sha256(secret) not in digest
     secret.write_text("another key\n", encoding="utf-8")
     assert code_digest([folder], []) == got  # what it points to is not the policy's code
+
+
+def test_an_argument_too_long_for_a_file_name_is_an_argument() -> None:
+    """An exec: argument longer than a file name may be (an inline JSON setting) stopped the
+    policy from being built (ENAMETOOLONG while asking whether it named a file)."""
+    from league.apart.sandbox import exec_files
+
+    long = '{"depth": 3, "note": "' + "x" * 1100 + '"}'
+    files, argv = exec_files(["python3", "bot.py", long, "a\0b"])
+    assert argv[2:] == [long, "a\0b"] and all(long not in str(f) for f in files)
+    assert policy_code.code_digests([f"exec:python3 bot.py {long}"], "out") == {}

@@ -334,6 +334,10 @@ def test_user_mistakes_exit_2_with_one_line(league12, tmp_path, capsys) -> None:
         "policy twice": (league_args(tmp_path / "a", policies="factor,factor"), "twice"),
         "policy twice in two cases": (league_args(tmp_path / "a", policies="factor,Factor"),
                                       "one policy twice, as 'factor' and 'Factor'"),
+        # guild report refuses a name this long: refused before the play, not after it
+        "a name too long": (league_args(tmp_path / "a", policies="exec:python3 bot.py "
+                                        + "A" * 1100 + ",factor"),
+                            "names a policy of 1,120 characters (exec:python3 bot.py AAA"),
         "unwritable dir": (league_args(a_file / "sub"), "cannot write"),
         "no episodes": (league_args(tmp_path / "a", 0), "--episodes"),
         "too few turns": (league_args(tmp_path / "a", 6, "--turns", "3"), "--turns"),

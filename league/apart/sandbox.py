@@ -309,13 +309,22 @@ def exec_files(argv: list[str]) -> tuple[list[Path], list[str]]:
     for i, arg in enumerate(argv):
         found = shutil.which(arg) if i == 0 else None
         path = Path(found) if found else Path(arg)
-        if (found or "/" in arg or i > 0) and path.exists():
+        if (found or "/" in arg or i > 0) and _exists(path):
             path = path.absolute()
             files.append(path)
             out.append(str(path))
         else:
             out.append(arg)
     return files, out
+
+
+def _exists(path: Path) -> bool:
+    """Whether ``path`` names something; an argument that cannot be a path (too long a name,
+    a NUL) names nothing, as an inline JSON argument does."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
 
 
 def _package_folders(name: str) -> list[Path]:

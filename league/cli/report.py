@@ -48,6 +48,7 @@ from league.core import verify_claims as claims
 from league.core.atomic import replacing
 from league.core.errors import LeagueError
 from league.core.files import check_replaceable, open_regular, read_regular
+from league.core.lineups import MAX_NAME_CHARS
 from league.core.store import (
     LADDER,
     MANIFEST,
@@ -66,7 +67,6 @@ VIEWS = "view"  # DIR/view/<id>.html: the viewer page of each replay, for DIR/re
 VIEWS_SUFFIX = "-view"  # a page elsewhere, site/a.html: its viewer pages in site/a-view/
 MAX_JSON_BYTES = 64 << 20  # league.json, ladder.json: kilobytes in any real league
 MAX_LINE_BYTES = 1 << 20  # a results line is under a kilobyte, fault notes and all
-MAX_NAME_CHARS = 1024  # a policy spec (a name, a path, a URL); the page repeats each name
 PAGE_MARK = b"Written by `guild report`"  # in the head of every page the report writes
 BY_SEAT = ("questPoints", "delivered", "robberies", "robbed", "fallbacks")  # counts the
 # ladder adds up seat by seat

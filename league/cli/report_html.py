@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import html
 import math
-import re
 from collections.abc import Iterable, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING
@@ -30,16 +29,14 @@ CHART_W, LABEL_W, PAD_R, TOP, ROW_H, AXIS_H = 900, 200, 20, 10, 64, 34
 BINS = 24  # about this many score bins, at a round width
 LABEL_CHARS = 26
 MAX_HEAD_TO_HEAD = 60  # policies in the head-to-head table: its cells grow as their square
-# Characters that would hide or disguise text (controls, bidirectional overrides) or cannot be
-# written as UTF-8 (lone surrogates: a folder name that is not UTF-8): shown as escapes.
-_HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
-                     "\ud800-\udfff]")
 
 
 def esc(value: object) -> str:
-    """Text or an attribute value from the league folder, made inert: HTML escaped, and
-    characters that could hide or reorder the text around them shown as ``\\uXXXX``."""
-    text = _HIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}", str(value))
+    """Text or an attribute value from the league folder, made inert: HTML escaped, and every
+    character that is not printable shown as ``\\uXXXX``: controls and bidirectional overrides
+    (which hide or reorder the text around them), invisible ones (a zero-width space makes two
+    policies' names look alike) and lone surrogates (a folder name that is not UTF-8)."""
+    text = "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in str(value))
     return html.escape(text, quote=True)
 
 

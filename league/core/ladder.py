@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Literal
 from league.core.atomic import replacing
 from league.core.errors import LeagueError
 from league.core.files import read_regular
-from league.core.store import MAX_LADDER_BYTES
+from league.core.store import MAX_LADDER_BYTES, SHOWN_NAME, shown
 
 if TYPE_CHECKING:
     import numpy as np
@@ -239,7 +239,9 @@ def _round(x: float | None) -> float | None:
 
 def table(ladder: dict) -> str:
     """The ladder as a fixed-width text table (what ``guild league`` prints); an unranked
-    policy's rank is ``-``, and why it is unranked follows the table."""
+    policy's rank is ``-``, and why it is unranked follows the table.  A policy's name is its
+    author's text: shown inert (an escape sequence or a newline in it would act on the terminal
+    or forge a row), as ``guild verify`` shows it."""
     head = ("rank", "policy", "mean", "95% CI", "episodes", "seats", "commissions",
             "robs/seat", "robbed/seat", "faults", "fallbacks")
     lines = []
@@ -247,10 +249,10 @@ def table(ladder: dict) -> str:
     for e in ladder["policies"]:
         ci = e["ci95"]
         if e.get("unranked"):
-            unranked.append(f"unranked: {e['policy']}: {e['unranked']}")
+            unranked.append(f"unranked: {shown(e['policy'], SHOWN_NAME)}: {e['unranked']}")
         share = e.get("notOwnShare")
         lines.append((
-            "-" if e["rank"] is None else str(e["rank"]), e["policy"],
+            "-" if e["rank"] is None else str(e["rank"]), shown(e["policy"], SHOWN_NAME),
             _num(e["meanScore"], "+.3f"),
             f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "n/a",
             str(e["episodes"]), str(e["seats"]),

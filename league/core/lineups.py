@@ -34,6 +34,7 @@ from typing import overload
 
 from league.core.errors import LeagueError
 from sim.policies import POLICIES
+from sim.rules.errors import printable
 from sim.rules.world import SEATS
 
 SCHEME = "cyclic-fill-shuffle/sha256/v1"  # recorded in league.json; change it if the draw changes
@@ -55,8 +56,12 @@ class EpisodeSpec:
         return f"e{self.index:06d}"
 
 
+MAX_NAME_CHARS = 1024  # a policy spec (a name, a path, a URL); a report's page repeats each
+
+
 def parse_policies(text: str) -> list[str]:
-    """Split ``--policies`` on commas; refuse an empty list or a policy named twice.
+    """Split ``--policies`` on commas; refuse an empty list, a policy named twice or a name
+    longer than :data:`MAX_NAME_CHARS` (which ``guild report`` would refuse after the play).
 
     A name twice would merge two entries on the ladder, so list it once and let the lineup
     draw give it its seats.
@@ -64,6 +69,11 @@ def parse_policies(text: str) -> list[str]:
     names = [p.strip() for p in text.split(",")]
     if not text.strip() or any(not n for n in names):
         raise LeagueError(f"--policies needs a comma-separated list of policies; got {text!r}")
+    long = next((n for n in names if len(n) > MAX_NAME_CHARS), None)
+    if long is not None:
+        raise LeagueError(f"--policies names a policy of {len(long):,} characters "
+                          f"({printable(long[:60])}...); a policy is named in at most "
+                          f"{MAX_NAME_CHARS:,}")
     seen: dict[str, str] = {}
     for n in names:
         key = _policy_key(n)
