@@ -101,6 +101,14 @@ class PolicyRegistry:
         """Every name known now: registered ones and declared entry points."""
         return sorted(set(self._factories) | set(self._declared()))
 
+    def key(self, spec: str) -> str:
+        """Equal for two specs exactly when they name one policy: a registered name (or the
+        prefix of a spec, ``PPO:run.pt``) in any case, the rest as written (a module or a file
+        name may differ in case alone)."""
+        spec = spec.strip()
+        head, colon, rest = spec.partition(":")
+        return head.lower() + colon + rest if head.strip().lower() in self.names() else spec
+
     def factory(self, name: str) -> Callable[..., Any] | None:
         """The factory of ``name``, loading its entry point on first use; None if unknown."""
         key = name.strip().lower()

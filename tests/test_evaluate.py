@@ -306,3 +306,17 @@ def test_module_specs_that_differ_in_case_alone_are_two_policies(tmp_path, monke
     assert {name for name, *_ in casey.SEEN} == {"Bot", "bot"}
     # a registered name is one policy whatever its case
     assert (evaluation._lineup(["Magpie", "magpie"]) == evaluation._lineup(["magpie"])).all()
+
+
+def test_evaluate_and_a_league_tell_policies_apart_alike() -> None:
+    """One rule decides whether two specs are one policy (``Registry.key``): a registered prefix
+    in any case, the rest as written."""
+    from league.core.errors import LeagueError
+    from league.core.lineups import parse_policies
+
+    for same in (["Magpie", "magpie"], ["PPO:a.pt", "ppo:a.pt"]):
+        assert evaluation._key(same[0]) == evaluation._key(same[1])
+        with pytest.raises(LeagueError, match="one policy twice"):
+            parse_policies(",".join(same))
+    assert evaluation._key("casey:Bot") != evaluation._key("casey:bot")
+    assert parse_policies("casey:Bot,casey:bot") == ["casey:Bot", "casey:bot"]

@@ -129,3 +129,12 @@ def test_the_printed_ladder_shows_policy_names_inert() -> None:
     assert not any(c in printed for c in "\x1b\x07\u202e\u200b")
     assert len(printed.splitlines()) == 2 + len(policies) + 1  # head, rule, rows, note
     assert "exec:bot \\u001b]0;PWNED\\u0007\\u001b[41m\\u202e\\u200b\\n1  alice:Champ" in printed
+
+
+def test_the_printed_ladder_shows_long_names_whole() -> None:
+    """Two long exec: paths that differ at their end must stay two names."""
+    folder = "exec:python3 /" + "/".join(["deep"] * 70)
+    policies = [f"{folder}/alice.py", f"{folder}/bob.py", "factor", "magpie", "random", "p5"]
+    rs = [row(0, policies[r:] + policies[:r], [1.0] * SEATS) for r in range(2)]
+    printed = ladders.table(ladders.build(rs, policies, 0))
+    assert all(p in printed for p in policies[:2])

@@ -103,7 +103,7 @@ def test_an_exec_programs_script_is_recorded_and_a_change_refused(
     spec = f"exec:{sys.executable} {bot}"
     out = tmp_path / "league"
     assert _play(out, 6, f"{spec},factor") == 0
-    assert "bot.py" in _manifest(out)["code"][spec]["files"]
+    assert list(_manifest(out)["code"][spec]["files"]) == ["bot.py"]  # not the interpreter
     bot.write_text(bot.read_text(encoding="utf-8") + "# version 2\n", encoding="utf-8")
     capsys.readouterr()
     assert _play(out, 12, f"{spec},factor") == 2
@@ -194,3 +194,43 @@ def test_an_argument_too_long_for_a_file_name_is_an_argument() -> None:
     files, argv = exec_files(["python3", "bot.py", long, "a\0b"])
     assert argv[2:] == [long, "a\0b"] and all(long not in str(f) for f in files)
     assert policy_code.code_digests([f"exec:python3 bot.py {long}"], "out") == {}
+
+
+def test_weights_past_the_byte_budget_do_not_hide_the_code_beside_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file past the bytes left is recorded by its size and the walk goes on: a model's
+    weights that sort before the code stopped the walk, and an edit of the code went
+    unnoticed."""
+    monkeypatch.setattr(policy_code, "MAX_CODE_BYTES", 1000)
+    pkg = tmp_path / "mybot"
+    (pkg / "data").mkdir(parents=True)
+    (pkg / "data" / "weights.bin").write_bytes(b"\0" * 5000)
+    (pkg / "policy.py").write_text("A = 1\n", encoding="utf-8")
+    before = code_digest([pkg], [])
+    assert before is not None and before["capped"] is True
+    assert before["files"]["mybot/data/weights.bin"] == "size:5000"
+    (pkg / "policy.py").write_text("A = 2\n", encoding="utf-8")
+    assert code_digest([pkg], [])["sha256"] != before["sha256"]
+
+
+def test_a_folders_history_and_leagues_played_from_it_are_no_code(tmp_path: Path) -> None:
+    """``exec:python3 .`` names a whole folder: a league's results in it, or its .git, changed
+    with every run and refused the next resume (and published their files' names)."""
+    pkg = tmp_path / "bot"
+    (pkg / ".git").mkdir(parents=True)
+    (pkg / ".git" / "index").write_text("1", encoding="utf-8")
+    (pkg / "runs" / "other").mkdir(parents=True)
+    (pkg / "runs" / "other" / "league.json").write_text("{}", encoding="utf-8")
+    (pkg / "runs" / "other" / "results.jsonl").write_text("", encoding="utf-8")
+    (pkg / "__main__.py").write_text("print()\n", encoding="utf-8")
+    got = code_digest([pkg], [])
+    assert got is not None and list(got["files"]) == ["bot/__main__.py"]
+
+
+def test_the_interpreter_is_the_machines_however_it_is_named(tmp_path: Path,
+                                                              monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bot.py").write_text("print()\n", encoding="utf-8")
+    by_name = policy_code.code_roots("exec:python3 bot.py", [], "out")[0]
+    by_path = policy_code.code_roots(f"exec:{sys.executable} bot.py", [], "out")[0]
+    assert by_name == by_path == [tmp_path / "bot.py"]

@@ -78,3 +78,33 @@ def test_a_page_another_user_wrote_is_written_again_and_the_key_is_private(
     os.mkfifo(other / "guild" / viewer.STAMP_KEY)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(other))
     assert viewer.write_view(replay, page) and viewer.write_view(replay, page)
+
+
+def test_a_page_is_kept_only_for_the_replay_it_was_written_for(home: Path, tmp_path: Path
+                                                               ) -> None:
+    """The stamp's key covers the replay's digest too: a page this user wrote for one replay,
+    given another replay's digest (which anyone can compute), is written again."""
+    one, other = tmp_path / "one.json", tmp_path / "other.json"
+    for path, seed in ((one, 4), (other, 5)):
+        game = play_episode(GameConfig(seed=seed, turns=6), ["factor", "magpie"] * 3)
+        path.write_text(json.dumps(game.replay_payload()), encoding="utf-8")
+    page, theirs = tmp_path / "one.html", tmp_path / "other.html"
+    assert viewer.write_view(one, page) and viewer.write_view(other, theirs)
+    mine = page.read_bytes().split(b"\n", 2)
+    source = theirs.read_bytes().split(b"\n", 2)[1].split()[3]
+    old = mine[1].split()[3]
+    page.write_bytes(b"\n".join([mine[0], mine[1].replace(old, source), mine[2]]))
+    assert viewer.write_view(other, page)
+    assert page.read_bytes() == theirs.read_bytes()
+
+
+def test_without_a_home_folder_every_page_is_written(replay: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    page = tmp_path / "view.html"
+    assert viewer.write_view(replay, page) and viewer.write_view(replay, page)

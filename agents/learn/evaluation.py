@@ -355,12 +355,9 @@ def _check_against(against: Sequence[Any]) -> list[Any]:
 
 
 def _key(spec: Any) -> Any:
-    """Equal for specs that build the same policy: a registered name is case-insensitive; a
-    spec with a ``:`` is not (``casey:Bot`` and ``casey:bot`` are two classes)."""
-    if not isinstance(spec, str):
-        return id(spec)
-    spec = spec.strip()
-    return spec if ":" in spec else spec.lower()
+    """Equal for specs that build the same policy, as a league reads them (``Registry.key``:
+    ``Magpie`` is ``magpie``, ``casey:Bot`` is not ``casey:bot``)."""
+    return POLICIES.key(spec) if isinstance(spec, str) else id(spec)
 
 
 def _name(spec: Any) -> str:

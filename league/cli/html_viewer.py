@@ -148,8 +148,9 @@ def _unedited(page: Path, source: str) -> bool:
 
 def _stamp(source: str, body: bytes) -> bytes:
     """The line after the doctype (an HTML comment); without a key no page is kept."""
-    key = _stamp_key()
-    mac = hmac.new(key, body, hashlib.sha256).hexdigest() if key else "unkeyed"
+    key = _stamp_key()  # over the replay's digest too: a page is one replay's, not another's
+    mac = (hmac.new(key, source.encode() + b"\n" + body, hashlib.sha256).hexdigest() if key
+           else "unkeyed")
     return f"<!-- guild view {source} {mac} -->".encode()
 
 
@@ -160,7 +161,11 @@ _STAMP_KEY_BYTES = 32
 def _stamp_key() -> bytes | None:
     """This user's key for page stamps, beside the league signing key (made on first use,
     mode 0600); None when it cannot be read or made, and then every page is written again."""
-    return _key_at(default_key_path().parent / STAMP_KEY)
+    try:
+        folder = default_key_path().parent
+    except (RuntimeError, KeyError):  # no home folder to be found (no HOME, no passwd entry)
+        return None
+    return _key_at(folder / STAMP_KEY)
 
 
 @functools.cache

@@ -83,7 +83,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "faults and fallbacks; each policy's score distribution; head-to-head mean score "
         "differences; mean scores by seat; and every episode, linked to its replay's viewer "
         f"page, written to DIR/{VIEWS}/, or beside an --out page (FILE{VIEWS_SUFFIX}/; pages "
-        "already up to date are kept). Links are relative: the pages can be moved together.")
+        "you wrote that are up to date are kept: each is stamped with a key kept in your "
+        "config folder, view-stamp.key beside the league signing key, and where none can be "
+        "kept every page is written again). Links are relative: the pages can be moved "
+        "together.")
     p.add_argument("dir", metavar="DIR", help="a league's --out directory")
     p.add_argument("--out", metavar="FILE", help=f"where to write the page (DIR/{REPORT}); "
                    "an existing file is replaced only if it is such a page")

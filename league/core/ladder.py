@@ -44,7 +44,8 @@ from typing import TYPE_CHECKING, Literal
 from league.core.atomic import replacing
 from league.core.errors import LeagueError
 from league.core.files import read_regular
-from league.core.store import MAX_LADDER_BYTES, SHOWN_NAME, shown
+from league.core.lineups import MAX_NAME_CHARS
+from league.core.store import MAX_LADDER_BYTES, shown
 
 if TYPE_CHECKING:
     import numpy as np
@@ -249,10 +250,10 @@ def table(ladder: dict) -> str:
     for e in ladder["policies"]:
         ci = e["ci95"]
         if e.get("unranked"):
-            unranked.append(f"unranked: {shown(e['policy'], SHOWN_NAME)}: {e['unranked']}")
+            unranked.append(f"unranked: {_name(e['policy'])}: {e['unranked']}")
         share = e.get("notOwnShare")
         lines.append((
-            "-" if e["rank"] is None else str(e["rank"]), shown(e["policy"], SHOWN_NAME),
+            "-" if e["rank"] is None else str(e["rank"]), _name(e["policy"]),
             _num(e["meanScore"], "+.3f"),
             f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "n/a",
             str(e["episodes"]), str(e["seats"]),
@@ -282,6 +283,12 @@ def table(ladder: dict) -> str:
     if len(set(ranks)) < len(ranks):
         note += "; equal mean scores (to 6 decimals) share a rank"
     return "\n".join(out + [note] + unranked)
+
+
+def _name(policy: str) -> str:
+    """A policy's name in the printed ladder: whole (two long paths differ at their end), with
+    every character that could act on the terminal shown as its escape."""
+    return shown(policy, 6 * MAX_NAME_CHARS)  # an escape is at most 6 characters
 
 
 def _interval_words(ladder: dict) -> str:

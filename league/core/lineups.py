@@ -76,22 +76,13 @@ def parse_policies(text: str) -> list[str]:
                           f"{MAX_NAME_CHARS:,}")
     seen: dict[str, str] = {}
     for n in names:
-        key = _policy_key(n)
+        key = POLICIES.key(n)  # (trusted:factor beside factor is two: a control)
         if key in seen:
             twice = f"{n!r} twice" if seen[key] == n else \
                 f"one policy twice, as {seen[key]!r} and {n!r}"
             raise LeagueError(f"--policies names {twice}; list each policy once")
         seen[key] = n
     return names
-
-
-def _policy_key(name: str) -> str:
-    """``name`` as the policy registry reads it: a registered name (or the prefix of a spec,
-    ``PPO:run.pt``) in any case, the rest as written (a module or a file name may differ in
-    case alone). ``trusted:factor`` beside ``factor`` is two entries on purpose: the same
-    code, a control beside itself."""
-    head, colon, rest = name.partition(":")
-    return head.lower() + colon + rest if head.strip().lower() in POLICIES.names() else name
 
 
 @dataclass(frozen=True)

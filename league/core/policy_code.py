@@ -9,12 +9,14 @@ A league resumed with other code for a policy would rank two versions of it as o
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import os
 import shlex
 import shutil
 import stat
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,9 +27,14 @@ from league.core.store import CODE
 
 MAX_CODE_FILES = 1000      # files of one policy hashed, and their bytes: a huge package (a whole
 MAX_CODE_BYTES = 64 << 20  # installed library) must not hold the league up; the first ones by
-MAX_CODE_ENTRIES = 20_000  # path are hashed ("capped"), as are the directory entries looked at
+MAX_CODE_ENTRIES = 20_000  # path are hashed ("capped"), as are the directory entries looked at;
+                           # a file past the bytes left is recorded by its size, and the walk goes
+                           # on (a model's weights must not hide the code beside them)
 MAX_NAMED_FILES = 100      # files named one by one in league.json (a resume names the changed one)
-SKIPPED_DIRS = frozenset({"__pycache__"})  # written by Python as it imports: not the policy's code
+# folders that are no policy's code: Python's caches, a repository's history, and leagues' own
+# folders (one holding league.json: the results of leagues played from the policy's folder)
+SKIPPED_DIRS = frozenset({"__pycache__", ".git"})
+LEAGUE_MARK = "league.json"
 
 
 def code_roots(name: str, policies: Sequence[str], out: str) -> tuple[list[Path], list[Path]]:
@@ -45,8 +52,8 @@ def code_roots(name: str, policies: Sequence[str], out: str) -> tuple[list[Path]
         except ValueError:
             return [], skip
         files, _ = sandbox.exec_files(argv)
-        if argv and "/" not in argv[0] and shutil.which(argv[0]) is not None:
-            files = files[1:]  # the program, found on PATH
+        if files and argv and _machines(argv[0], files[0]):
+            files = files[1:]
         return files, skip
     if ":" not in spec or low.startswith(("sb3:", "ppo:", "llm:")):
         return [], skip
@@ -55,14 +62,28 @@ def code_roots(name: str, policies: Sequence[str], out: str) -> tuple[list[Path]
     return files, skip + [Path(f) for f in rivals]
 
 
+def _machines(arg: str, path: Path) -> bool:
+    """Whether an ``exec:`` program (``arg``, found at ``path``) is the machine's, however it
+    is named: the one ``PATH`` finds by its name (``python3``, ``/usr/bin/node``), or this
+    Python.  A program of the policy's own (``./bot``) is not on ``PATH``."""
+    on_path = shutil.which(Path(arg).name)
+    for other in (on_path, sys.executable):
+        with contextlib.suppress(OSError, TypeError):
+            if other and os.path.samefile(other, path):
+                return True
+    return False
+
+
 def code_digest(roots: Sequence[Path], skip: Sequence[Path]) -> dict | None:
     """``{"sha256": ..., "files": {path: sha256}}`` of the files under ``roots`` (paths relative
     to each root's folder, so a league may move with its policies), or None when there are
     none.  A symbolic link inside a folder is recorded by its target, never followed (the
     league must not publish a digest of a file its sandbox never shows); a file that cannot be
-    read is recorded as such.  At most :data:`MAX_CODE_FILES` files and :data:`MAX_CODE_BYTES`
-    bytes are hashed, the first ones by path (then ``"capped": true``); ``files`` is left out
-    over :data:`MAX_NAMED_FILES`."""
+    read is recorded as such, and so are folders that are no code (:data:`SKIPPED_DIRS`, a
+    league's folder) left out.  At most :data:`MAX_CODE_FILES` files are recorded and
+    :data:`MAX_CODE_BYTES` bytes hashed, the first ones by path; a file past the bytes left is
+    recorded by its size (either way ``"capped": true``); ``files`` is left out over
+    :data:`MAX_NAMED_FILES`."""
     pairs: list[tuple[str, str]] = []
     listed, size, capped, full = 0, 0, False, False
 
@@ -79,6 +100,8 @@ def code_digest(roots: Sequence[Path], skip: Sequence[Path]) -> dict | None:
                 pairs.append((rel, "link:" + _sha256(os.fsencode(os.readlink(path)))))
                 continue
             if stat.S_ISDIR(st.st_mode):
+                if not top and (path / LEAGUE_MARK).is_file():
+                    continue  # a league's folder: its results, not code
                 with os.scandir(path) as found:  # read no more of a folder than is looked at
                     names = sorted(e.name for e in itertools.islice(
                         found, MAX_CODE_ENTRIES - listed + 1))
@@ -89,8 +112,11 @@ def code_digest(roots: Sequence[Path], skip: Sequence[Path]) -> dict | None:
                           if n not in SKIPPED_DIRS and not left_out(path / n)]
             elif not stat.S_ISREG(st.st_mode):
                 pairs.append((rel, "not a file"))
-            elif len(pairs) >= MAX_CODE_FILES or size + st.st_size > MAX_CODE_BYTES:
+            elif len(pairs) >= MAX_CODE_FILES:
                 capped = full = True
+            elif size + st.st_size > MAX_CODE_BYTES:
+                capped = True
+                pairs.append((rel, f"size:{st.st_size}"))
             else:
                 size += st.st_size
                 pairs.append((rel, file_sha256(path, MAX_CODE_BYTES)))
