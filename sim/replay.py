@@ -213,6 +213,16 @@ _PASS_TOWN = "pass the town it was played in (world=sim.rules.worldfile.load_wor
 _Path = tuple[str | int, ...]
 
 
+class _Absent:
+    """A key one side lacks, as a message shows it (not ``None``, which the other may hold)."""
+
+    def __repr__(self) -> str:
+        return "(absent)"
+
+
+_ABSENT = _Absent()
+
+
 def _first_difference(a: object, b: object,
                       path: _Path = ()) -> tuple[_Path, object, object] | None:
     """The first place where ``a`` (the rules') and ``b`` (the record's) differ, as (path, a's
@@ -223,7 +233,7 @@ def _first_difference(a: object, b: object,
     if isinstance(a, dict) and isinstance(b, dict):
         for key in sorted(set(a) | set(b), key=str):
             if (key in a) != (key in b):
-                return (*path, key), a.get(key), b.get(key)
+                return (*path, key), a.get(key, _ABSENT), b.get(key, _ABSENT)
             if a[key] != b[key]:
                 return _first_difference(a[key], b[key], (*path, key))
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):

