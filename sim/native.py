@@ -18,6 +18,7 @@ Standard library only: ``setup.py`` loads this file by path, before anything is 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.machinery
@@ -195,7 +196,9 @@ class Group:
             _told = True
             if os.environ.get(_SAID) != why:  # else the process that started this one said it
                 os.environ[_SAID] = why
-                print(why, file=sys.stderr, flush=True)
+                if sys.stderr is not None:  # (None: started with stderr closed; print would
+                    with contextlib.suppress(OSError, ValueError):  # go to stdout) a note only
+                        print(why, file=sys.stderr, flush=True)
         self.active = ok
         return ok
 

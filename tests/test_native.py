@@ -20,6 +20,7 @@ import json
 import os
 import pickle
 import runpy
+import shlex
 import shutil
 import subprocess
 import sys
@@ -159,6 +160,28 @@ def test_an_edited_source_runs_as_python_said_in_one_line(tree: Path) -> None:
     assert set(seen["agents"]["loaders"].values()) == {"SourceFileLoader"}
     assert seen["said"] == ["guild-game: sim/rules/prices.py was edited since the build"
                             + STALE.format("engine")]
+
+
+def test_the_stale_build_note_is_never_an_error_nor_on_stdout(tree: Path) -> None:
+    """The note goes to stderr and is a note only: with stderr closed at start (Python then
+    has no sys.stderr, and print would write to stdout) or a pipe whose reader left, the
+    command runs as if it were not said."""
+    rule = tree / "sim" / "rules" / "prices.py"
+    rule.write_text(rule.read_text() + "\n# edited\n")
+    environ = {k: v for k, v in os.environ.items() if k not in ("GUILD_PURE", "GUILD_BUILD_SAID")}
+    code = "import sim; print('ran', sim.native.active)"
+    closed = subprocess.run(f"{shlex.quote(sys.executable)} -c {shlex.quote(code)} 2>&-",
+                            shell=True, cwd=tree, env=environ, capture_output=True, text=True,
+                            timeout=120)
+    assert (closed.returncode, closed.stdout) == (0, "ran False\n"), closed
+    read, write = os.pipe()
+    os.close(read)  # a reader that left: writing raises BrokenPipeError
+    try:
+        left = subprocess.run([sys.executable, "-c", code], cwd=tree, env=environ,
+                              stdout=subprocess.PIPE, stderr=write, text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert (left.returncode, left.stdout) == (0, "ran False\n")
 
 
 def test_an_edit_anywhere_in_sim_makes_the_baselines_stale(tree: Path) -> None:
