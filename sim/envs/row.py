@@ -133,4 +133,4 @@ class _ResultsView:
         self.turns_played = int(st.turns_played[0])
         self.turns = ep.config.turns
         self.done = bool(st.done[0])
-        self.reason = "complete"  # a live game ends only when its turns run out (RULES §6.7)
+        self.reason = "complete"  # a live game ends only when its turns run out (RULES §6.4)

@@ -23,7 +23,7 @@ OUTCOMES = {
     "no_such_item": "none of that is lying here.",
     "not_carrying": "you are not carrying that.",
     "carry_limit": "your pack is full; you can carry 8 goods.",
-    "no_npc_here": "there is no shopkeeper of that name in {room}.",
+    "no_npc_here": "there is no such shopkeeper in {room}.",
     "not_wanted": "that shopkeeper does not deal in it.",
     "out_of_stock": "that shopkeeper has none to sell.",
     "cannot_afford": "you do not have enough coin.",

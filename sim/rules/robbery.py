@@ -31,7 +31,7 @@ def guards(retainer_of, retainer_turns, rooms, employer: int, room: int) -> int:
 
 
 def robbery_succeeds(robber_guards: int, victim_guards: int, dark: bool) -> bool:
-    """The odds of §11: attack 1 + guards, +1 in the dark; defence 1 + guards, +2 in a lit
+    """The strengths of §11: attack 1 + guards, +1 in the dark; defence 1 + guards, +2 in a lit
     room; the robber needs strictly more.  The one definition the rules, the legal mask and the
     batched kernels all use.
 
