@@ -222,8 +222,8 @@ class Game:
         structured = False  # whether an action is an Intent (its act records it, below)
         for seat, action in enumerate(actions):
             if type(action) is ParsedSentence:  # parsed by its writer (a baseline), stored form
-                intents.append(_check_parsed(self, action, seat) if CHECK_PARSED
-                               else action.intent)
+                intents.append(action.intent if action.vouched and not CHECK_PARSED
+                               else _check_parsed(self, action, seat))
                 sentences.append(str(action))
                 continue
             if stored and isinstance(action, str) and len(action) > MAX_SENTENCE_LEN:
@@ -278,15 +278,18 @@ class Game:
                 "events": self.events, "results": self.results()}
 
 
-# GUILD_CHECK_PARSED=1 parses every ParsedSentence again and refuses one whose intent differs
-# (a check of its writer, for tests and debugging; off by default, as parsing is what it saves).
+# GUILD_CHECK_PARSED=1 checks the baselines' vouched ParsedSentences too (a check of their
+# writer, for tests and debugging; off by default, as parsing is what they save).
 CHECK_PARSED = os.environ.get("GUILD_CHECK_PARSED", "0") == "1"
 
 
 def _check_parsed(game: Game, said: ParsedSentence, seat: int) -> Intent:
-    """The intent ``said`` carries, once parsing its text again gave the same."""
+    """The intent ``said`` carries, once parsing its text gave the same: a policy object may
+    hand any ``ParsedSentence``, and an intent its text does not parse to would be played
+    unchecked and recorded as another act (a replay could not re-derive it)."""
     st = game.state
-    it = parse(game.world, st.aliases, seat, st.room[seat], st.offers, st.turn, str(said))
+    it = _parse_cached(game.world, st.aliases, game._aliases_low, seat, st.room[seat], st.offers,
+                       st.turn, str(said))
     if it != said.intent:
         raise TurnError(f"actions[{seat}]: ParsedSentence {str(said)!r} carries "
                         f"{said.intent!r} but parses to {it!r}")

@@ -118,10 +118,25 @@ def test_every_parsed_sentence_of_seeded_leagues_checks(town: str,
         play_episode(config, [Factor() if p == "factor" else Magpie() for p in lineup])
 
 
-def test_check_parsed_refuses_a_wrong_intent(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("intent", [Intent("rob", other=1), Intent("move", to_room=99),
+                                    Intent("move", to_room=1)])
+def test_a_parsed_sentence_whose_intent_is_not_its_texts_is_refused(intent: Intent) -> None:
+    """A policy object may hand any ParsedSentence: one whose intent its text does not parse
+    to was played unchecked (an index out of the town raised IndexError half-way through the
+    turn, its notes already written) and recorded as another act.  Refused, nothing changed."""
+    game = Game(GameConfig(seed=1))
+    before = (game.snapshot(), [game.observe(s) for s in range(SEATS)], list(game.events))
+    lie = ParsedSentence("I wait.", intent)
+    with pytest.raises(ValueError, match="parses to"):
+        game.play_turn([lie] + ["I wait."] * 5, notes=["secret"] * SEATS)
+    assert (game.snapshot(), [game.observe(s) for s in range(SEATS)], game.events) == before
+    assert not ParsedSentence("I wait.", intent, vouched=1).vouched  # True alone vouches
+
+
+def test_check_parsed_refuses_a_wrong_vouched_intent(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sim.game, "CHECK_PARSED", True)
     game = Game(GameConfig(seed=1))
-    lie = ParsedSentence("I wait.", Intent("rob", other=1))
+    lie = ParsedSentence("I wait.", Intent("rob", other=1), vouched=True)
     with pytest.raises(ValueError, match="parses to"):
         game.play_turn([lie] + ["I wait."] * 5)
     assert game.turn == 0

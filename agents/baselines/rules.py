@@ -119,7 +119,7 @@ def phrasebook(w: World) -> dict[str, ParsedSentence]:
         it = parse(w, aliases, 0, room_a, [], 0, sentence)
         if (it == parse(w, aliases, 0, room_b, [], 0, sentence) and it.kind != "accept"
                 and it.other == (1 if named else -1)):
-            book[sentence] = ParsedSentence(sentence, it)
+            book[sentence] = ParsedSentence(sentence, it, vouched=True)
 
     for sentence in _vocabulary(w):
         learn(sentence, tuple(COG_NAMES[:6]), "")
@@ -139,7 +139,7 @@ def _said(w: World, sentence: str, other: int = -1) -> str:
         return known or sentence
     it = known.intent
     return ParsedSentence(sentence, Intent(it.kind, it.to_room, it.item, it.qty, it.npc, other,
-                                           it.coin, it.reason, it.text))
+                                           it.coin, it.reason, it.text), vouched=True)
 
 
 class Phrases:

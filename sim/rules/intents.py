@@ -100,16 +100,19 @@ class ParsedSentence(str):
     """A sentence handed over together with the intent it parses to, so the engine need not
     parse it again (the scripted baselines write thousands a second).
 
-    It is a ``str`` everywhere else: logged, shown and replayed as its text.  The writer
-    vouches that ``parse`` gives ``intent`` for this text in the state it is played in; the
-    baselines' tests check that in every golden state.  The text must already be as the game
+    It is a ``str`` everywhere else: logged, shown and replayed as its text.  The engine parses
+    the text again (through its memo) and refuses one whose intent differs, unless the writer
+    ``vouched`` that ``parse`` gives ``intent`` for this text in the state it is played in: only
+    the project's scripted baselines do, whose tests check every such sentence in every golden
+    state (``GUILD_CHECK_PARSED=1`` checks theirs too).  The text must already be as the game
     stores a sentence (one line, no outer whitespace, at most 240 runes): ``ValueError``
     otherwise, so that the engine can log it as it is.
     """
 
     intent: Intent
+    vouched: bool
 
-    def __new__(cls, sentence: str, intent: Intent) -> ParsedSentence:
+    def __new__(cls, sentence: str, intent: Intent, vouched: bool = False) -> ParsedSentence:
         if cut(one_line(sentence), MAX_SENTENCE_LEN) != sentence:
             raise IntentError("a ParsedSentence must be one line of at most "
                               f"{MAX_SENTENCE_LEN} runes without outer whitespace; got "
@@ -119,6 +122,7 @@ class ParsedSentence(str):
                               f"{type(intent).__name__}")
         self = super().__new__(cls, sentence)
         self.intent = intent
+        self.vouched = vouched is True
         return self
 
 
