@@ -293,3 +293,21 @@ def test_other_entry_points(tmp_path: Path) -> None:
         world_from_dict({}, base="standard")
     for err in (ConfigError, StateError, TurnError, WorldFileError, ReplayMismatch):
         assert issubclass(err, GuildError) and issubclass(err, ValueError)
+
+
+def test_an_unhashable_kind_or_reason_is_an_intent_error_and_a_replay_mismatch() -> None:
+    """A list as a kind or reason raised TypeError (unhashable) from the fast path's set
+    lookup, in Intent and in sim.replay of a record holding one."""
+    from sim import Intent, IntentError, ReplayMismatch, replay
+
+    with pytest.raises(IntentError, match="Intent.kind must be one of"):
+        Intent(kind=["move"])
+    with pytest.raises(IntentError, match="Intent.reason must be one of"):
+        Intent("wait", reason=["ok"])
+    game = Game(GameConfig(seed=2, turns=6))
+    game.play_turn([Intent("wait")] * 6)
+    payload = game.replay_payload()
+    act = next(e for e in payload["events"] if e["kind"] == "act")
+    act["structured"]["kind"] = ["move"]
+    with pytest.raises(ReplayMismatch, match="bad structured intent"):
+        replay(payload["config"], payload["events"])

@@ -64,7 +64,8 @@ class Intent:
         if reason is None:
             reason = "unparsed" if kind == "none" else "ok"
         # One cheap pass for the common case; the slow path names what is wrong.
-        if (kind not in _KIND_SET or reason not in _REASON_SET or type(text) is not str
+        if (not isinstance(kind, str) or not isinstance(reason, str)  # (a list is no key)
+                or kind not in _KIND_SET or reason not in _REASON_SET or type(text) is not str
                 or type(to_room) is not int or type(item) is not int or type(npc) is not int
                 or type(other) is not int or type(qty) is not int or type(coin) is not int
                 or min(to_room, item, npc, other) < -1 or not 0 <= qty <= _INT64_MAX
