@@ -139,6 +139,7 @@ def test_student_t() -> None:
     ({"against": ("factor", "no_such_policy")}, r"against\[1\]"),
     ({"seeds": range(5, 2)}, "seeds"),
     ({"seeds": [7]}, "seeds"),
+    ({"seeds": [7, 7, 7, 7]}, "seeds: each seed once"),  # one game is no four samples
     ({"seeds": "abc"}, "seeds"),
     ({"seeds": [1, 2.5]}, "seeds"),
     ({"seeds": range(1_000_001)}, "seeds"),

@@ -17,6 +17,7 @@ RULES §21).
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 import statistics
@@ -329,6 +330,10 @@ def _check_seeds(seeds: Iterable[int]) -> list[int]:
     if len(out) < 2:
         raise EvaluationError(f"seeds: at least 2 seeds are needed for an interval; got "
                               f"{len(out)}")
+    if len(set(out)) < len(out):  # the same games twice would be counted as independent
+        twice = next(s for s, n in collections.Counter(out).items() if n > 1)
+        raise EvaluationError(f"seeds: each seed once (the seeds are the interval's independent "
+                              f"samples); {twice} is given more than once")
     return out
 
 
