@@ -271,3 +271,24 @@ def test_opponents_that_are_no_sequence_are_refused_naming_what_they_are(opponen
         GuildEnv(opponents=opponents)
     with pytest.raises(ValueError, match="opponents must be a sequence of 5 policies"):
         GuildVectorEnv(1, opponents=opponents)
+
+
+def test_the_aec_face_refuses_a_bad_action_when_it_is_given_and_goes_on() -> None:
+    """parallel_to_aec only stores an action: 999 from seat_0 surfaced at seat_5's valid step,
+    naming no agent, and every later step raised it again."""
+    aec = sim.env(seed=0)
+    aec.reset(seed=0)
+    with pytest.raises(ValueError, match="^seat_0: action index must be between 0 and 266"):
+        aec.step(999)
+    assert aec.agent_selection == "seat_0"
+    for _ in range(6):
+        aec.step(0)  # the turn resolves, and the next begins
+    assert aec.agent_selection == "seat_0"
+    text = sim.env(seed=0, text_mode=True)
+    text.reset(seed=0)
+    with pytest.raises(ValueError, match="^seat_0: text mode takes a sentence"):
+        text.step(3)
+    par = sim.parallel_env(seed=0)
+    par.reset(seed=0)
+    with pytest.raises(ValueError, match="^seat_3: action index"):
+        par.step({a: 999 if a == "seat_3" else 0 for a in par.agents})

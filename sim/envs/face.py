@@ -198,13 +198,20 @@ class SeatFace:
     def action(self, game: Game, seat: int, action):
         """The ``play_turn`` input for an action of this face."""
         if self.text_mode:
-            if not isinstance(action, str):
-                raise ValueError(f"text mode takes a sentence (str); got {action!r}")
-            if len(action) > MAX_TEXT_ACTION:  # outside the action space's Text(max_length)
-                raise ValueError(f"a text-mode action may be at most {MAX_TEXT_ACTION} "
-                                 f"characters long; got a sentence of {len(action)}")
-            return action
+            return self.check(action)
         return to_intent(self.index(action), self.world, seat, game.state.room[seat])
+
+    def check(self, action):
+        """``action`` if this face takes it (a sentence in text mode, else a table index);
+        otherwise the ``ValueError`` playing it would raise."""
+        if not self.text_mode:
+            return self.index(action)
+        if not isinstance(action, str):
+            raise ValueError(f"text mode takes a sentence (str); got {action!r:.80}")
+        if len(action) > MAX_TEXT_ACTION:  # outside the action space's Text(max_length)
+            raise ValueError(f"a text-mode action may be at most {MAX_TEXT_ACTION} "
+                             f"characters long; got a sentence of {len(action)}")
+        return action
 
     def index(self, action) -> int:
         """A structured action as a checked table index (the errors of ``action``)."""

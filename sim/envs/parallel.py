@@ -26,10 +26,35 @@ def parallel_env(**kwargs) -> GuildParallelEnv:
 def env(**kwargs):
     """The PettingZoo AEC environment: the parallel one with its seats asked one after another
     (PettingZoo's ``parallel_to_aec``).  The turn still resolves when the last seat has chosen,
-    as the rules resolve all six acts at once, so both faces play the same games."""
+    as the rules resolve all six acts at once, so both faces play the same games.  Each seat's
+    action is checked when it is given (:class:`_CheckedSteps`): the conversion only stores it,
+    so a bad one surfaced at the last seat's step, blamed on nobody, and stayed."""
     from pettingzoo.utils.conversions import parallel_to_aec
 
-    return parallel_to_aec(GuildParallelEnv(**kwargs))
+    parallel = GuildParallelEnv(**kwargs)
+    return _checked_steps()(parallel_to_aec(parallel), parallel)
+
+
+def _checked_steps():
+    """The AEC wrapper class (PettingZoo is imported only when an AEC env is made)."""
+    from pettingzoo.utils.wrappers import BaseWrapper
+
+    class _CheckedSteps(BaseWrapper):
+        def __init__(self, aec, parallel: GuildParallelEnv) -> None:
+            super().__init__(aec)
+            self._face = parallel.face
+
+        def step(self, action) -> None:
+            agent = self.agent_selection
+            if action is not None and not (self.terminations.get(agent)
+                                           or self.truncations.get(agent)):
+                try:
+                    self._face.check(action)
+                except ValueError as e:
+                    raise type(e)(f"{agent}: {e}") from None  # (IntentError stays one)
+            super().step(action)
+
+    return _CheckedSteps
 
 
 class GuildParallelEnv(ParallelEnv):
@@ -100,6 +125,11 @@ class GuildParallelEnv(ParallelEnv):
             raise ValueError(f"step takes actions of the live agents {agents[0]}.."
                              f"{agents[-1]} only; got unknown agents {unknown!r:.200}")
         picked = [actions[a] for a in agents]
+        for agent, action in zip(agents, picked):  # each checked first, named when refused
+            try:
+                self.face.check(action)
+            except ValueError as e:
+                raise type(e)(f"{agent}: {e}") from None  # (IntentError stays one)
         if self._row is None:
             game = self._game
             game.play_turn([self.face.action(game, s, a) for s, a in enumerate(picked)])
