@@ -15,7 +15,15 @@ from typing import NamedTuple
 from .game import Game, GameConfig
 from .rules.errors import ReplayMismatch, shown
 from .rules.intents import Intent
-from .rules.world import SEATS, STANDARD_TOWN, World
+from .rules.text import one_line
+from .rules.world import (
+    MAX_NOTES_LEN,
+    MAX_SAY_LEN,
+    MAX_SENTENCE_LEN,
+    SEATS,
+    STANDARD_TOWN,
+    World,
+)
 
 
 class TownProblem(NamedTuple):
@@ -140,11 +148,13 @@ def _play_record(game: Game, events: list) -> Game:
         if game.done:
             raise ReplayMismatch(f"event {i}: acts recorded after the last turn", i)
         by_seat: list[dict | None] = [None] * SEATS
-        for e in batch:
+        for k, e in enumerate(batch):
             seat = e.get("seat")
-            if not isinstance(seat, int) or not 0 <= seat < SEATS or by_seat[seat] is not None:
+            if (type(seat) is not int or not 0 <= seat < SEATS  # (not True for 1)
+                    or by_seat[seat] is not None):
                 raise ReplayMismatch(f"event {i}: bad or repeated seat {seat!r} in a turn", i)
             by_seat[seat] = e
+            _stored_text(e, i + k)
         actions = [_action(e) for e in by_seat]  # type: ignore[arg-type]
         start = len(game.events)
         try:
@@ -163,6 +173,31 @@ def _play_record(game: Game, events: list) -> Game:
         return game
     raise ReplayMismatch(f"event {len(events)}: the recorded episode has no 'end' event",
                          len(events))
+
+
+_STORED = (("sentence", MAX_SENTENCE_LEN), ("say", MAX_SAY_LEN), ("text", MAX_NOTES_LEN))
+
+
+def _stored_text(e: dict, i: int) -> None:
+    """An act's texts must be as the game stores them (one line, cut to its cap, RULES §19):
+    they are replayed as given, so a longer or multi-line one is a record the rules never
+    wrote."""
+    for field, cap in _STORED:
+        text = e.get(field, "")
+        if isinstance(text, str) and text and not _as_stored(text, cap):
+            raise ReplayMismatch(f"event {i} (act, turn {shown(e.get('turn'))}): field "
+                                 f"{field!r} is not as the game stores it (one line of at most "
+                                 f"{cap} characters): {shown(text, 60)}", i)
+
+
+def _as_stored(text: str, cap: int) -> bool:
+    """Whether ``text`` is some text's ``cut(one_line(...), cap)``: one line without outer
+    whitespace, except what a cut at exactly ``cap`` characters leaves at its end."""
+    if len(text) > cap:
+        return False
+    core = one_line(text)
+    return core == text or (len(text) == cap and text.startswith(core)
+                            and one_line(text[len(core):]) == "")
 
 
 def _action(e: dict) -> str | Intent:

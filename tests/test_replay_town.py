@@ -226,3 +226,24 @@ def test_a_key_one_side_lacks_is_named_absent() -> None:
     with pytest.raises(ReplayMismatch, match=r"field 'reason' is None in the record but the "
                                              r"rules give \(absent\)$"):
         replay(payload["config"], events)
+
+
+@pytest.mark.parametrize("field, text", [
+    ("say", "x" * 161), ("say", "two\nlines"), ("text", "n" * 601), ("sentence", "I wait.\t"),
+    ("sentence", "  I wait."), ("seat", True)])
+def test_an_act_the_rules_could_not_have_stored_is_a_mismatch(field: str, text: object) -> None:
+    """Texts are replayed as stored, so a say of 5,000 characters, a notes field past its cap
+    or a sentence with a tab (none of which the game stores: one line, cut to its cap, RULES
+    §19) re-derived; so did a seat of True for 1."""
+    game = play_episode(GameConfig(seed=5, turns=6), ["factor", "magpie"] * 3)
+    payload = game.replay_payload()
+    events = copy.deepcopy(payload["events"])
+    act = next(e for e in events if e["kind"] == "act" and e["seat"] == 1)
+    act[field] = text
+    with pytest.raises(ReplayMismatch):
+        replay(payload["config"], events)
+    # a sentence cut at exactly its cap may end in a space, as the original stores it
+    cut = ("I walk to the market square and then " * 10)[:239] + " "
+    assert cut.endswith(" ")
+    from sim.replay import _as_stored
+    assert _as_stored(cut, 240) and not _as_stored(cut[:199] + " ", 240)
