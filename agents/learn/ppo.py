@@ -19,6 +19,7 @@ Leagues build a fresh policy every episode, so loaded models are cached per proc
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 import threading
@@ -143,8 +144,15 @@ def save_model(net: PolicyNet, path: str | os.PathLike, provenance: Mapping[str,
 
 
 def atomic_save(obj: Any, path: Path) -> None:
-    """``torch.save`` to ``path`` so that a reader never sees half a file, even after a kill."""
-    atomic_write(path, lambda f: torch.save(obj, f))
+    """``torch.save`` to ``path`` so that a reader never sees half a file, even after a kill.
+
+    The archive is built in memory and written by Python: torch's writer turns a failed write
+    (a full disk) into a RuntimeError ("unexpected pos") that says nothing of the cause, where
+    Python's is the OSError (ENOSPC, EIO, ...) the command reports in one line. A model or a
+    checkpoint is a few MB."""
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    atomic_write(path, lambda f: f.write(buffer.getbuffer()))
 
 
 def atomic_write(path: Path, fill: Callable[[BinaryIO], object]) -> None:
@@ -158,6 +166,11 @@ def atomic_write(path: Path, fill: Callable[[BinaryIO], object]) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        if e.filename is None:  # a write's error names no file: name the one being written
+            raise OSError(e.errno, e.strerror or str(e), str(path)) from None
+        raise
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -47,13 +47,18 @@ def save_checkpoint(out: Path, record: dict) -> None:
                 out / CHECKPOINT_NAME)
 
 
+def no_checkpoint(out: Path) -> str:
+    """What ``--resume`` says when ``out`` holds no checkpoint."""
+    return f"--resume: no checkpoint {str(out / CHECKPOINT_NAME)!r} to continue from"
+
+
 def load_checkpoint(out: Path) -> dict:
     """The checkpoint of the run in ``out``, checked; :class:`CheckpointError` otherwise."""
     import torch
 
     path = out / CHECKPOINT_NAME
     if not path.is_file():
-        raise CheckpointError(f"--resume: no checkpoint {str(path)!r} to continue from")
+        raise CheckpointError(no_checkpoint(out))
     try:
         with open(path, "rb") as f:
             st = os.fstat(f.fileno())

@@ -25,6 +25,7 @@ EVAL_SEED0 = 100_000
 EVAL_OPPONENTS = ("factor", "magpie")
 AGAINST = EVAL_OPPONENTS  # the fixed opponents of training, by default those evaluated against
 MAX_AGAINST = 16
+MODEL_KINDS = ("ppo", "sb3")  # the opponents played from a model file, named by its path
 MAX_SPEC = 4096  # a spec's length: a path and a name, not a file's worth of text
 # One torch thread: the network is small, so on a CPU more threads add synchronisation to
 # every pass rather than speed, and the engine shares the same cores (README, 'Train a policy').
@@ -105,6 +106,9 @@ class TrainOptions:
                 raise TrainingError(f"{name} {e}") from None
         if "\0" in str(self.out):  # a path that no system call takes (a config file's string)
             raise TrainingError(f"out must be a folder's path; got {self.out!r:.40}")
+        # ~ expanded as for --world and --config: else the run writes a folder named "~" and
+        # the evaluation after it, which expands ~, loads another model
+        object.__setattr__(self, "out", os.path.expanduser(os.fspath(self.out)))
         if self.world is not None:
             try:
                 object.__setattr__(self, "world", world_path(self.world))
@@ -113,7 +117,8 @@ class TrainOptions:
         if self.device not in DEVICES:
             raise TrainingError(f"device must be one of {', '.join(DEVICES)}; got "
                                 f"{self.device!r}")
-        object.__setattr__(self, "against", check_against(self.against))
+        object.__setattr__(self, "against", check_against(tuple(
+            absolute_spec(a) for a in check_against(self.against))))
         if self.league and self.self_play:
             raise TrainingError("league and self_play exclude each other: the league already "
                                 "plays the learner against itself and its snapshots")
@@ -142,13 +147,22 @@ def check_against(against: object) -> tuple[str, ...]:
     return specs
 
 
+def absolute_spec(spec: str) -> str:
+    """A ``ppo:``/``sb3:`` spec with its path absolute (``~`` expanded), as ``--world`` is kept:
+    the checkpoint keeps the spec, and a resume from another folder must play the same file."""
+    kind, colon, rest = spec.partition(":")
+    if not colon or kind.strip().lower() not in MODEL_KINDS or not rest.strip():
+        return spec
+    return f"{kind}:{Path(rest.strip()).expanduser().resolve()}"
+
+
 def opponent_digests(against: tuple[str, ...]) -> dict[str, str]:
     """sha256 of each model file among the fixed opponents (``ppo:``, ``sb3:``), so that a
     resumed run can tell that one changed under it."""
     digests = {}
     for spec in against:
         kind, _, rest = spec.partition(":")
-        if kind.lower() not in ("ppo", "sb3") or not rest.strip():
+        if kind.strip().lower() not in MODEL_KINDS or not rest.strip():
             continue
         path = Path(rest.strip()).expanduser()
         if path.is_dir():
@@ -229,12 +243,14 @@ def shown(value: object) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def run_record(options: TrainOptions, town: Town) -> dict:
-    """What a checkpoint keeps of the options and the town (plain values)."""
+def run_record(options: TrainOptions, town: Town, opponents: dict[str, str]) -> dict:
+    """What a checkpoint keeps of the options and the town (plain values); ``opponents``: the
+    opponents' digests taken when the run began (:func:`opponent_digests`), which every
+    resume compares with the files as they are then."""
     return {**town.record(), "seed": options.seed, "envs": options.envs,
             "self_play": options.self_play,
             "league": options.league, "against": list(options.against),
-            "opponents": opponent_digests(options.against),
+            "opponents": dict(opponents),
             "threads": options.threads, "ppo": options.ppo.to_dict(),
             # the run asked for: a resume that names none finishes it
             "steps": options.steps, "minutes": options.minutes,

@@ -42,8 +42,8 @@ import json
 import os
 import re
 import select
-import shutil
 import signal
+import stat
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -70,7 +70,7 @@ from agents.learn.train_options import (
     read_town,
     resumed_run,
 )
-from sim.commandline import broken_pipe
+from sim.commandline import broken_pipe, printable
 
 Say = Callable[[str], None]
 Progress = Callable[[float, dict], None]
@@ -105,7 +105,9 @@ def train(options: TrainOptions, *, say: Say = _quiet, log: Say = _quiet, warn: 
     torch, a missing GPU, an unusable ``--out`` (:func:`check_out`) or checkpoint, an
     ``--out`` holding another run without ``resume`` (its files are never overwritten), one
     another training is writing (``OUT/.train.lock``, deleted when the run ends), or a resume
-    asking for other hyperparameters than its run's.
+    asking for other hyperparameters than its run's. A resume of a run that has spent its
+    budget and written its summary trains and writes nothing: ``say`` gets one line, and the
+    run's summary is returned.
     """
     try:
         import torch
@@ -120,6 +122,10 @@ def train(options: TrainOptions, *, say: Say = _quiet, log: Say = _quiet, warn: 
     if out.exists() and not out.is_dir():
         raise TrainingError(f"--out {options.out!r} is not a directory")
     check_out(out)
+    if options.resume and not out.is_dir():  # nothing to resume: no folder is made for it
+        from agents.learn.ppo_records import no_checkpoint
+
+        raise TrainingError(no_checkpoint(out))
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -133,6 +139,11 @@ def train(options: TrainOptions, *, say: Say = _quiet, log: Say = _quiet, warn: 
             except CheckpointError as e:
                 raise TrainingError(str(e)) from None
             options, town = resumed_run(options, checkpoint, str(out / RUN_FILES[0]), warn)
+            done = _finished(options, checkpoint, out)
+            if done is not None:
+                say(f"the run in {printable(str(out))} is complete ({done['steps']:,} steps); "
+                    "nothing to resume (ask more --steps or --minutes to go on)")
+                return done
             _check_run(options, town)
         else:
             checkpoint = None
@@ -153,6 +164,26 @@ def train(options: TrainOptions, *, say: Say = _quiet, log: Say = _quiet, warn: 
                                 progress)
         finally:
             torch.set_num_threads(threads)
+
+
+def _finished(options: TrainOptions, checkpoint: dict, out: Path) -> dict | None:
+    """The summary of a run that has spent its steps or minutes and written its model and
+    summary since its last checkpoint, or None: resuming it would only save, evaluate and log
+    its end again. A run stopped between its last checkpoint and its summary is not finished."""
+    try:
+        steps, seconds = int(checkpoint["learner"]["steps"]), float(checkpoint["seconds"])
+    except (KeyError, TypeError, ValueError):
+        return None  # (a damaged checkpoint is refused when restored)
+    if steps < options.steps and seconds < options.minutes * 60.0:
+        return None
+    try:
+        summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if (not isinstance(summary, dict) or summary.get("steps") != steps
+            or not isinstance(summary.get("policy"), str) or not (out / RUN_FILES[1]).is_file()):
+        return None
+    return {**summary, "policy": f"ppo:{(out / RUN_FILES[1]).resolve()}"}  # where it is now
 
 
 BATCHED_KINDS = ("factor, magpie, random, champion, ppo:MODEL, sb3:MODEL or a batched "
@@ -212,28 +243,67 @@ _OWN_TEMP = re.compile(rf"\.(?:{'|'.join(map(re.escape, RUN_FILES))})\.tmp\d+")
 LEAGUE_FILES = ("league.json", "results.jsonl")
 
 
+# What a run writes inside those two folders, and nothing else there is a run's: tensorboard's
+# event files (events.out.tfevents.TIME.HOST.PID.N; Board adds scalars only, so no subfolder)
+# and the snapshots of training_loop._save_snapshot with their atomic writes' temporary files.
+_OWN_INSIDE = {
+    TENSORBOARD: re.compile(r"events\.out\.tfevents\.\d+\..+"),
+    SNAPSHOTS: re.compile(r"step-\d{10,}\.pt|\.step-\d{10,}\.pt\.tmp\d+"),
+}
+
+
+def _run_entries(out: Path) -> tuple[list[Path], str | None]:
+    """The files a run left in ``OUT/tb`` and ``OUT/snapshots``, and what else is there (a
+    description, None when nothing is): only a run's own may ever be cleared."""
+    own: list[Path] = []
+    for name, pattern in _OWN_INSIDE.items():
+        folder = out / name
+        try:
+            st = folder.lstat()
+        except FileNotFoundError:
+            continue
+        except OSError as e:
+            return own, f"{name!r} cannot be read ({e.strerror})"
+        if not stat.S_ISDIR(st.st_mode):
+            return own, f"{name!r}, which is not a folder a run made"
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as e:
+            return own, f"{name + '/'!r} cannot be read ({e.strerror})"
+        for entry in entries:
+            if not (pattern.fullmatch(entry.name) and entry.is_file(follow_symlinks=False)):
+                return own, f"{name + '/' + entry.name!r}, which no run writes"
+            own.append(Path(entry.path))
+    return own, None
+
+
 def _clear_leftovers(out: Path) -> None:
     """Remove what a run killed before its first checkpoint left (its TensorBoard log, its
     snapshots): a new run in that folder would show two runs' curves as one, and list the
-    dead run's snapshots as its own."""
-    for name in (TENSORBOARD, SNAPSHOTS):
-        path = out / name
+    dead run's snapshots as its own. Only files a run writes are removed (:func:`check_out`
+    refused a folder holding anything else; checked again here, under the run's lock)."""
+    own, foreign = _run_entries(out)
+    if foreign is not None:
+        raise TrainingError(f"--out {str(out)!r} holds {foreign}; choose an empty or a new "
+                            "folder (nothing was deleted)")
+    for path in own:
         try:
-            if path.is_symlink() or path.is_file():
-                path.unlink()
-            elif path.is_dir():
-                shutil.rmtree(path)
+            path.unlink(missing_ok=True)
         except OSError as e:
             raise TrainingError(f"cannot clear {str(path)!r}, left by a run stopped before "
                                 f"its first checkpoint ({e.strerror})") from None
+    for name in _OWN_INSIDE:  # emptied: gone, as if the dead run had never begun
+        with contextlib.suppress(OSError):
+            (out / name).rmdir()
 
 
 def check_out(out: Path) -> None:
     """Refuse (:class:`TrainingError`, one line) an ``--out`` that is the root of a filesystem,
     a league's folder, or a folder holding files that no training run writes when it holds no
-    run's own (:data:`RUN_FILES`): a run writes and, resumed, replaces its files in ``--out``.
-    An empty folder, a new one and a run's folder (``--resume`` continues it; a new run is
-    refused there, see :func:`train`) pass."""
+    run's own (:data:`RUN_FILES`), or whose ``tb/`` or ``snapshots/`` hold anything a run does
+    not write there (a new run clears those two, :func:`_clear_leftovers`): a run writes and,
+    resumed, replaces its files in ``--out``. An empty folder, a new one and a run's folder
+    (``--resume`` continues it; a new run is refused there, see :func:`train`) pass."""
     shown = str(out)
     real = Path(os.path.realpath(out))
     if real.parent == real:  # "/", a drive's root, or a link to one
@@ -257,6 +327,10 @@ def check_out(out: Path) -> None:
         raise TrainingError(f"--out {shown!r} is not empty and not a training run's folder "
                             f"(it holds {', '.join(repr(n) for n in foreign[:3])}{more}); "
                             "choose an empty or a new folder")
+    _, inside = _run_entries(out)
+    if inside is not None:
+        raise TrainingError(f"--out {shown!r} is not a training run's folder (it holds "
+                            f"{inside}); choose an empty or a new folder")
 
 
 @contextlib.contextmanager
@@ -346,14 +420,17 @@ def run(args: argparse.Namespace) -> int:
         how = "terminated" if isinstance(e, Terminated) else "interrupted"
         if _has_checkpoint(options):
             streams.warn(f"train: {how}; add --resume to continue from the last checkpoint in "
-                         f"{options.out}")
+                         f"{printable(options.out)}")
         else:  # stopped before its first checkpoint (in the first evaluation, say)
             streams.warn(f"train: {how} before its first checkpoint: run the same command "
                          "again to begin anew")
         return 128 + signal.SIGTERM if isinstance(e, Terminated) else 130
     except OSError as e:  # a full disk, a file made read-only under the run: not a traceback
-        where = f" {e.filename}" if e.filename else ""
-        streams.warn(f"train: the run stopped on a file error{where}: {e.strerror or e}; fix "
+        name = e.filename
+        where = "" if not name else " " + printable(
+            os.fsdecode(name) if isinstance(name, (str, bytes)) else str(name))
+        streams.warn(f"train: the run stopped on a file error{where}: "
+                     f"{printable(e.strerror or str(e))}; fix "
                      "it (space, permissions), then " + (
                          "add --resume to continue from its last checkpoint"
                          if _has_checkpoint(options) else
@@ -366,7 +443,7 @@ def run(args: argparse.Namespace) -> int:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
     streams.say(json.dumps(summary))
-    streams.say(summary["policy"])
+    streams.say(printable(summary["policy"]))  # a path's newline would forge a last line
     return broken_pipe() if streams.stdout_left else 0
 
 
@@ -376,7 +453,7 @@ def _has_checkpoint(options: TrainOptions) -> bool:
 
 
 def _refuse(e: TrainingError, streams: _Streams) -> int:
-    streams.warn(f"train: error: {e}")
+    streams.warn(f"train: error: {printable(str(e))}")
     return 2
 
 

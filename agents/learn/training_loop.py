@@ -34,9 +34,11 @@ from agents.learn.train_options import (
     Town,
     TrainingError,
     TrainOptions,
+    opponent_digests,
     run_record,
 )
 from sim.codec.action_table import TABLE_VERSION
+from sim.commandline import printable
 from sim.rules.world import DEFAULT_TURNS
 
 Say = Callable[[str], None]
@@ -65,11 +67,13 @@ def run_training(options: TrainOptions, town: Town, out: Path, device: str,
     summary."""
     if checkpoint is not None:
         o = options  # (train() has read the run's own options and town from the checkpoint)
-        learner, curve, seconds, before, digests = _restore(o, town, out, device, checkpoint)
+        learner, curve, seconds, before, digests, opponents = _restore(o, town, out, device,
+                                                                       checkpoint)
         resumed: int | None = learner.steps
         log(f"resumed from the checkpoint at step {learner.steps:,} ({seconds:.0f} s trained)")
     else:
         o, resumed = options, None
+        opponents = opponent_digests(o.against)  # once: the files the learner loads now
         learner = Learner(o.ppo, o.envs, o.self_play, o.seed, device, turns=town.turns,
                           against=o.against, league=o.league, world=town.world)
         curve, seconds, before, digests = [], 0.0, None, []
@@ -85,8 +89,8 @@ def run_training(options: TrainOptions, town: Town, out: Path, device: str,
             board.add_evaluation(learner.steps, before)
         say(_line("before training", before))
         first_step, session = learner.steps, time.perf_counter()
-        seconds = _loop(o, town, out, learner, curve, seconds, before, digests, board, log,
-                        progress)
+        seconds = _loop(o, town, out, learner, curve, seconds, before, digests, opponents,
+                        board, log, progress)
         session = time.perf_counter() - session
         steps = learner.steps
         model = out / MODEL_NAME
@@ -103,8 +107,9 @@ def run_training(options: TrainOptions, town: Town, out: Path, device: str,
         board.close()
     rate = (steps - first_step) / session if steps > first_step else float("nan")
     say(_line("after training", after))
-    say(f"{steps:,} steps in {seconds:.0f} s ({rate:,.0f} steps/s this session, "
-        f"{engine_share(learner):.0%} of it in the engine); model: {model}")
+    pace = "no steps this session" if math.isnan(rate) else f"{rate:,.0f} steps/s this session"
+    say(f"{steps:,} steps in {seconds:.0f} s ({pace}, {engine_share(learner):.0%} of it in the "
+        f"engine); model: {printable(str(model))}")
     write_curve(out / "curve.csv", curve)
     if o.plot:
         try:
@@ -133,10 +138,10 @@ def run_training(options: TrainOptions, town: Town, out: Path, device: str,
 
 
 def _restore(o: TrainOptions, town: Town, out: Path, device: str, checkpoint: dict,
-             ) -> tuple[Learner, list, float, dict, list]:
+             ) -> tuple[Learner, list, float, dict, list, dict[str, str]]:
     """The run a checkpoint holds (its options ``o`` and ``town`` read from it): its learner,
-    curve, seconds trained, "before" figures and first digests; :class:`TrainingError` for
-    one damaged inside."""
+    curve, seconds trained, "before" figures, first digests and the opponents' digests it
+    began with; :class:`TrainingError` for one damaged inside."""
     try:
         learner = Learner(o.ppo, o.envs, o.self_play, o.seed, device, turns=town.turns,
                           against=o.against, league=o.league, world=town.world)
@@ -151,24 +156,26 @@ def _restore(o: TrainOptions, town: Town, out: Path, device: str, checkpoint: di
         before = json.loads(json.dumps(dict(checkpoint["before"]), allow_nan=True))
         _line("before training", before)  # the figures it must print
         digests = [dict(d) for d in checkpoint.get("digests", [])]
+        opponents = _began_with(checkpoint)
     except TrainingError:
         raise
     except (KeyError, TypeError, ValueError, RuntimeError) as e:  # damaged inside
         raise TrainingError(f"--resume: checkpoint {str(out / CHECKPOINT_NAME)!r} cannot "
                             f"be restored ({type(e).__name__}: {str(e)[:100]})") from None
-    return learner, curve, seconds, before, digests
+    return learner, curve, seconds, before, digests, opponents
 
 
 def _loop(o: TrainOptions, town: Town, out: Path, learner: Learner, curve: list, seconds: float,
-          before: dict, digests: list, board: Board, log: Say,
+          before: dict, digests: list, opponents: dict[str, str], board: Board, log: Say,
           progress: Callable[[float, dict], None]) -> float:
     """Update until the steps or minutes are spent, adding to ``curve``, ``digests`` (the first
     :data:`DIGESTS` updates') and ``board``, keeping checkpoints and writing each snapshot of
     self-play or the league to ``OUT/snapshots/``; returns the seconds trained, whole run.
     Ctrl-C keeps a checkpoint."""
     def record() -> dict:
-        return {"run": run_record(o, town), "learner": learner.state(), "curve": list(curve),
-                "seconds": seconds, "before": before, "digests": list(digests)}
+        return {"run": run_record(o, town, opponents), "learner": learner.state(),
+                "curve": list(curve), "seconds": seconds, "before": before,
+                "digests": list(digests)}
 
     started, first_step = time.perf_counter(), learner.steps
     base, budget = seconds, o.minutes * 60.0
@@ -211,6 +218,14 @@ def _loop(o: TrainOptions, town: Town, out: Path, learner: Learner, curve: list,
         raise
     save_checkpoint(out, record())
     return seconds
+
+
+def _began_with(checkpoint: dict) -> dict[str, str]:
+    """The opponents' digests the run began with, kept through every resume (a run begun
+    before they were recorded has none), so that each resume is compared with its run's start,
+    not with the files an earlier resume found."""
+    kept = checkpoint["run"].get("opponents") or {}
+    return {str(k): str(v) for k, v in dict(kept).items()}
 
 
 def _save_snapshot(out: Path, learner: Learner, o: TrainOptions) -> None:
