@@ -108,7 +108,7 @@ class TrainOptions:
             raise TrainingError(f"out must be a folder's path; got {self.out!r:.40}")
         # ~ expanded as for --world and --config: else the run writes a folder named "~" and
         # the evaluation after it, which expands ~, loads another model
-        object.__setattr__(self, "out", os.path.expanduser(os.fspath(self.out)))
+        object.__setattr__(self, "out", _expanded(self.out))
         if self.world is not None:
             try:
                 object.__setattr__(self, "world", world_path(self.world))
@@ -381,3 +381,9 @@ def check_rollout(options: TrainOptions, width: int, turns: int) -> None:
             f"envs x {options.ppo.episodes} episodes x {turns} turns x {learners} learning "
             f"seat{'s' if learners > 1 else ''} x {width} numbers); at most "
             f"{MAX_ROLLOUT_BYTES >> 30} GiB: lower --envs or --episodes")
+
+
+def _expanded(out: str | os.PathLike) -> str | Path:
+    """``out`` with ``~`` expanded, of the type it was given (a Path stays a Path)."""
+    text = os.path.expanduser(os.fspath(out))
+    return Path(text) if isinstance(out, Path) else text
