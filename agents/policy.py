@@ -128,9 +128,15 @@ def play_episode(config: GameConfig, policies: Sequence[Policy | str], *,
         reset: call each policy's ``reset(seed)`` first, with ``config.seed``.
         on_turn: called after every turn with the game and that turn's six act records.
     """
-    if isinstance(policies, (str, bytes)) or len(policies) != SEATS:
+    if not isinstance(config, GameConfig):
+        raise ValueError(f"play_episode: config must be a GameConfig (GameConfig.from_dict "
+                         f"reads a dict); got {type(config).__name__}")
+    if (isinstance(policies, (str, bytes)) or not isinstance(policies, Sequence)
+            or len(policies) != SEATS):
         raise ValueError(f"play_episode needs exactly {SEATS} policies (one per seat); got "
                          f"{policies!r:.80}")
+    if on_turn is not None and not callable(on_turn):
+        raise ValueError(f"play_episode: on_turn must be callable; got {on_turn!r:.40}")
     seats = [make_policy(p) for p in policies]
     check_town(seats, config.world)
     game = Game(config)

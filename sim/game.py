@@ -108,7 +108,7 @@ class GameConfig:
             if isinstance(players, (str, bytes)) or not isinstance(players, Sequence):
                 raise ConfigError(f"config.players must be a list; got {shown(players)}")
             kw["players"] = tuple(_player_name(p, i) for i, p in enumerate(players))
-        return cls(**kw, world=world or STANDARD_TOWN)
+        return cls(**kw, world=STANDARD_TOWN if world is None else world)
 
 
 class Game:

@@ -147,6 +147,9 @@ class PolicyRegistry:
             if "name" not in d:
                 raise ValueError(f"a policy spec mapping needs a 'name' key; got {sorted(d)}")
             name = d.pop("name")
+            if isinstance(name, Mapping):  # one level: a chain of them would only recurse
+                raise ValueError("a policy spec mapping's 'name' is a name, a class or a "
+                                 "policy, not another mapping")
             return self.make(name, **{**d, **params})
         if isinstance(spec, str):
             return self._from_string(spec, params)

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from .game import Game, GameConfig
-from .rules.errors import ReplayMismatch, shown
+from .rules.errors import ConfigError, ReplayMismatch, shown
 from .rules.intents import Intent
 from .rules.text import one_line
 from .rules.world import (
@@ -85,6 +85,10 @@ def replay(config: dict | GameConfig, events: Sequence[dict], world: World | Non
             it was played in: another one is refused before any act, :func:`town_problem`;
             so is one whose purses or stock differ, :func:`purse_problem`).
     """
+    if isinstance(config, GameConfig) and world is not None:  # (a JSON config reads it below)
+        if replace(config, world=world).world != config.world:  # (checks it is a World)
+            raise ConfigError("world= is another town than the GameConfig's world: give the "
+                              "town once, in the GameConfig or as world= with a JSON config")
     cfg = config if isinstance(config, GameConfig) else GameConfig.from_dict(config, world)
     problem = town_problem(config, world)  # (after the config: a world that is none says so)
     if problem is not None:

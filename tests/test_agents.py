@@ -277,3 +277,26 @@ def test_random_seats_of_one_policy_draw_independent_streams() -> None:
         p.reset(42)
     picks = [legal_intents(game, s).index(p.act(game, s)) for s, p in enumerate(policies)]
     assert len(set(picks)) > 1
+
+
+@pytest.mark.parametrize("args, kwargs, words", [
+    (({"seed": 1}, ["factor"] * 6), {}, "config must be a GameConfig"),
+    ((None, None), {}, "config must be a GameConfig"),
+    ((GameConfig(seed=1), None), {}, "needs exactly 6 policies"),
+    ((GameConfig(seed=1), ["factor"] * 6), {"on_turn": 5}, "on_turn must be callable"),
+])
+def test_play_episode_names_a_bad_argument_before_any_turn(args, kwargs, words) -> None:
+    """A dict config raised AttributeError, None policies TypeError, and on_turn=5 a TypeError
+    after a turn had been played."""
+    with pytest.raises(ValueError, match=words):
+        play_episode(*args, **kwargs)
+
+
+def test_a_spec_mapping_whose_name_is_a_mapping_is_refused_in_one_step() -> None:
+    """A chain of 5,000 {"name": {"name": ...}} raised RecursionError."""
+    spec: dict = {"name": "factor"}
+    for _ in range(5000):
+        spec = {"name": spec}
+    with pytest.raises(ValueError, match="not another mapping"):
+        make_policy(spec)
+    assert make_policy({"name": "factor"}).name == "factor"

@@ -292,3 +292,64 @@ def test_the_aec_face_refuses_a_bad_action_when_it_is_given_and_goes_on() -> Non
     par.reset(seed=0)
     with pytest.raises(ValueError, match="^seat_3: action index"):
         par.step({a: 999 if a == "seat_3" else 0 for a in par.agents})
+
+
+@pytest.mark.parametrize("make", [
+    lambda: gymnasium.make("guild/Guild-v0", flatten="no"),
+    lambda: gymnasium.make("guild/Guild-v0", text_mode="false"),
+    lambda: sim.parallel_env(flatten="no"),
+    lambda: gymnasium.make_vec("guild/Guild-v0", num_envs=2,
+                               vectorization_mode="vector_entry_point", thievery="x"),
+    lambda: gymnasium.make_vec("guild/Guild-v0", num_envs=2,
+                               vectorization_mode="vector_entry_point", speech=None),
+    lambda: BatchedGuild(1, thievery="no"),
+])
+def test_a_flag_is_true_or_false_not_a_truthy_value(make) -> None:
+    """'no' is truthy: flatten='no' flattened, thievery='no' allowed robbery."""
+    with pytest.raises(ValueError, match="must be True or False"):
+        make()
+
+
+def test_the_batched_engines_rows_are_checked_where_games_go_in_and_out() -> None:
+    """A negative row wrapped to the last one (load_games overwrote row 2 for row -1; export
+    gave row 2's state), and what was not a Game raised AttributeError."""
+    engine = BatchedGuild(3, seed=0)
+    before = engine.export(2)
+    game = sim.Game(sim.GameConfig(seed=42))
+    for rows in ([-1], [3], [0.7], [0, 0]):
+        with pytest.raises(ValueError, match="rows"):
+            engine.load_games([game] * len(rows), rows=rows)
+    with pytest.raises(ValueError, match=r"games\[0\] must be a sim.Game"):
+        engine.load_games(["x"])
+    for row in (-1, 3, 1.0, True):
+        with pytest.raises(ValueError, match="row must be an int from 0 to 2"):
+            engine.export(row)
+        with pytest.raises(ValueError, match="row must be an int from 0 to 2"):
+            engine.offers(row)
+    assert engine.export(2) == before
+
+
+def test_reset_seeds_are_ints_from_zero_named_when_not() -> None:
+    """1.5 raised numpy's TypeError (or was cut to 1 in a vector env's list), -1 numpy's
+    ValueError naming no field."""
+    for call in (lambda: sim.parallel_env(seed=1.5), lambda: sim.parallel_env().reset(seed=-1)):
+        with pytest.raises(ValueError, match="seed must be an int >= 0 or None"):
+            call()
+    vec = gymnasium.make_vec("guild/Guild-v0", num_envs=3,
+                             vectorization_mode="vector_entry_point")
+    with pytest.raises(ValueError, match="seed must be an int or 3 ints"):
+        vec.reset(seed=1.5)
+    with pytest.raises(ValueError, match=r"seed\[0\] must be an int >= 0"):
+        vec.reset(seed=[1.5, 2.5, 3.5])
+    first = vec.reset(seed=np.arange(3))[0]
+    again = vec.reset(seed=[0, 1, 2])[0]
+    assert all((first[k] == again[k]).all() for k in first)
+
+
+def test_a_world_that_is_no_town_is_refused_not_taken_for_the_standard_one() -> None:
+    """``world or STANDARD_TOWN`` took world=0 (falsy) for the standard town."""
+    for make in (lambda: sim.GameConfig.from_dict({}, world=0),
+                 lambda: gymnasium.make("guild/Guild-v0", world=0),
+                 lambda: sim.parallel_env(world=0)):
+        with pytest.raises(ValueError, match="world must be a World; got int"):
+            make()

@@ -247,3 +247,17 @@ def test_an_act_the_rules_could_not_have_stored_is_a_mismatch(field: str, text: 
     assert cut.endswith(" ")
     from sim.replay import _as_stored
     assert _as_stored(cut, 240) and not _as_stored(cut[:199] + " ", 240)
+
+
+def test_a_world_that_is_no_town_or_contradicts_the_config_is_refused() -> None:
+    """With a GameConfig, world= was never looked at: a string, or another town, passed."""
+    from sim import ConfigError
+
+    game = play_episode(GameConfig(seed=5, turns=6), ["factor", "magpie"] * 3)
+    payload = game.replay_payload()
+    for world in ("garbage", 5):
+        with pytest.raises(ConfigError, match="GameConfig.world must be a World"):
+            replay(game.config, payload["events"], world=world)
+    with pytest.raises(ConfigError, match="another town than the GameConfig's"):
+        replay(game.config, payload["events"], world=load_world(LEAN)[0])
+    assert replay(game.config, payload["events"], world=game.config.world).events == game.events

@@ -64,6 +64,8 @@ class BatchedGuild:
             raise ValueError(f"world must be a World; got {type(world).__name__}")
         self.n = int(n)
         self.turns = turns
+        if not isinstance(thievery, (bool, np.bool_)):
+            raise ValueError(f"thievery must be True or False; got {thievery!r:.40}")
         self.thievery = bool(thievery)
         self.world = world or STANDARD_TOWN
         self.tables: Tables = tables_for(self.world)
@@ -261,7 +263,18 @@ class BatchedGuild:
     # --- conversion to and from the scalar engine (tests, curricula) ----------------------------
     def load_games(self, games: list, rows: np.ndarray | None = None) -> None:
         """Copy the states of scalar ``Game`` objects into ``rows`` (default ``0..len-1``)."""
-        rows = np.arange(len(games)) if rows is None else np.asarray(rows, np.int64)
+        from ..game import Game  # here: the engine itself needs no scalar game
+
+        games = list(games)
+        rows = np.arange(len(games)) if rows is None else self._check_rows(rows)
+        if len(rows) != len(games):
+            raise ValueError(f"load_games: {len(games)} games for {len(rows)} rows")
+        if len(games) > self.n:
+            raise ValueError(f"load_games: {len(games)} games for an engine of {self.n} rows")
+        for k, game in enumerate(games):
+            if not isinstance(game, Game):
+                raise ValueError(f"load_games: games[{k}] must be a sim.Game; got "
+                                 f"{type(game).__name__}")
         for i, game in zip(rows.tolist(), games):
             gs = game.state
             if gs.turns != self.turns or gs.thievery != self.thievery or gs.world != self.world:
@@ -270,11 +283,17 @@ class BatchedGuild:
 
     def export(self, i: int) -> dict:
         """Row ``i`` in the scalar engine's terms (``sim.batched.state.export_row``)."""
-        return export_row(self.state, self.tables, i)
+        return export_row(self.state, self.tables, self._row(i))
 
     def offers(self, i: int) -> list[Offer]:
         """Row ``i``'s live offers as the scalar list (``sim.batched.state.row_offers``)."""
-        return row_offers(self.state, i)
+        return row_offers(self.state, self._row(i))
+
+    def _row(self, i: object) -> int:
+        """``i`` as a row, or ValueError (a negative one would wrap to another row)."""
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 0 <= i < self.n:
+            raise ValueError(f"row must be an int from 0 to {self.n - 1}; got {i!r:.40}")
+        return int(i)
 
 
 def _dispatch(name: str, *args) -> None:

@@ -115,10 +115,28 @@ def seat_spaces(world: World, text_mode: bool, flat: bool) -> tuple[spaces.Space
     return obs, spaces.Discrete(n_actions(world))
 
 
+def check_env_seed(seed: object, name: str = "seed") -> int | None:
+    """A reset seed as numpy's generators take it: None, or an int >= 0 (1.5 would be cut,
+    -1 refused by numpy without naming the field)."""
+    if seed is None:
+        return None
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"{name} must be an int >= 0 or None; got {seed!r:.40}")
+    return int(seed)
+
+
+def check_flags(**flags: object) -> None:
+    """Each flag True or False: a string such as ``"no"`` is truthy, and would turn it on."""
+    for name, value in flags.items():
+        if not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{name} must be True or False; got {value!r:.40}")
+
+
 class SeatFace:
     """What both environments share: a seat's observation, mask and action decoding."""
 
     def __init__(self, world: World, text_mode: bool, flat: bool) -> None:
+        check_flags(text_mode=text_mode, flatten=flat)
         if text_mode and flat:  # text mode's observation is a sentence: nothing to flatten
             raise ValueError("flatten=True and text_mode=True exclude each other: text mode "
                              "observes text, which has no flat vector")

@@ -94,7 +94,7 @@ class GuildEnv(gym.Env):
         self.fixed_seat = seat
         self.opponent_specs = opponent_specs(opponents)
         self.opponents: list | None = None
-        self.world = world or STANDARD_TOWN
+        self.world = STANDARD_TOWN if world is None else world
         GameConfig(turns=turns, thievery=thievery, speech=speech, world=self.world)  # validate
         self.turns, self.thievery, self.speech = turns, thievery, speech
         self.reward_mode = reward

@@ -14,7 +14,7 @@ from ..codec.action_table import legal_mask, to_intent
 from ..game import Game, GameConfig
 from ..rules.scoring import score
 from ..rules.world import SEATS, STANDARD_TOWN, World
-from .face import SeatFace, seat_spaces
+from .face import SeatFace, check_env_seed, seat_spaces
 from .row import RowEpisode
 
 
@@ -69,9 +69,9 @@ class GuildParallelEnv(ParallelEnv):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}; "
                              f"got {render_mode!r}")
-        self.world = world or STANDARD_TOWN
+        self.world = STANDARD_TOWN if world is None else world
         GameConfig(turns=turns, thievery=thievery, speech=speech, world=self.world)  # validate
-        self.default_seed = seed
+        self.default_seed = check_env_seed(seed)
         self.turns, self.thievery, self.speech = turns, thievery, speech
         self.reward_mode = reward
         self.render_mode = render_mode
@@ -92,6 +92,7 @@ class GuildParallelEnv(ParallelEnv):
         return self._spaces[1]
 
     def reset(self, seed: int | None = None, options: dict | None = None):
+        seed = check_env_seed(seed)
         if seed is None:
             seed = self.default_seed if self._game is None and self._row is None else None
         if seed is not None:

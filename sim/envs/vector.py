@@ -40,7 +40,7 @@ from ..policies import BATCHED_POLICIES, POLICIES, check_town
 from ..rules.commissions import points_of
 from ..rules.scoring import RESULT_KEYS, wealth_of
 from ..rules.world import SEATS, World
-from .face import check_seat, opponent_specs, seat_spaces
+from .face import check_env_seed, check_flags, check_seat, opponent_specs, seat_spaces
 
 # The keys of GuildVectorEnv's ``info``, each beside its ``_``-mask (no others, ever): what
 # GuildEnv's info holds every step, what it adds at an episode's end, and what SAME_STEP adds.
@@ -118,6 +118,7 @@ class GuildVectorEnv(VectorEnv):
                              f"{autoreset_mode!r}")
         self.metadata = {**self.metadata, "autoreset_mode": mode}
         self.same_step = mode == AutoresetMode.SAME_STEP
+        check_flags(text_mode=text_mode, flatten=flatten, thievery=thievery, speech=speech)
         if text_mode:
             raise ValueError("text_mode needs the scalar engine: use vectorization_mode='sync'")
         if render_mode is not None:
@@ -167,9 +168,11 @@ class GuildVectorEnv(VectorEnv):
         if seed is None:
             seeds: list = [None] * n
         elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-            seeds = [int(seed) + i for i in range(n)]
+            seeds = [check_env_seed(seed) + i for i in range(n)]
         else:
-            seeds = [int(x) for x in seed]
+            if isinstance(seed, (str, bytes)) or not isinstance(seed, (Sequence, np.ndarray)):
+                raise ValueError(f"seed must be an int or {n} ints; got {seed!r:.40}")
+            seeds = [check_env_seed(x, f"seed[{i}]") for i, x in enumerate(seed)]
             if len(seeds) != n:
                 raise ValueError(f"seed must be an int or {n} ints; got {len(seeds)}")
         if seed is not None or self._rngs is None:
