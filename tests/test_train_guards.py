@@ -24,26 +24,12 @@ from league.cli.guild import main as guild
 
 torch = needs_module("torch", "torch==2.13.0, then pip install -e '.[train]'")
 
+from test_train_hostile import ENVS, UPDATE, _one_line, _train  # noqa: E402 - after torch
+
 from agents.learn.ppo import PolicyNet, save_model  # noqa: E402
 from agents.learn.train_args import build_parser, options_from_args  # noqa: E402
 from agents.learn.training import TrainOptions, train  # noqa: E402
 from sim.commandline import printable  # noqa: E402
-
-ENVS = 4
-UPDATE = ENVS * 14
-TINY = ["--envs", str(ENVS), "--eval-episodes", "2", "--quiet", "--no-plot"]
-
-
-def _train(out: str | Path, *args: str) -> tuple[int, str]:
-    buf = io.StringIO()
-    with redirect_stdout(buf):
-        code = guild(["train", "--out", str(out), *TINY, *args])
-    return code, buf.getvalue()
-
-
-def _one_line(err: str) -> str:
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    return err
 
 
 def _tree(folder: Path) -> dict[str, bytes | None]:

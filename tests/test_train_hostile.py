@@ -39,7 +39,7 @@ UPDATE = ENVS * 14
 TINY = ["--envs", str(ENVS), "--eval-episodes", "2", "--quiet", "--no-plot"]
 
 
-def _train(out: Path, *args: str) -> tuple[int, str]:
+def _train(out: str | Path, *args: str) -> tuple[int, str]:
     buf = io.StringIO()
     with redirect_stdout(buf):
         code = guild(["train", "--out", str(out), *TINY, *args])
