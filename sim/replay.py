@@ -243,8 +243,8 @@ def _compare(mine: dict, recorded: dict, i: int) -> None:
                              f"{b.get('kind')!r}", i)
     path, ours, theirs = _first_difference(a, b) or ((), a, b)
     raise _Differs(f"event {i} ({a.get('kind')}, turn {a.get('turn')}): field "
-                         f"{_path_text(path)!r} is {shown(theirs, 60)} in the record but the "
-                         f"rules give {shown(ours, 60)}", i)
+                   f"{_path_text(path)!r} is {shown(theirs, 60)} in the record but the rules "
+                   f"give {shown(ours, 60)}", i)
 
 
 _PASS_TOWN = "pass the town it was played in (world=sim.rules.worldfile.load_world(FILE)[0])"

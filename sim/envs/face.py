@@ -219,6 +219,14 @@ class SeatFace:
             return self.check(action)
         return to_intent(self.index(action), self.world, seat, game.state.room[seat])
 
+    def checked(self, agent: str, action):
+        """:meth:`check` of ``agent``'s action, its error naming the agent (the same type:
+        an IntentError stays one)."""
+        try:
+            return self.check(action)
+        except ValueError as e:
+            raise type(e)(f"{agent}: {e}") from None
+
     def check(self, action):
         """``action`` if this face takes it (a sentence in text mode, else a table index);
         otherwise the ``ValueError`` playing it would raise."""

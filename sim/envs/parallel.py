@@ -48,10 +48,7 @@ def _checked_steps():
             agent = self.agent_selection
             if action is not None and not (self.terminations.get(agent)
                                            or self.truncations.get(agent)):
-                try:
-                    self._face.check(action)
-                except ValueError as e:
-                    raise type(e)(f"{agent}: {e}") from None  # (IntentError stays one)
+                self._face.checked(agent, action)
             super().step(action)
 
     return _CheckedSteps
@@ -125,18 +122,15 @@ class GuildParallelEnv(ParallelEnv):
             unknown = [a for a in actions if a not in self.agents]
             raise ValueError(f"step takes actions of the live agents {agents[0]}.."
                              f"{agents[-1]} only; got unknown agents {unknown!r:.200}")
-        picked = [actions[a] for a in agents]
-        for agent, action in zip(agents, picked):  # each checked first, named when refused
-            try:
-                self.face.check(action)
-            except ValueError as e:
-                raise type(e)(f"{agent}: {e}") from None  # (IntentError stays one)
+        # each checked once, before any is played, and named when refused: the checked form
+        # (a sentence, or a table index) is what is played
+        picked = [self.face.checked(a, actions[a]) for a in agents]
         if self._row is None:
             game = self._game
             game.play_turn([self.face.action(game, s, a) for s, a in enumerate(picked)])
             done, scores = game.done, [score(game.state, s) for s in range(SEATS)]
         else:
-            done = self._row.step(np.array(list(map(self.face.index, picked)), np.int64))
+            done = self._row.step(np.array(picked, np.int64))
             scores = self._row.scores
         if self.reward_mode == "dense":
             rewards = {a: float(new - old) for a, new, old in zip(agents, scores, self._scores)}
