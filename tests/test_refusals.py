@@ -311,3 +311,17 @@ def test_an_unhashable_kind_or_reason_is_an_intent_error_and_a_replay_mismatch()
     act["structured"]["kind"] = ["move"]
     with pytest.raises(ReplayMismatch, match="bad structured intent"):
         replay(payload["config"], payload["events"])
+
+
+def test_both_spellings_of_a_slot_must_agree() -> None:
+    """``toRoom=`` and ``spoken=`` are RULES' spellings of ``to_room`` and ``text``; given both
+    with different values, the RULES spelling won silently (a move to room 3, not 4)."""
+    from sim import Intent, IntentError
+
+    assert Intent("move", to_room=4, toRoom=4).to_room == 4
+    assert Intent("move", toRoom=3).to_room == 3
+    assert Intent("say", text="hi", spoken="hi").text == "hi"
+    with pytest.raises(IntentError, match="to_room=4 and toRoom=3"):
+        Intent("move", toRoom=3, to_room=4)
+    with pytest.raises(IntentError, match="text='a' and spoken='b'"):
+        Intent("say", text="a", spoken="b")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import IntentError
+from .errors import IntentError, shown
 from .text import cut, one_line
 from .world import MAX_SENTENCE_LEN
 
@@ -37,7 +37,8 @@ class Intent:
     ``other`` (a seat) with -1 for none, ``qty`` (999 = all), ``coin``, ``reason`` (``ok`` for a
     readable intent, else the parser's reason for ``none``) and ``text`` (the spoken line lifted
     from quotes, or the line of a ``say``).  ``toRoom=`` and ``spoken=`` are accepted as
-    spellings of ``to_room`` and ``text`` so that RULES' names work too.
+    spellings of ``to_room`` and ``text`` so that RULES' names work too (both spellings at once
+    with different values is an error).
 
     >>> Intent("move", to_room=5)
     Intent(kind='move', to_room=5, item=-1, qty=1, npc=-1, other=-1, coin=0, reason='ok', text='')
@@ -58,8 +59,14 @@ class Intent:
                  text: str = "", *, toRoom: int | None = None,  # noqa: N803 - RULES spelling
                  spoken: str | None = None) -> None:
         if toRoom is not None:
+            if to_room != -1 and to_room != toRoom:
+                raise IntentError(f"Intent got to_room={shown(to_room)} and "
+                                  f"toRoom={shown(toRoom)}: give one of the two spellings")
             to_room = toRoom
         if spoken is not None:
+            if text != "" and text != spoken:
+                raise IntentError(f"Intent got text={shown(text)} and "
+                                  f"spoken={shown(spoken)}: give one of the two spellings")
             text = spoken
         if reason is None:
             reason = "unparsed" if kind == "none" else "ok"
