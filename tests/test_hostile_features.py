@@ -837,6 +837,25 @@ def test_out_in_a_file_is_checked_as_the_flag_is(tmp_path: Path, capsys) -> None
     assert TrainOptions(out=Path("runs")).out == Path("runs")  # a Path still works
 
 
+def test_a_config_files_opponent_models_are_beside_the_file(tmp_path: Path,
+                                                            monkeypatch) -> None:
+    """``against = ["ppo:snap.pt"]`` in a config file names the model beside the file, as
+    ``world`` does (it was read from the folder the command ran in, so a shipped recipe played
+    another model, or none); a flag's path is still the current folder's."""
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    config = folder / "train.toml"
+    config.write_text('against = ["factor", "ppo:snap.pt", "sb3:~/m.zip"]\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    values, _ = read_config("configs/train.toml")
+    assert values["against"] == ("factor", f"ppo:{folder.resolve() / 'snap.pt'}",
+                                 f"sb3:{Path('~/m.zip').expanduser().resolve()}")
+    from agents.learn.train_args import options_from_args
+
+    flagged = options_from_args(build_parser().parse_args(["--against", "ppo:snap.pt"]))
+    assert flagged.against == (f"ppo:{tmp_path.resolve() / 'snap.pt'}",)
+
+
 @pytest.mark.parametrize("target, words", [
     ("/dev/zero", "is not a regular file"), ("/dev/urandom", "is not a regular file"),
     ("/proc/self/mem", "cannot read it"),  # a regular file whose read fails

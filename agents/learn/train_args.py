@@ -36,6 +36,7 @@ from agents.learn.train_options import (
     KNOBS,
     TrainingError,
     TrainOptions,
+    absolute_spec,
     check_against,
     flag,
     shown,
@@ -141,7 +142,8 @@ RUN_OPTIONS = (
     _switch("league", "league training: opponents drawn from the --against ones, past "
             "snapshots and the learner itself, weighted toward those it loses to (PFSP)"),
     Option("against", "the fixed opponents, comma-separated (a list in a config file): "
-           "factor, magpie, random, champion, ppo:MODEL", _against, _against, "P1,P2,..."),
+           "factor, magpie, random, champion, ppo:MODEL (in a --config file, a model's path "
+           "is relative to that file's folder)", _against, _against, "P1,P2,..."),
     Option("world", "train and evaluate in the town of this world file (TOML or JSON; "
            "docs/feasibility.md; in a --config file, relative to that file's folder); a model "
            "trained there plays it with --world (and --turns) in guild evaluate and guild play",
@@ -280,9 +282,13 @@ def read_config(path: str) -> tuple[dict[str, Any], tuple[str, str]]:
         except ValueError as e:
             raise TrainingError(f"--config {path!r}: {key} {e}") from None
         given[o.name] = key
-    if "world" in values:  # a path in the file is relative to the file (its target, when
-        # the file given is a link: the one whose sha256 the summary records)
-        values["world"] = str(Path(path).resolve().parent / values["world"])
+    # A path in the file is relative to the file (its target, when the file given is a link:
+    # the one whose sha256 the summary records), as a shipped recipe is run from anywhere.
+    folder = Path(path).resolve().parent
+    if "world" in values:
+        values["world"] = str(folder / values["world"])
+    if "against" in values:
+        values["against"] = tuple(absolute_spec(a, folder) for a in values["against"])
     return values, (str(Path(path).resolve()), hashlib.sha256(data).hexdigest())
 
 

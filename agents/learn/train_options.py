@@ -147,13 +147,16 @@ def check_against(against: object) -> tuple[str, ...]:
     return specs
 
 
-def absolute_spec(spec: str) -> str:
+def absolute_spec(spec: str, base: Path | None = None) -> str:
     """A ``ppo:``/``sb3:`` spec with its path absolute (``~`` expanded), as ``--world`` is kept:
-    the checkpoint keeps the spec, and a resume from another folder must play the same file."""
+    the checkpoint keeps the spec, and a resume from another folder must play the same file.
+    A relative path is taken from ``base`` when given (a config file's folder), else from the
+    current folder."""
     kind, colon, rest = spec.partition(":")
     if not colon or kind.strip().lower() not in MODEL_KINDS or not rest.strip():
         return spec
-    return f"{kind}:{Path(rest.strip()).expanduser().resolve()}"
+    path = Path(rest.strip()).expanduser()
+    return f"{kind}:{((base or Path()) / path).resolve()}"
 
 
 def opponent_digests(against: tuple[str, ...]) -> dict[str, str]:
