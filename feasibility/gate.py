@@ -445,9 +445,20 @@ def _case_json(world: World, case: Case | None) -> dict | None:
             "goods": [world.goods[g].name for g in case.goods]}
 
 
+def pair_names(world: World, pairs: Iterable[tuple[int, int]]) -> dict[tuple[int, int], str]:
+    """Each pair's name (:func:`pair_name`), unique among ``pairs``: two pairs whose names read
+    alike (goods ``a+b`` and ``c`` against ``a`` and ``b+c``) each add the goods' ids,
+    ``"a+b+c (ids 0,2)"``, so that no JSON key or table row stands for two pairs."""
+    names = {pair: pair_name(world, pair) for pair in pairs}
+    alike = Counter(names.values())
+    return {pair: name if alike[name] == 1 else f"{name} (ids {','.join(map(str, sorted(pair)))})"
+            for pair, name in names.items()}
+
+
 def _by_pair_name(world: World, figures: dict[tuple[int, int], int]) -> dict[str, int]:
     """A pair's figures keyed by its name (``"rope+salt"``), as JSON keys must be strings."""
-    return {pair_name(world, pair): v for pair, v in figures.items()}
+    names = pair_names(world, figures)
+    return {names[pair]: v for pair, v in figures.items()}
 
 
 def _summary_json(world: World, s: Summary) -> dict:

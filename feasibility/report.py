@@ -5,7 +5,16 @@ from __future__ import annotations
 from sim.rules.errors import printable
 from sim.rules.world import World
 
-from .gate import MIN_SUPPLIERS, Case, GateReport, Outcome, Summary, pair_name, suppliers
+from .gate import (
+    MIN_SUPPLIERS,
+    Case,
+    GateReport,
+    Outcome,
+    Summary,
+    pair_name,
+    pair_names,
+    suppliers,
+)
 from .optimal import OptimalSearch
 
 SHOWN_FAILURES = 12
@@ -91,7 +100,8 @@ def format_text(report: GateReport) -> str:
         if g.worst_coin_case is not None:
             lines.append(f"  worst greedy cost: {g.worst_coin} "
                          f"({pair_name(w, g.worst_coin_case.goods)})")
-        lines.append("  greedy pair costs: " + ", ".join(f"{pair_name(w, k)} {v}"
+        names = pair_names(w, g.pair_coin)
+        lines.append("  greedy pair costs: " + ", ".join(f"{names[k]} {v}"
                                                           for k, v in g.pair_coin.items()))
 
     if report.exhaustive:
@@ -101,7 +111,7 @@ def format_text(report: GateReport) -> str:
         lines.append(f"exhaustive: {w.n_rooms} start rooms x {n_pairs} ordered pairs = "
                      f"{g.cases} cases")
         lines += _oracle_rows(g, o)
-        pairs = {p: pair_name(w, p) for p in sorted({*g.pair_coin, *o.pair_coin})}
+        pairs = pair_names(w, sorted({*g.pair_coin, *o.pair_coin}))
         width = max([14, *map(len, pairs.values())])
         lines.append(f"  {'pair':<{width}} {'greedy turns/coin':>18} {'optimal turns/coin':>19}"
                      "   (worst over start rooms)")

@@ -51,6 +51,24 @@ def test_a_good_named_with_a_plus_gates_like_any_other(tmp_path: Path, capsys) -
     assert r["exhaustive"]["optimal"]["pair_turns"]["hide+salt+pepper"] == 9
 
 
+def test_pairs_whose_names_read_alike_keep_a_key_each(tmp_path: Path, capsys) -> None:
+    # hide+nails and rope+salt both read "x+y+z": one JSON key held both, so the report lost
+    # a pair's figures, and the text table printed two rows of one name
+    alike = ''.join(f'[goods.{key}]\nname = "{name}"\n'
+                    for key, name in (("hide", "x+y"), ("nails", "z"), ("rope", "x"),
+                                      ("salt", "y+z")))
+    town = str(write_town(tmp_path, alike, "alike.toml"))
+    assert main(["--world", town, "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    standard = run_gate(seeds=range(200)).summary("seeded", "greedy").pair_coin
+    coin = r["seeded"]["greedy"]["pair_coin"]
+    assert len(coin) == 6 and coin["x+y+z (ids 0,1)"] == standard[0, 1]
+    assert coin["x+y+z (ids 2,3)"] == standard[2, 3] and coin["z+x"] == standard[1, 2]
+    assert main(["--world", town]) == 0
+    out = capsys.readouterr().out
+    assert f"x+y+z (ids 0,1) {standard[0, 1]}, " in out and "x+y+z (ids 2,3)" in out
+
+
 def test_pair_figures_are_keyed_by_the_goods_ids() -> None:
     g = run_gate(seeds=range(1)).summary("exhaustive", "greedy")
     assert g.pair_coin == {(0, 1): 20, (0, 2): 26, (0, 3): 28, (1, 2): 28, (1, 3): 30,
