@@ -1,4 +1,4 @@
-"""A league records the code of its ``module:`` and ``exec:`` policies (``league.json``'s
+"""A league records the code of its ``module:``, ``exec:`` and ``sb3:`` policies (``league.json``'s
 ``code``: the sha256 of their files, as ``ppo:`` models' are under ``models``), and refuses a
 resume whose policy code changed, naming the policy and the file, so no ladder mixes two
 versions of a policy.  A league begun before the code was recorded resumes and records it; a
@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import needs_module
 from leagues import league_args, one_error_line, rows
 
 from league.cli.guild import main
@@ -234,3 +235,29 @@ def test_the_interpreter_is_the_machines_however_it_is_named(tmp_path: Path,
     by_name = policy_code.code_roots("exec:python3 bot.py", [], "out")[0]
     by_path = policy_code.code_roots(f"exec:{sys.executable} bot.py", [], "out")[0]
     assert by_name == by_path == [tmp_path / "bot.py"]
+
+
+def test_an_sb3_models_zip_is_its_code(tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """An ``sb3:`` zip was not recorded: a resume with other weights ranked two models as one."""
+    sb3_contrib = needs_module("sb3_contrib", "torch==2.13.0, then pip install -e '.[train]'")
+    from agents.learn.sb3 import GuildVecEnv, write_meta
+
+    path = tmp_path / "tiny.zip"
+
+    def save(seed: int) -> None:
+        sb3_contrib.MaskablePPO("MlpPolicy", GuildVecEnv(2), n_steps=8, batch_size=16,
+                                device="cpu", seed=seed,
+                                policy_kwargs=dict(net_arch=[8])).save(path)
+        write_meta(path, {"flatten": True})
+
+    save(0)
+    spec = f"sb3:{path}"
+    out = tmp_path / "league"
+    assert _play(out, 6, f"{spec},factor") == 0
+    assert list(_manifest(out)["code"][spec]["files"]) == ["tiny.zip"]
+    save(1)  # other weights
+    capsys.readouterr()
+    assert _play(out, 12, f"{spec},factor") == 2
+    assert "has other code than it played (tiny.zip changed)" in one_error_line(
+        capsys.readouterr().err)

@@ -1,4 +1,5 @@
-"""The code of a league's ``module:`` and ``exec:`` policies, as ``league.json`` records it.
+"""The code of a league's ``module:``, ``exec:`` and ``sb3:`` policies, as ``league.json``
+records it.
 
 A league resumed with other code for a policy would rank two versions of it as one, so
 ``league.json`` records the sha256 of each such policy's files under ``code`` (as it records
@@ -38,9 +39,10 @@ LEAGUE_MARK = "league.json"
 
 
 def code_roots(name: str, policies: Sequence[str], out: str) -> tuple[list[Path], list[Path]]:
-    """The files and folders that are ``name``'s code (none for a policy that is not ``module:``
-    or ``exec:``), and those inside them to leave out: other policies' own files, which its
-    sandbox hides, and the league's folder (``league.apart.sandbox`` lists them all).  An
+    """The files and folders that are ``name``'s code (none for a policy that is not ``module:``,
+    ``exec:`` or ``sb3:``, whose zip it is), and those inside them to leave out: other
+    policies' own files, which its sandbox hides, and the league's folder
+    (``league.apart.sandbox`` lists them all).  An
     ``exec:`` program found on ``PATH`` (``node``, ``python3``) is the machine's, not the
     policy's: its script and the paths its command names are."""
     spec = replay_seats.spec_of(name)
@@ -55,7 +57,9 @@ def code_roots(name: str, policies: Sequence[str], out: str) -> tuple[list[Path]
         if files and argv and _machines(argv[0], files[0]):
             files = files[1:]
         return files, skip
-    if ":" not in spec or low.startswith(("sb3:", "ppo:", "llm:")):
+    if low.startswith("sb3:"):  # a zip of pickles: its bytes are the policy's code
+        return sandbox.policy_files(spec)[0], skip
+    if ":" not in spec or low.startswith(("ppo:", "llm:")):
         return [], skip
     files = sandbox.policy_files(spec)[0]
     rivals = sandbox.rivals_files(spec, [replay_seats.spec_of(p) for p in policies])
