@@ -14,7 +14,6 @@ frame's scores are the replay's ``results``.  A replay that does not re-derive i
 from __future__ import annotations
 
 import argparse
-import contextlib
 import functools
 import hashlib
 import hmac
@@ -26,7 +25,7 @@ from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 
-from league.core.atomic import write_atomic
+from league.core.atomic import create_private, write_atomic
 from league.core.errors import LeagueError
 from league.core.files import MAX_REPLAY_BYTES, check_replaceable, read_regular, world_option
 from league.core.signing import default_key_path
@@ -171,21 +170,10 @@ def _stamp_key() -> bytes | None:
 @functools.cache
 def _key_at(path: Path) -> bytes | None:
     if not (path.exists() or path.is_symlink()):
-        tmp = path.with_name(f".{STAMP_KEY}.{os.getpid()}.tmp")
         try:
-            path.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            try:
-                os.write(fd, os.urandom(_STAMP_KEY_BYTES))
-            finally:
-                os.close(fd)
-            with contextlib.suppress(FileExistsError):  # another process linked its own first
-                os.link(tmp, path)
+            create_private(path, os.urandom(_STAMP_KEY_BYTES))
         except OSError:
             return None
-        finally:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
     try:
         key = read_regular(path, _STAMP_KEY_BYTES, "view stamp key")
     except LeagueError:  # not a regular file of a key's size: not ours to use

@@ -94,3 +94,26 @@ def write_atomic(path: str | os.PathLike, text: str | bytes, sync: bool = True, 
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def create_private(path: Path, data: bytes) -> None:
+    """Make ``path`` hold ``data``, readable by its owner only (mode 0600; a folder it creates
+    is 0700), unless it exists: a key that two processes create at once is the one linked
+    first, for both, and never a file half written.  ``OSError`` when it cannot."""
+    folder = path.parent
+    if not folder.is_dir():
+        folder.mkdir(parents=True, mode=0o700)
+        os.chmod(folder, 0o700)  # mkdir's mode is masked by the umask
+    tmp = folder / f".{path.name}.{os.getpid()}{TMP_SUFFIX}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        with contextlib.suppress(FileExistsError):  # another process linked its own first
+            os.link(tmp, path)  # never replaces a file made meanwhile
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()

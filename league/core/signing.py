@@ -29,7 +29,6 @@ small cost beside playing them), so nothing is cached.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -37,7 +36,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from league.core.atomic import write_atomic
+from league.core.atomic import create_private, write_atomic
 from league.core.errors import LeagueError
 from league.core.files import MAX_REPLAY_BYTES, read_regular, sha256_regular
 from league.core.store import (
@@ -142,25 +141,8 @@ def _create(path: Path) -> None:
     pem = ed25519.Ed25519PrivateKey.generate().private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption())
-    folder = path.parent
     try:
-        if not folder.is_dir():
-            folder.mkdir(parents=True, mode=0o700)
-            os.chmod(folder, 0o700)  # mkdir's mode is masked by the umask
-        tmp = folder / f".{path.name}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.write(fd, pem)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        try:
-            os.link(tmp, path)  # never replaces a key another process made meanwhile
-        except FileExistsError:
-            pass
-        finally:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
+        create_private(path, pem)
     except OSError as e:
         raise LeagueError(f"cannot create the league's signing key {path}: "
                           f"{e.strerror or e}") from None
