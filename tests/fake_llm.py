@@ -54,6 +54,8 @@ BEHAVIOURS: dict[str, tuple[Answer, Answer]] = {
     "e500": ((500, "internal error", 0.0), (500, "internal error", 0.0)),
     "e500-once": ((500, "internal error", 0.0), GOOD),
     "e401": ((401, "bad key", 0.0), (401, "bad key", 0.0)),
+    "e500-ansi": ((500, "\x1b[2J\x1b[31mred\u202e\x07", 0.0),
+                  (500, "\x1b[2J\x1b[31mred\u202e\x07", 0.0)),
     "slow": ((200, "", 3.0), (200, "", 3.0)),
     "slowish": ((200, "", 0.3), (200, "", 0.3)),
     # a reply slow enough that six requests started together all start before the first ends,

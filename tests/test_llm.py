@@ -341,6 +341,16 @@ def test_guild_evaluate_says_when_the_fallback_played_not_the_model(server, mode
     assert ("refused the credentials" if model == "e401" else "500") in err[0]
 
 
+def test_guild_evaluate_shows_a_servers_words_inert(server, capsys):
+    # The first failure is the server's text: its escape sequences cleared the terminal and
+    # its bidi override reordered the line
+    code = main(["evaluate", f"llm:e500-ansi@{server.url}", "--seeds", "0..1", "--turns", "6"])
+    err = capsys.readouterr().err
+    assert code == 1 and len(err.strip().splitlines()) == 1
+    assert not any(c in err for c in "\x1b\u202e\x07"), repr(err)
+    assert "\\x1b[2J\\x1b[31mred\\u202e\\x07" in err, err
+
+
 def test_guild_evaluate_says_nothing_when_the_model_played(server, capsys):
     # "malformed-once": the first request of each decision is unreadable, the retry is good;
     # the model plays every decision, and nothing is said.

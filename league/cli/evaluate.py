@@ -33,6 +33,7 @@ from league.core.atomic import write_atomic
 from league.core.errors import LeagueError
 from league.core.files import check_replaceable, world_option
 from league.core.ladder import UNRANKED_ABOVE
+from sim.commandline import printable
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -106,10 +107,11 @@ def run(args: argparse.Namespace) -> int:
         if model.fallbacks:
             share = 100 * model.fallbacks / model.decisions
             failed |= share > UNRANKED_ABOVE
-            print(f"evaluate: {'error' if share > UNRANKED_ABOVE else 'note'}: {name}: its "
-                  f"fallback ({model.fallback}) played {model.fallbacks:,} of its "
-                  f"{model.decisions:,} decisions ({share:.1f}%; the first: "
-                  f"{' '.join(model.first_failure.split())[:200]}), not the model"
+            first = printable(' '.join(model.first_failure.split())[:200])  # a server's words
+            print(f"evaluate: {'error' if share > UNRANKED_ABOVE else 'note'}: "
+                  f"{printable(name)}: its fallback ({model.fallback}) played "
+                  f"{model.fallbacks:,} of its {model.decisions:,} decisions ({share:.1f}%; the "
+                  f"first: {first}), not the model"
                   + (f"; over {UNRANKED_ABOVE}%, the figures measure the fallback (a league "
                      "leaves such a policy unranked)" if share > UNRANKED_ABOVE else ""),
                   file=sys.stderr)
@@ -198,5 +200,6 @@ def _check_writable(text: str) -> None:
 
 
 def _error(message: str) -> int:
-    print(f"guild evaluate: error: {message}", file=sys.stderr)
+    """One inert line: a policy's or a server's words may hold escape sequences."""
+    print(f"guild evaluate: error: {printable(message)}", file=sys.stderr)
     return 2
