@@ -378,12 +378,15 @@ def test_the_probe_reads_nothing_so_a_silent_server_costs_no_time():
         assert time.monotonic() - t0 < 2
 
 
-def test_the_probe_names_the_endpoint_without_its_credentials(capsys):
+def test_an_endpoint_with_credentials_is_refused_without_showing_them(capsys):
+    # A user and password in the URL would be recorded wherever the spec is (and sent as Basic
+    # auth): refused before anything is probed, the URL shown without them.
     port = closed_port()
-    code = main(["evaluate", f"llm:m@http://user:s3cret@127.0.0.1:{port}/v1", "--seeds", "0..1"])
+    code = main(["evaluate", f"llm:m@http://bob:s3cret@127.0.0.1:{port}/v1", "--seeds", "0..1"])
     err = capsys.readouterr().err
-    assert code == 2 and "s3cret" not in err and "user" not in err
-    assert f"nothing answers at http://127.0.0.1:{port}/v1" in err
+    assert code == 2 and "s3cret" not in err and "bob" not in err and len(err.splitlines()) == 1
+    assert f"the base URL 'http://127.0.0.1:{port}/v1' may not hold a user or password" in err
+    assert "key_env" in err and "nothing answers" not in err
 
 
 

@@ -14,16 +14,32 @@ import socket
 import threading
 import time
 import urllib.parse
+import zlib
+from collections.abc import Iterator
 from typing import Any
 
 # Bounds on what a server may send: a reply longer than any reply the policies read (a free
 # reply of 900 tokens is about 4,000 characters), and one line of the event stream.
 MAX_REPLY_CHARS = 32_000
 MAX_LINE_BYTES = 1 << 20
+# A whole response body that is not streamed: the longest reply read, JSON-escaped, and its
+# envelope; and the part of an error's body that is read (only its start is recorded).
+MAX_BODY_BYTES = 4 * MAX_REPLY_CHARS
+MAX_ERROR_BYTES = 4096
+# Compressed bodies are inflated here, a piece at a time, so that a small body that inflates
+# to gigabytes (a "zip bomb") is stopped at the byte cap, not held whole in memory first; the
+# request names the encodings read here, and no other is accepted.
+ACCEPT_ENCODING = "gzip, deflate"
+INFLATE_PIECE = 1 << 16
+KEY_SHOWN = "[the API key]"
 
 
 class RejectedError(Exception):
     """The service refused the credentials (HTTP 401/403)."""
+
+
+class BodyError(Exception):
+    """A response body read no further: too long, too slow, or in an encoding not read here."""
 
 
 class ChatClient:
@@ -45,27 +61,43 @@ class ChatClient:
 
         The record holds ``error`` (why there is no text), ``status`` (an HTTP status other
         than 200), ``usage`` (the token counts the server reports), ``reply`` (the raw text)
-        and ``seconds``. Raises
+        and ``seconds``. ``limit`` bounds the whole exchange, the body included (it is read
+        in pieces, the time checked at each, so a server that trickles cannot hold the seat),
+        and the body is read up to :data:`MAX_BODY_BYTES`. The API key in ``headers`` never
+        reaches the record or the text (a server may echo it). Raises
         :class:`RejectedError` on HTTP 401 or 403, the one failure that is not retried.
         """
+        content, attempt = self._complete(body, headers, limit)
+        return scrubbed(content, attempt, secret_of(headers))
+
+    def _complete(self, body: dict, headers: dict[str, str],
+                  limit: float) -> tuple[str | None, dict[str, Any]]:
         import httpx
 
         t0 = time.perf_counter()
+        deadline = t0 + limit
         attempt: dict[str, Any] = {}
         try:
-            r = self._http().post(f"{self.base_url}/chat/completions", json=body,
-                                  headers=headers, timeout=limit)
+            with self._http().stream("POST", f"{self.base_url}/chat/completions", json=body,
+                                     headers={**headers, "Accept-Encoding": ACCEPT_ENCODING},
+                                     timeout=limit) as r:
+                if r.status_code in (401, 403):
+                    raise RejectedError(f"HTTP {r.status_code}: the service refused the "
+                                        "credentials")
+                if r.status_code != 200:
+                    attempt["status"] = r.status_code  # 400/422: the policy may drop the format
+                    text = read_body(r, MAX_ERROR_BYTES, deadline, limit, cut=True)
+                    return None, done(attempt, t0, error=f"HTTP {r.status_code}: "
+                                                         f"{text.decode('utf-8', 'replace')[:200]}")
+                raw = read_body(r, MAX_BODY_BYTES, deadline, limit)
         except httpx.TimeoutException:
-            return None, done(attempt, t0, error=f"no reply within {limit:g} s")
+            return None, done(attempt, t0, error=no_reply(limit))
         except httpx.HTTPError as e:
             return None, done(attempt, t0, error=f"request failed: {type(e).__name__}: {e}")
-        if r.status_code in (401, 403):
-            raise RejectedError(f"HTTP {r.status_code}: the service refused the credentials")
-        if r.status_code != 200:
-            attempt["status"] = r.status_code  # 400/422: the policy may drop response_format
-            return None, done(attempt, t0, error=f"HTTP {r.status_code}: {r.text[:200]}")
+        except BodyError as e:
+            return None, done(attempt, t0, error=str(e))
         try:
-            data = r.json()
+            data = json.loads(raw)
         except (ValueError, RecursionError):
             return None, done(attempt, t0, error="the response body is not JSON we can read")
         content, usage = content_of(data), usage_of(data)
@@ -84,6 +116,11 @@ class ChatClient:
         closing the stream at the limit makes llama-cpp-python's server stop generating, so an
         abandoned request does not keep the server from the next one.
         """
+        content, attempt = self._stream(body, headers, limit)
+        return scrubbed(content, attempt, secret_of(headers))
+
+    def _stream(self, body: dict, headers: dict[str, str],
+                limit: float) -> tuple[str | None, dict[str, Any]]:
         import httpx
 
         t0 = time.perf_counter()
@@ -93,18 +130,18 @@ class ChatClient:
         size = 0
         try:
             with self._http().stream("POST", f"{self.base_url}/chat/completions",
-                                     json={**body, "stream": True}, headers=headers,
+                                     json={**body, "stream": True},
+                                     headers={**headers, "Accept-Encoding": ACCEPT_ENCODING},
                                      timeout=limit) as r:
                 if r.status_code != 200:
                     attempt["status"] = r.status_code
-                    text = r.read().decode("utf-8", "replace")
-                    return None, done(attempt, t0, error=f"HTTP {r.status_code}: {text[:200]}")
+                    text = read_body(r, MAX_ERROR_BYTES, deadline, limit, cut=True)
+                    return None, done(attempt, t0, error=f"HTTP {r.status_code}: "
+                                                         f"{text.decode('utf-8', 'replace')[:200]}")
                 # Lines split here, not by httpx: the limit is checked at every chunk, so a
                 # server that trickles one endless line cannot hold the seat past it.
                 pending = b""
-                for chunk in r.iter_bytes():
-                    if time.perf_counter() > deadline:
-                        return None, done(attempt, t0, error=f"no reply within {limit:g} s")
+                for chunk in body_pieces(r, deadline, limit):
                     pending += chunk
                     lines: list[bytes] = []
                     if b"\n" in chunk:  # only then: a long line is not scanned again per chunk
@@ -123,9 +160,11 @@ class ChatClient:
                         attempt["cut"] = f"at {MAX_REPLY_CHARS:,} characters"
                         break
         except httpx.TimeoutException:
-            return None, done(attempt, t0, error=f"no reply within {limit:g} s")
+            return None, done(attempt, t0, error=no_reply(limit))
         except httpx.HTTPError as e:
             return None, done(attempt, t0, error=f"request failed: {type(e).__name__}: {e}")
+        except BodyError as e:
+            return None, done(attempt, t0, error=str(e))
         attempt["reply"] = "".join(parts)[:MAX_REPLY_CHARS]
         attempt["pieces"] = len(parts)  # streamed pieces: about one a sampled token
         return attempt["reply"], done(attempt, t0)
@@ -191,6 +230,72 @@ class ChatClient:
             if self._client is None:
                 self._client = httpx.Client(trust_env=self.trust_env)
             return self._client
+
+
+def no_reply(limit: float) -> str:
+    """The error of a request that ran out of time."""
+    return f"no reply within {limit:g} s"
+
+
+def body_pieces(r: Any, deadline: float, limit: float) -> Iterator[bytes]:
+    """The body of the streamed response ``r``, in pieces of bounded size, inflated here when
+    compressed; :class:`BodyError` once ``deadline`` (``time.perf_counter``) has passed."""
+    encoding = r.headers.get("content-encoding", "").strip().lower()
+    if encoding not in ("", "identity", "gzip", "x-gzip", "deflate"):
+        raise BodyError(f"the response body is in an encoding not read here "
+                        f"({encoding[:40]!r})")
+    inflate = None if encoding in ("", "identity") else zlib.decompressobj(zlib.MAX_WBITS | 32)
+    timeouts = r.request.extensions.get("timeout")
+    if isinstance(timeouts, dict):  # a silent body waits only what is left (httpcore reads it
+        timeouts["read"] = max(deadline - time.perf_counter(), 0.001)  # as the body starts)
+    for raw in r.iter_raw():
+        if time.perf_counter() > deadline:
+            raise BodyError(no_reply(limit))
+        if inflate is None:
+            yield raw
+            continue
+        while raw:  # each round inflates at most a piece, or takes in the whole input
+            try:
+                piece = inflate.decompress(raw, INFLATE_PIECE)
+            except zlib.error:
+                raise BodyError("the response body's compression is corrupt") from None
+            raw = inflate.unconsumed_tail
+            yield piece
+            if time.perf_counter() > deadline:
+                raise BodyError(no_reply(limit))
+    if inflate is not None:
+        yield inflate.flush()  # what the inflater still holds: less than a piece
+
+
+def read_body(r: Any, cap: int, deadline: float, limit: float, cut: bool = False) -> bytes:
+    """The body of the streamed response ``r``, read up to ``cap`` bytes: beyond them the rest
+    is left unread, and a :class:`BodyError` unless ``cut`` (keep the first ``cap``)."""
+    data = bytearray()
+    for piece in body_pieces(r, deadline, limit):
+        data += piece
+        if len(data) > cap:
+            if cut:
+                break
+            raise BodyError(f"the response body is over {cap:,} bytes")
+    return bytes(data[:cap])
+
+
+def secret_of(headers: dict[str, str]) -> str:
+    """The credential in a request's ``Authorization`` header ("" when none)."""
+    auth = headers.get("Authorization", "").strip()
+    return auth.partition(" ")[2].strip() or auth
+
+
+def scrubbed(content: str | None, attempt: dict[str, Any],
+             secret: str) -> tuple[str | None, dict[str, Any]]:
+    """``content`` and the record's texts with ``secret`` replaced: a server, an HTTP library's
+    message or a proxy's error page that echoes the key does not put it in a replay."""
+    if not secret:
+        return content, attempt
+    for field in ("error", "reply"):
+        if isinstance(attempt.get(field), str):
+            attempt[field] = attempt[field].replace(secret, KEY_SHOWN)
+    return (None if content is None else content.replace(secret, KEY_SHOWN)), attempt
 
 
 def done(attempt: dict, t0: float, error: str | None = None) -> dict:

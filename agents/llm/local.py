@@ -34,6 +34,7 @@ import atexit
 import importlib.util
 import os
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -87,14 +88,28 @@ def packaged_model() -> Path:
 
 
 def check_gguf(path: str | os.PathLike) -> Path:
-    """``path`` resolved, if it is a readable file that starts like a GGUF file."""
-    p = Path(path).expanduser()
+    """``path`` resolved, if it is a readable regular file that starts like a GGUF file.
+
+    Opened without blocking and checked to be a regular file before it is read: a FIFO would
+    hold the league for ever, and a device is no model."""
     try:
-        with p.open("rb") as f:
-            magic = f.read(4)
+        p = Path(path).expanduser()
+    except RuntimeError as e:  # "~nobody/...": no such user's home
+        raise ValueError(f"llm:local: cannot find the model file {str(path)!r} ({e})") from None
+    try:
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except (OSError, ValueError) as e:  # ValueError: a NUL in the path
+        raise ValueError(f"llm:local: cannot read the model file {str(p)!r} "
+                         f"({getattr(e, 'strerror', None) or e})") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"llm:local: the model file {str(p)!r} is not a regular file")
+        magic = os.read(fd, 4)
     except OSError as e:
         raise ValueError(f"llm:local: cannot read the model file {str(p)!r} "
                          f"({e.strerror or e})") from None
+    finally:
+        os.close(fd)
     if magic != b"GGUF":
         raise ValueError(f"llm:local: {str(p)!r} is not a GGUF model file (it does not start "
                          f"with 'GGUF')")

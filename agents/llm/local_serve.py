@@ -15,12 +15,18 @@ import threading
 
 
 def _exit_with_parent() -> None:
-    """Exit as soon as stdin reaches end-of-file (the parent closed it, or died)."""
+    """Exit as soon as stdin reaches end-of-file (the parent closed it, or died).
+
+    File descriptor 0 is read directly, not through ``sys.stdin``: a thread blocked in
+    ``sys.stdin.buffer.read`` holds that stream's lock, and when the server fails to load its
+    model the interpreter, shutting down, aborts on it (SIGABRT) instead of ending with the
+    error, the line ``agents.llm.local`` reports."""
     try:
-        while sys.stdin.buffer.read(4096):
+        while os.read(0, 4096):
             pass
-    finally:
-        os._exit(0)
+    except OSError:
+        return  # no stdin to watch (started without one): nothing ties the server to a parent
+    os._exit(0)
 
 
 def main(argv: list[str]) -> None:

@@ -19,7 +19,8 @@ local server's grammar), and a reply that is usable only as one of the choices.
 By default (``response_format="auto"``) a request asks for JSON matching :data:`REPLY_SCHEMA`
 in OpenAI's ``json_schema`` form, then llama-cpp-python's ``json_object`` + ``schema``, then no
 format, remembering per endpoint and model the first form accepted (a refused form is not an
-attempt; each attempt records its ``format``). Deviation: with no API key set, no
+attempt, but its time counts against the attempt's timeout; each attempt records its
+``format``). Deviation: with no API key set, no
 ``Authorization`` header is sent, since local servers need none, where the original plays
 ``factor`` at once.
 
@@ -36,12 +37,13 @@ from __future__ import annotations
 
 import math
 import os
+import re
+import stat
 import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from agents.baselines.rules import WAIT
@@ -59,7 +61,7 @@ from agents.llm.choose import (
     shown_labels,
 )
 from agents.llm.choose import admissible as admissible_sentences
-from agents.llm.client import ChatClient, RejectedError
+from agents.llm.client import ChatClient, RejectedError, no_reply
 from agents.llm.prompt import (
     ASCII_SPACE,
     CORRECTIVE,
@@ -85,6 +87,12 @@ DEFAULT_MAX_TOKENS = 900    # RULES §6.7 maxOutputTokens
 DEFAULT_RETRY_FLOOR = 8.0   # SENTENCES §20.1: the retry gets half the timeout, at least 8 s
 PROBE_TIMEOUT = 10.0        # seconds to connect when a league checks the endpoint first
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+MAX_TIMEOUT = 3600.0        # seconds: a bound on timeout and retry_floor
+MAX_URL_CHARS = 2000
+# A prompt_file is read up to this many bytes: the most that MAX_PROMPT_LEN characters of
+# UTF-8 take (the prompt is cut there), so a huge or endless file costs nothing more.
+MAX_PROMPT_FILE_BYTES = 4 * MAX_PROMPT_LEN
+KEY_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 FALLBACKS = ("factor", "wait")
 CHOOSE_CORRECTIVE = ("Your previous reply was not one of the choices. Reply with only "
@@ -119,8 +127,9 @@ class LLMPolicy:
         base_url: the API root, e.g. ``http://127.0.0.1:8000/v1``; requests go to
             ``{base_url}/chat/completions``.
         api_key_env: the environment variable holding the API key (read at each request, never
-            stored in records); unset or empty sends no ``Authorization`` header.
-        timeout: seconds for one request (connect, send, and between received bytes).
+            stored in records); unset or empty sends no ``Authorization`` header. Its name must
+            end in ``KEY`` or ``TOKEN``, so a spec cannot send another variable to its URL.
+        timeout: seconds for one request, the reply's body included (at most 3600).
         retry_floor: the retry gets ``max(retry_floor, timeout / 2)`` seconds.
         max_tokens: the reply's token limit (``max_tokens`` in the request).
         temperature: sent when given; None leaves the server's default.
@@ -150,15 +159,13 @@ class LLMPolicy:
         if not isinstance(model, str) or not model.strip():
             raise ValueError(f"llm policy: the model name must be a non-empty string; got "
                              f"{model!r}")
-        url = urllib.parse.urlsplit(base_url) if isinstance(base_url, str) else None
-        if url is None or url.scheme not in ("http", "https") or not url.hostname:
-            raise ValueError(f"llm policy: the base URL must be http(s)://host[:port]/path; got "
-                             f"{base_url!r}")
+        check_base_url(base_url)
         for name, value in (("timeout", timeout), ("retry_floor", retry_floor)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not math.isfinite(value) or value < 0 or (name == "timeout" and value == 0):
-                raise ValueError(f"llm policy: {name} must be a positive number of seconds; "
-                                 f"got {value!r}")
+                    or not math.isfinite(value) or value < 0 or value > MAX_TIMEOUT \
+                    or (name == "timeout" and value == 0):
+                raise ValueError(f"llm policy: {name} must be a positive number of seconds, at "
+                                 f"most {MAX_TIMEOUT:g}; got {value!r}")
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ValueError(f"llm policy: max_tokens must be a positive int; got {max_tokens!r}")
         if temperature is not None and (isinstance(temperature, bool)
@@ -179,8 +186,8 @@ class LLMPolicy:
                              f"got {fallback!r}")
         if not isinstance(talk, bool):
             raise ValueError(f"llm policy: talk must be true or false; got {talk!r}")
-        if not isinstance(api_key_env, str):
-            raise ValueError(f"llm policy: api_key_env must be a string; got {api_key_env!r}")
+        check_key_env(api_key_env)
+        api_key(api_key_env)  # a key a header cannot carry is said now, not at each request
         self.model = model.strip()
         self.base_url = base_url.rstrip("/")
         self.api_key_env = api_key_env
@@ -204,7 +211,7 @@ class LLMPolicy:
         self.first_failure: str | None = None
 
     def __repr__(self) -> str:
-        return f"LLMPolicy(model={self.model!r}, base_url={self.base_url!r})"
+        return f"LLMPolicy(model={self.model!r}, base_url={shown_url(self.base_url)!r})"
 
     def probe(self) -> None:
         """Before a league: a ValueError in one line when nothing listens at the endpoint, so
@@ -309,7 +316,10 @@ class LLMPolicy:
         if self.temperature is not None:
             body["temperature"] = self.temperature
         headers = {}
-        key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+        try:
+            key = api_key(self.api_key_env)
+        except ValueError as e:  # the variable changed since the policy was built
+            return None, {"error": str(e), "seconds": 0.0}
         if key:
             headers["Authorization"] = f"Bearer {key}"
         content, attempt = self._send(body, headers, limit, ask)
@@ -334,22 +344,31 @@ class LLMPolicy:
 
     def _send(self, body: dict, headers: dict[str, str], limit: float,
               ask: Ask) -> tuple[str | None, dict[str, Any]]:
-        """Send ``body`` with each format in turn while the endpoint refuses the format."""
+        """Send ``body`` with each format in turn while the endpoint refuses the format, all
+        within ``limit`` seconds: a server that is slow to refuse each format does not stretch
+        one decision to several timeouts (the record's ``seconds`` is the whole time)."""
         kinds = self._formats()
         refused: list[str] = []
+        t0 = time.perf_counter()
+        deadline = t0 + limit
         for n, kind in enumerate(kinds):
             fmt = response_format(kind, ask.schema)
             if fmt is None:
                 body.pop("response_format", None)
             else:
                 body["response_format"] = fmt
-            content, attempt = self._chat.complete(body, headers, limit)
-            if content is None and refuses_format(attempt) and n + 1 < len(kinds):
+            left = limit if n == 0 else max(deadline - time.perf_counter(), 0.001)
+            content, attempt = self._chat.complete(body, headers, left)
+            if content is None and refuses_format(attempt) and n + 1 < len(kinds) \
+                    and time.perf_counter() < deadline:
                 refused.append(kind)  # perhaps the format: try the next form at once
                 continue
             attempt["format"] = kind
             if refused:
                 attempt["refused_formats"] = refused
+                attempt["seconds"] = round(time.perf_counter() - t0, 3)
+                if attempt.get("error") == no_reply(left):
+                    attempt["error"] = no_reply(limit)  # the decision's limit, not what was left
             if content is not None and self.response_format == "auto":
                 _ACCEPTED_FORMAT[(self.base_url, self.model)] = kind
             return content, attempt
@@ -407,22 +426,108 @@ def parse_options(fragment: str, options: dict[str, tuple[str, type]]) -> dict[s
 
 
 def read_prompt_file(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``kwargs`` with a ``prompt_file`` read into ``prompt``."""
+    """``kwargs`` with a ``prompt_file`` read into ``prompt``: a regular file (a FIFO would
+    block, a device never end), read up to :data:`MAX_PROMPT_FILE_BYTES`."""
     prompt_file = kwargs.pop("prompt_file", None)
     if prompt_file is not None:
         if "prompt" in kwargs:
             raise ValueError("llm policy: give prompt or prompt_file, not both")
-        try:
-            kwargs["prompt"] = Path(prompt_file).read_text(encoding="utf-8")
-        except OSError as e:
-            raise ValueError(f"llm policy: cannot read prompt_file {prompt_file!r} "
-                             f"({e.strerror or e})") from None
+        if not isinstance(prompt_file, (str, os.PathLike)):
+            raise ValueError(f"llm policy: prompt_file must be a path; got {prompt_file!r}")
+        kwargs["prompt"] = read_text_head(prompt_file, MAX_PROMPT_FILE_BYTES, "prompt_file")
     return kwargs
 
 
+def read_text_head(path: str | os.PathLike, cap: int, what: str) -> str:
+    """The first ``cap`` bytes of the regular file ``path`` as UTF-8 text (a character cut at
+    the end dropped); a one-line ValueError naming ``what`` otherwise. The file is opened
+    without blocking, so a FIFO put in its place is refused rather than waited on."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except (OSError, ValueError) as e:  # ValueError: a NUL in the path
+        raise ValueError(f"llm policy: cannot read {what} {str(path)!r} "
+                         f"({getattr(e, 'strerror', None) or e})") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"llm policy: {what} {str(path)!r} is not a regular file")
+        data = b""
+        while len(data) < cap and (more := os.read(fd, cap - len(data))):
+            data += more
+    except OSError as e:
+        raise ValueError(f"llm policy: cannot read {what} {str(path)!r} "
+                         f"({e.strerror or e})") from None
+    finally:
+        os.close(fd)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if len(data) == cap and e.start >= cap - 3 and e.reason == "unexpected end of data":
+            return data[:e.start].decode("utf-8")
+        raise ValueError(f"llm policy: {what} {str(path)!r} is not UTF-8 text (byte "
+                         f"{e.start})") from None
+
+
+def check_base_url(base_url: Any) -> None:
+    """A one-line ValueError unless ``base_url`` is an http(s) URL with a host, a valid port if
+    any, no user or password (a key in the URL would be recorded wherever the spec is), and no
+    space or control character; it is shown without what follows an "@"."""
+    if not isinstance(base_url, str):
+        raise ValueError(f"llm policy: the base URL must be a string; got {base_url!r}")
+    shown = shown_url(base_url)
+    if len(base_url) > MAX_URL_CHARS:
+        raise ValueError(f"llm policy: the base URL {shown[:60]!r}... is over "
+                         f"{MAX_URL_CHARS:,} characters")
+    if "@" in base_url:
+        raise ValueError(f"llm policy: the base URL {shown!r} may not hold a user or password "
+                         "('@'); put the API key in an environment variable and name it with "
+                         f"key_env (default {DEFAULT_KEY_ENV})")
+    if any(c.isspace() or not c.isprintable() for c in base_url):
+        raise ValueError(f"llm policy: the base URL {shown!r} holds a space or a control "
+                         "character")
+    try:
+        url = urllib.parse.urlsplit(base_url)
+    except ValueError as e:  # an unclosed "[" of an IPv6 address
+        raise ValueError(f"llm policy: the base URL {shown!r} is not a URL ({e})") from None
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise ValueError(f"llm policy: the base URL must be http(s)://host[:port]/path; got "
+                         f"{shown!r}")
+    try:
+        port = url.port
+    except ValueError:
+        port = 0
+    if port == 0:
+        raise ValueError(f"llm policy: the base URL {shown!r} has no valid port (a port is a "
+                         "number in 1..65535)")
+
+
+def check_key_env(name: Any) -> None:
+    """A one-line ValueError unless ``name`` is "" (no key) or a variable's name that ends in
+    KEY or TOKEN: a spec's option must not send some other variable of the runner's (a path,
+    a password) to the spec's URL as a key."""
+    if not isinstance(name, str):
+        raise ValueError(f"llm policy: key_env must be a string; got {name!r}")
+    if name and not (KEY_ENV_NAME.fullmatch(name) and name.upper().endswith(("KEY", "TOKEN"))):
+        raise ValueError(f"llm policy: key_env must name an environment variable whose name "
+                         f"ends in KEY or TOKEN (letters, digits, _), such as "
+                         f"{DEFAULT_KEY_ENV}; got {name[:80]!r}")
+
+
+def api_key(name: str) -> str:
+    """The API key in the environment variable ``name`` ("" when no name or unset), without
+    surrounding spaces; a one-line ValueError naming the variable, never its value, when the key
+    holds a character that an HTTP header cannot carry (a line break, a control character,
+    non-ASCII), which would otherwise be sent in error messages or raise in the request."""
+    key = os.environ.get(name, "").strip(" \t") if name else ""
+    if any(not "!" <= c <= "~" for c in key):
+        raise ValueError(f"llm policy: the API key in ${name} holds a line break, a space, a "
+                         "control or a non-ASCII character; set the variable to the key alone")
+    return key
+
+
 def shown_url(url: str) -> str:
-    """``url`` without the user and password it may carry: fit for an error line or a log."""
-    parts = urllib.parse.urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    """``url`` without what may be secret in it: anything up to an "@" after the scheme (a
+    user and password) and the query. Fit for an error line, a log or a repr."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    return f"{scheme}{sep}{rest.rpartition('@')[2]}".partition("?")[0]

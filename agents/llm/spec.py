@@ -29,7 +29,9 @@ def from_spec(spec: str, **params: Any) -> LLMPolicy:
     Options may follow a ``#`` as ``key=value`` pairs joined by ``&`` (values percent-encoded),
     so a league's ``--policies`` can carry them: ``timeout``, ``retry_floor``, ``max_tokens``,
     ``temperature``, ``key_env`` (the API key's variable name), ``prompt`` or ``prompt_file``
-    (the operator guidance). Keyword ``params`` override them, e.g.
+    (the operator guidance). They are the operator's configuration (``prompt_file`` is read by
+    this process), held to what they are for: docs/llm.md, "Options, keys and URLs". Keyword
+    ``params`` override them, e.g.
     ``make_policy("llm:m@http://127.0.0.1:8000/v1", timeout=5)``.
     """
     if not isinstance(spec, str):
