@@ -45,6 +45,7 @@ from league.core.store import (
     FORMAT,
     LADDER,
     MANIFEST,
+    MAX_EPISODES,
     RESULTS,
     SECRETS,
     LeagueDir,
@@ -131,10 +132,10 @@ class LeagueRun:
         return len(self.rows) - self.before
 
 
-# Bounds of the numeric options, checked before anything is written. Episode ids keep their six
-# digits and the results stay in memory (a row is about 1 KB); seeds stay exact in any JSON
-# reader that uses int64; a worker is a process (or a Ray task in flight) each.
-MAX_EPISODES = 1_000_000
+# Bounds of the numeric options, checked before anything is written. Episodes: MAX_EPISODES
+# (league.core.store: ids keep their six digits, the results stay in memory, a row about 1 KB;
+# a results file of more lines is no league's); seeds stay exact in any JSON reader that uses
+# int64; a worker is a process (or a Ray task in flight) each.
 MAX_WORKERS = 1024
 SEED_RANGE = (-(2**63), 2**63 - 1)
 MAX_SECONDS = 1e6  # time limits: larger ones overflow select() and thread waits
@@ -270,12 +271,15 @@ def run_league(o: LeagueOptions, *, on_note: Note | None = None,
                      "folder entries): league.json records the sha256 of its first files (by "
                      "path) only, so a change in the others goes unnoticed on resume")
         d.check_identity(manifest)  # before the draw, which may write the secret
+        # ... against league.json as it was signed: an edited one would carry the league on
+        # under the edited settings (options given to match it pass the identity check)
+        signed = verify.check_signed_settings(d.root, old) if old is not None else None
         _check_not_fewer(o, old)
         draw, commitments = _draw(d, o, old)
         rows, torn = d.resume(manifest, draw)
         # before anything is written: the league signs again at the end, so what it resumes
         # must be what it signed, or verify as guild verify checks it
-        signed = verify.check_resume(d.root, manifest, rows, draw)
+        signed = verify.check_resume(d.root, manifest, rows, draw, signed)
         if o.fallback is None and rows and "fallbackPlay" not in rows[0]:
             o = replace(o, fallback="factor")  # begun before --fallback: factor played them all
         key = draw.seat_key() if isinstance(draw, SecretDraw) else None  # of group 0's secret

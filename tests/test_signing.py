@@ -260,8 +260,9 @@ def test_a_league_from_before_signatures_verifies_unsigned_and_is_signed_on_resu
     _edit_json(out / "league.json", lambda d: d.pop("signedBy"), indent=2)
     code, got = _verify(out, capsys)
     assert code == 0 and got[-1] == SUMMARY
-    assert ("verify: unsigned: the league has no signature.json (it was begun before leagues "
-            "were signed); nothing vouches for who published it") in got
+    assert ("verify: unsigned: the league has no signature.json (begun before leagues were "
+            "signed, or its signature was removed); nothing vouches for who published it, only "
+            "that its replays give its results") in got
     code, got = _verify(out, capsys, "--public-key", _public_key(league12[0]))
     assert code == 1
     assert main(league_args(out)) == 0  # the same command: nothing to play, now signed

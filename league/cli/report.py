@@ -8,7 +8,9 @@ replay or the viewer changed). Every table is of ``results.jsonl``: the ladder t
 from it (``league.core.ladder.build``), so a page can be made at any time, of a league that is
 still playing or was stopped before it wrote ``ladder.json``, and never shows a ladder that
 its own tables contradict. A ``ladder.json`` that is not the ladder of the results is said in
-one line (run ``guild verify``); the report is a view, not a check, and goes on.
+one line (run ``guild verify``), and so are more episodes than ``league.json`` plans and a line
+that holds an episode again (the tables count every line); the report is a view, not a check,
+and goes on.
 
 The viewer pages go to ``DIR/view/`` for the league's own page, and beside any other page
 (``--out site/a.html``: ``site/a-view/``), so a league that cannot be written to (a published
@@ -52,6 +54,7 @@ from league.core.lineups import MAX_NAME_CHARS
 from league.core.store import (
     LADDER,
     MANIFEST,
+    MAX_EPISODES,
     MAX_RESULTS_BYTES,
     MAX_SCORE,  # noqa: F401 - the bound the page's numbers are checked against
     REPLAYS,
@@ -282,8 +285,10 @@ def read_league(root: Path) -> League:
     tally = Tally(list(manifest["policies"]))
     rows: LadderRows | None = LadderRows()
     lacking = None  # why the ladder cannot be computed: a line lacks what it needs, say
+    ids = _Seen()
     for n, row, ep in _lines(root / RESULTS, frozenset(manifest["policies"])):
         tally.add(ep)
+        ids.add(n, ep.id)
         if rows is not None:
             problem = LadderRows.problem(row)
             if problem is None:
@@ -313,8 +318,49 @@ def read_league(root: Path) -> League:
     ranked = [e["policy"] for e in ladder["policies"]]
     tally.order[:] = dict.fromkeys(ranked + tally.order)  # ladder order, then the rest
     planned = manifest.get("episodes")
-    return League(root, manifest, ladder, tally, planned if is_count(planned) else None,
-                  tuple(warnings))
+    planned = planned if is_count(planned) else None
+    warnings += _count_warnings(tally.episodes, planned, ids, root)
+    return League(root, manifest, ladder, tally, planned, tuple(warnings))
+
+
+class _Seen:
+    """Which of the league's episode ids (``e000012``) the lines hold, a bit each (the memory
+    of a league's largest count, not of the file), so that a line holding one again shows."""
+
+    def __init__(self) -> None:
+        self.bits = bytearray()
+        self.first: tuple[int, str] | None = None  # the first line that repeats an episode
+        self.repeats = 0  # lines that repeat an episode
+
+    def add(self, n: int, rid: str) -> None:
+        """Line ``n`` holds episode ``rid``."""
+        if not (rid[:1] == "e" and rid[1:].isdigit() and rid[1:].isascii()):
+            return  # no league's id: guild verify names it
+        index = int(rid[1:])
+        if index >= MAX_EPISODES or rid != f"e{index:06d}":
+            return
+        byte, bit = divmod(index, 8)
+        if byte >= len(self.bits):
+            self.bits.extend(bytes(max(byte + 1 - len(self.bits), len(self.bits))))
+        if self.bits[byte] >> bit & 1:
+            self.repeats += 1
+            self.first = self.first or (n, rid)
+        self.bits[byte] |= 1 << bit
+
+
+def _count_warnings(episodes: int, planned: int | None, ids: _Seen, root: Path) -> list[str]:
+    """What the page says when the results hold more episodes than ``league.json`` plans or
+    an episode twice: its tables count every line as it is, so a repeated line weighs twice."""
+    out = []
+    check = f"the page counts every line as it is: run guild verify {_shown(root)}"
+    if planned is not None and episodes > planned:
+        out.append(f"{RESULTS} holds {episodes} episodes, more than the {planned} {MANIFEST} "
+                   f"plans; {check}")
+    if ids.first is not None:
+        n, rid = ids.first
+        more = f" ({ids.repeats} lines repeat an episode)" if ids.repeats > 1 else ""
+        out.append(f"{RESULTS} line {n} holds episode {rid} again{more}; {check}")
+    return out
 
 
 def _unicode(text: str) -> bool:

@@ -14,7 +14,16 @@ resume with another key is refused (``league.core.store.IDENTITY``).
     {"format": "guild.signature.v1",
      "files": {"league.json": SHA256, "results.jsonl": SHA256, "ladder.json": SHA256},
      "replays": {"e000000": SHA256, ...},      # every episode of results.jsonl
+     "manifest": {"turns": SHA256, ...},       # each setting of league.json
      "signature": HEX}
+
+``manifest`` holds the sha256 of the canonical JSON of each key's value in ``league.json``
+(one this version records but the file lacks: of ``null``), except the keys a run changes
+(``league.core.store.RUN_KEYS``: the episode count, a secret draw's commitments). A run stopped
+after it wrote ``league.json`` but before it signed leaves a file whose whole digest differs
+from the one signed; these tell a resume that every setting is still the one signed
+(``league.core.verify.check_signed_settings``), so no edited ``league.json`` can carry a league
+on under other rules or code. Signatures written before it lack the map and are read as before.
 
 ``signature`` is the Ed25519 signature of the canonical JSON (sorted keys, no spaces, ASCII) of
 everything else in the object. A run that is stopped before its end leaves the previous
@@ -47,6 +56,8 @@ from league.core.store import (
     MAX_RESULTS_BYTES,
     REPLAYS,
     RESULTS,
+    RUN_KEYS,
+    SETTINGS,
     SIGNATURE,
     check_out,
     read_manifest,
@@ -216,13 +227,30 @@ def file_sha256(path: Path, cap: int = MAX_HASHED_BYTES, what: str = "file") -> 
     return sha256_regular(path, cap, what)
 
 
+def value_sha256(value: object) -> str:
+    """sha256 of a JSON value's canonical text (sorted keys, no spaces, ASCII), in hex."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return sha256_hex(text.encode())
+
+
+def manifest_digests(manifest: dict) -> dict[str, str]:
+    """``signature.json``'s ``manifest``: the sha256 of each setting of ``league.json`` (those a
+    run changes left out; one this version records but the file lacks signed as ``null``, so
+    adding it by hand is an edit too)."""
+    keys = (set(manifest) | set(SETTINGS)) - RUN_KEYS
+    return {key: value_sha256(manifest.get(key)) for key in sorted(keys)}
+
+
 def contents(root: Path, ids: Iterable[str]) -> dict:
-    """What is signed for the league in ``root``: the three files' and the replays' digests."""
+    """What is signed for the league in ``root``: the three files', the replays' and
+    ``league.json``'s settings' digests."""
+    manifest = read_manifest(root / MANIFEST)
     return {"format": SIGNATURE_FORMAT,
             "files": {name: file_sha256(root / name, SIGNED_CAPS[name], name)
                       for name in SIGNED_FILES},
             "replays": {i: file_sha256(root / REPLAYS / f"{i}.json", MAX_REPLAY_BYTES, "replay")
-                        for i in ids}}
+                        for i in ids},
+            "manifest": manifest_digests(manifest if manifest is not None else {})}
 
 
 def sign_dir(root: str | os.PathLike, key: Any, ids: Iterable[str]) -> dict:

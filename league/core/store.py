@@ -10,7 +10,8 @@ Layout of ``DIR``::
     ladder.json          the ladder, rewritten after every run
     signature.json       the league's Ed25519 signature of the digests of all the above, written
                          last in every run (``league.core.signing``)
-    .lock                held while a league runs, so two runs cannot interleave
+    .lock                held while a league runs, so two runs cannot interleave (a regular
+                         file of the folder's own: a link or a FIFO there is refused)
 
 Durability: a replay is written to a temp file and renamed into place (``league.core.atomic``); the
 lines of a batch of finished episodes (one or more workers' chunks) are appended only after
@@ -72,7 +73,18 @@ CODE = "code"
 # ... and of a signed league (league.core.signing): the public key, the ppo: models' digests. A
 # league begun before leagues were signed lacks them all, and is signed from its next run on.
 SIGNED_IDENTITY = ("signedBy", "models")
+# every setting this version records in league.json (a key absent from a league's file is
+# signed as null: league.core.signing.manifest_digests)
+SETTINGS = (*IDENTITY, *SIGNED_IDENTITY, CODE)
+# league.json's keys that a run changes between runs: the episode count asked for, a secret
+# draw's commitments (a new one when a league is extended, the secrets once it ends). A
+# signature signs every other key one by one (league.core.signing.manifest_digests), so a resume
+# can tell an edited setting from a run stopped before it signed.
+RUN_KEYS = frozenset({"episodes", "commitments"})
 MAX_RESULTS_BYTES = 4 << 30  # about five million episodes
+MAX_LINE_BYTES = 1 << 20  # a results line: a few kilobytes, fault notes (300 characters) and all
+# the most episodes a league plays: ids keep their six digits, and the results stay in memory
+MAX_EPISODES = 1_000_000
 MAX_MANIFEST_BYTES = 4 << 20  # league.json: policies, the draw's commitments, models' digests
 MAX_LADDER_BYTES = 64 << 20  # ladder.json: kilobytes in any real league
 MAX_SECRETS_BYTES = 1 << 20  # secret.json: about 100 bytes per secret, one per extension
@@ -87,30 +99,49 @@ SHOWN_SETTING = 300  # characters of a setting in a refused resume: league.json 
 SHOWN_NAME = 300  # characters of a policy name in a problem or note (a spec may be a long path)
 
 
-def load_results(path: Path) -> tuple[list[dict], bool]:
+def load_results(path: Path, max_lines: int = MAX_EPISODES) -> tuple[list[dict], bool]:
     """The complete lines of a results file, and whether a torn last line was found.
 
     A last line without its newline is what a crash during an append leaves (a run cuts it,
-    :meth:`LeagueDir.tidy`). Any other unreadable line is an error.
+    :meth:`LeagueDir.tidy`). Any other unreadable line is an error, and so is a line over
+    :data:`MAX_LINE_BYTES` or more than ``max_lines`` lines. Read a line at a time and stopped
+    at the first bad one: the file may hold gigabytes of anything, and only the parsed lines
+    are kept.
     """
     if not os.path.lexists(path):
         return [], False
-    data = read_regular(path, MAX_RESULTS_BYTES, "results file")  # not a FIFO, not /dev/zero
-    cut = data.rfind(b"\n") + 1
-    torn = cut < len(data)
-    rows = []
-    # lines end at "\n" only, as the signature counts them (splitlines() would also cut at a
-    # bare "\r", and a line joined to the next by one would pass as two)
-    for n, line in enumerate(data[:cut].split(b"\n")[:-1], start=1):
-        try:
-            row = json.loads(line)
-        except (ValueError, RecursionError):  # RecursionError: nested past any real row
-            raise LeagueError(f"{path} line {n} is not valid JSON; the file was changed by "
-                              "hand or by another program") from None
-        if not isinstance(row, dict):
-            raise LeagueError(f"{path} line {n} is not a JSON object")
-        rows.append(row)
-    return rows, torn
+    rows: list[dict] = []
+    read = 0
+    with open_regular(path, MAX_RESULTS_BYTES, "results file") as f:  # not a FIFO, /dev/zero
+        n = 0
+        while True:
+            n += 1
+            try:
+                # lines end at "\n" only, as the signature counts them (a bare "\r" must not
+                # cut a line in two)
+                line = f.readline(MAX_LINE_BYTES + 1)
+            except OSError as e:
+                raise LeagueError(f"{path}: cannot read it ({e.strerror or e})") from None
+            read += len(line)
+            if len(line) > MAX_LINE_BYTES:
+                raise LeagueError(f"{path} line {n} is over {MAX_LINE_BYTES:,} bytes; not a "
+                                  "results line")
+            if read > MAX_RESULTS_BYTES:  # it grew since it was opened
+                raise LeagueError(f"{path} is over {MAX_RESULTS_BYTES:,} bytes, the most a "
+                                  "results file may hold")
+            if not line.endswith(b"\n"):
+                return rows, bool(line)
+            if n > max_lines:
+                raise LeagueError(f"{path} has more than {max_lines:,} lines, more episodes "
+                                  "than any league holds")
+            try:
+                row = json.loads(line)
+            except (ValueError, RecursionError):  # RecursionError: nested past any real row
+                raise LeagueError(f"{path} line {n} is not valid JSON; the file was changed "
+                                  "by hand or by another program") from None
+            if not isinstance(row, dict):
+                raise LeagueError(f"{path} line {n} is not a JSON object")
+            rows.append(row)
 
 
 def read_manifest(path: Path) -> dict | None:
@@ -215,6 +246,29 @@ def _is_secrets(path: Path) -> bool:
             for x in draws)
     except (LeagueError, ValueError, RecursionError, KeyError, TypeError):
         return False
+
+
+def _open_lock(path: Path) -> int:
+    """The lock file ``path``, opened (made if missing) as a descriptor; ``LeagueError`` (one
+    line) when it is anything but a regular file. A link is not followed (it would make a file
+    outside ``--out``), and a FIFO or device is refused: it cannot be locked as a file is."""
+    flags = (os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    not_ours = (f"{shown(str(path), SHOWN_SETTING)} is not a regular file but {{}}; a league "
+                "locks a file of its own there: remove it, or use another --out")
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as e:
+        if os.path.islink(path):
+            raise LeagueError(not_ours.format("a symbolic link")) from None
+        if os.path.isdir(path):
+            raise LeagueError(not_ours.format("a folder")) from None
+        raise LeagueError(f"cannot write to --out {shown(str(path.parent), SHOWN_SETTING)}: "
+                          f"cannot open {LOCK} ({e.strerror or e})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise LeagueError(not_ours.format("a FIFO, device or socket"))
+    return fd
 
 
 def _truncate(path: Path, size: int) -> None:
@@ -368,7 +422,7 @@ class LeagueDir:
         self.results = self.root / RESULTS
         self.manifest_path = self.root / MANIFEST
         self.replays = self.root / REPLAYS
-        self._lock: Any = None
+        self._lock: int | None = None  # the lock file's descriptor
 
     def open(self) -> None:
         """Create the directory if needed and take the lock; refuse an unusable directory. A
@@ -376,23 +430,24 @@ class LeagueDir:
         by ``league.core.signing.ensure_key``)."""
         try:
             self.replays.mkdir(parents=True, exist_ok=True)
-            self._lock = open(self.root / LOCK, "a+")  # noqa: SIM115 - held for the run
         except OSError as e:
             raise LeagueError(f"cannot write to --out {self.root}: "
                               f"{e.strerror or e}") from None
+        self._lock = _open_lock(self.root / LOCK)
         try:
             import fcntl
         except ImportError:  # Windows: no advisory lock; one run at a time is up to the user
             return
         try:
-            fcntl.flock(self._lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
+            self.close()
             raise LeagueError(f"another league is running in {self.root}; wait for it or use "
                               "another --out") from None
 
     def close(self) -> None:
         if self._lock is not None:
-            self._lock.close()  # releases the flock
+            os.close(self._lock)  # releases the flock
             self._lock = None
 
     def __enter__(self) -> LeagueDir:

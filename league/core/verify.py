@@ -2,21 +2,25 @@
 
 Per results line (``check_episode``): the line is the episode that ``league.json``'s lineup draw
 puts at its index (seed and policy names by seat); ``replays/<id>.json`` exists, carries that
-seed and lineup, re-derives with ``sim.replay`` (RULES §15.4: every recorded snapshot and the end
-reason follow from the recorded acts) and gives exactly the line's 11 result keys (and the
-payload's own ``results``). Across the league (``league.core.verify_claims``): every episode that
+seed and lineup and ``league.json``'s turns, thievery and speech, re-derives with
+``sim.replay`` (RULES §15.4: every recorded snapshot and the end reason follow from the
+recorded acts) and gives exactly the line's 11 result keys (and the payload's own
+``results``). Across the league (``league.core.verify_claims``): every episode that
 ``league.json`` claims is in ``results.jsonl`` exactly once, the fallbacks and faults agree with
 the replays' scripted marks, each seat's ``fallbackPlay`` (what played its fallbacks) is what
 ``league.json``'s ``--fallback`` gives, and ``ladder.json`` is the ladder of the results.
 
-Every disagreement is one line naming the file or episode; a directory that is not a league
-(no ``league.json``, unreadable files) is a ``LeagueError`` instead. The folder may come from
-anyone: each string of it that a line shows (an id, a policy name, a seed that is not a number)
-is cut and escaped (``league.core.store.shown``), so that none forges a line or acts on the
-terminal.
+Every disagreement is one line naming the file or episode, and what is printed is bounded
+however many lines are bad (the first :data:`SHOWN_LINES` are named, the rest counted); a
+directory that is not a league (no ``league.json``, unreadable files, a results file that is no
+regular file or holds more lines than any league) is a ``LeagueError`` instead. The folder may
+come from anyone: each string of it that a line shows (an id, a policy name, a seed that is not
+a number) is cut and escaped (``league.core.store.shown``), so that none forges a line or acts
+on the terminal.
 
 A resume runs the same checks before the league signs again (:func:`check_resume`), or its key
-would vouch for whatever the folder holds: the lines that ``signature.json`` signed by digest
+would vouch for whatever the folder holds: ``league.json``'s settings against those
+``signature.json`` signed (:func:`check_signed_settings`), the lines it signed by digest
 (cheap), the lines after them (a crash, or no signature yet) by re-deriving their replays.
 """
 
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,11 +37,12 @@ from league.core import replay_seats, verify_signature
 from league.core import verify_claims as claims
 from league.core.episode import RESULT_KEYS, Settings, trusted
 from league.core.errors import LeagueError
-from league.core.files import MAX_REPLAY_BYTES, read_regular
+from league.core.files import MAX_REPLAY_BYTES, check_regular, read_regular
 from league.core.lineups import SECRET_SCHEME, Draw, EpisodeSpec, SecretDraw, episode_spec
 from league.core.signing import SIGNATURE
 from league.core.store import (
     MANIFEST,
+    MAX_RESULTS_BYTES,
     REPLAYS,
     RESULTS,
     SHOWN_NAME,
@@ -92,14 +98,11 @@ def verify_dir(root: str | Path, public_key: str | None = None) -> Report:
     root = Path(root)
     if not root.is_dir():
         raise LeagueError(f"{root} is not a directory")
-    if not (root / RESULTS).is_file():
+    if not os.path.lexists(root / RESULTS):
         raise LeagueError(f"{root} has no {RESULTS}; is it a league's --out directory?")
+    check_regular(root / RESULTS, MAX_RESULTS_BYTES, "results file")  # not a FIFO, /dev/zero
     manifest = league_manifest(root / MANIFEST)
-    try:
-        rows, torn = load_results(root / RESULTS)
-    except RecursionError:
-        raise LeagueError(f"{root / RESULTS} has a line nested too deeply to be a results "
-                          "line") from None
+    rows, torn = load_results(root / RESULTS)
     problems = _guarded(lambda: claims.schedule_problems(rows, manifest["episodes"]),
                         f"{RESULTS}'s episode ids")
     draw, draw_problems = _draw(manifest)
@@ -119,8 +122,11 @@ def verify_dir(root: str | Path, public_key: str | None = None) -> Report:
             marks[n] = seat_marks
     bad.update(claims.fallback_problems(rows, marks))
     bad.update(claims.fallback_play_problems(rows, manifest))
-    for n in sorted(bad):
+    for n in sorted(bad)[:SHOWN_LINES]:
         problems.append(f"{shown(rows[n].get('id', '?'))} ({RESULTS} line {n + 1}): {bad[n]}")
+    if len(bad) > SHOWN_LINES:
+        problems.append(f"{len(bad) - SHOWN_LINES} more lines of {RESULTS} do not verify (the "
+                        f"first {SHOWN_LINES} are named above)")
     if all(not any(k not in r for k in ROW_KEYS) for r in rows):
         problems += _guarded(lambda: claims.ladder_problems(root, rows, manifest),
                              claims.LADDER)
@@ -134,14 +140,40 @@ def verify_dir(root: str | Path, public_key: str | None = None) -> Report:
     return Report(len(rows), len(bad), problems, torn, notes, seats.notes() + signature.notes)
 
 
+SHOWN_LINES = 20  # lines that do not verify named one by one; the rest are counted
+
+
 # How to go on from a refused resume; the refusal says what differs.
 RESTORE = "or start the league in another --out"
 UNVOUCHED = "the league signs only what it can vouch for"
 SHOWN_CHARS = 300  # of a problem in a refusal, or an error in a problem: a line may hold anything
 
 
-def check_resume(root: Path, manifest: dict, rows: Sequence[dict], draw: Draw
-                 ) -> verify_signature.Vouched:
+def check_signed_settings(root: Path, old: dict) -> verify_signature.Vouched:
+    """What the league's signature vouches for, after checking that every setting of
+    ``league.json`` (``old``, as the folder holds it) is the one it signed; ``LeagueError`` in
+    one line naming the first that is not.
+
+    A resume compares its options with ``league.json`` (``LeagueDir.check_identity``), so an
+    edited file would carry the league on under other rules or code and the run would sign the
+    mix. The signature's ``manifest`` (``league.core.signing.manifest_digests``) holds each
+    setting's digest; one signed before it lacks them, and only its other checks apply. Checked
+    by the key ``old`` names: a run with another key is refused by the identity check, with
+    that key named.
+    """
+    signed = verify_signature.vouched(
+        root, old.get("signedBy"),
+        f"restore it, or delete it to have every line of {RESULTS} checked against its "
+        f"replay, {RESTORE}")
+    changed = verify_signature.changed_setting(old, signed.settings or {})
+    if changed is not None:
+        raise LeagueError(f"{MANIFEST}'s {shown(changed, SHOWN_NAME)} is not what {SIGNATURE} "
+                          f"signed (the file was edited); {UNVOUCHED}: restore it, {RESTORE}")
+    return signed
+
+
+def check_resume(root: Path, manifest: dict, rows: Sequence[dict], draw: Draw,
+                 signed: verify_signature.Vouched | None = None) -> verify_signature.Vouched:
     """What the league's signature vouches for (its leading lines of ``rows``, the results
     lines of the league in ``root``, and their replays' digests); ``LeagueError`` in one line
     if the league must not sign over what is there.
@@ -149,12 +181,14 @@ def check_resume(root: Path, manifest: dict, rows: Sequence[dict], draw: Draw
     Signed lines must be the bytes signed and their replays the replays signed, or missing
     (the league plays a missing replay again). The lines after them must verify as ``guild
     verify`` checks them, except that a line whose replay is missing is left to the league,
-    which plays it again and compares (``league.tournament``). ``manifest``: this run's.
+    which plays it again and compares (``league.tournament``). ``manifest``: this run's;
+    ``signed``: what :func:`check_signed_settings` found, if it was called.
     """
-    signed = verify_signature.vouched(
-        root, manifest.get("signedBy"),
-        f"restore it, or delete it to have every line of {RESULTS} checked against its "
-        f"replay, {RESTORE}")
+    if signed is None:
+        signed = verify_signature.vouched(
+            root, manifest.get("signedBy"),
+            f"restore it, or delete it to have every line of {RESULTS} checked against its "
+            f"replay, {RESTORE}")
     results = root / RESULTS
     if (signed.results is not None
             and verify_signature.head_sha256(results, signed.lines) != signed.results):
@@ -315,7 +349,7 @@ def check_episode(root: Path, n: int, row: dict, manifest: dict, draw: Draw | No
     ran = how_seats_ran(row["lineup"], manifest)
     if "trusted" in row and row["trusted"] != ran["trusted"]:  # lines before --trust lack it
         return _not_as_ran(RESULTS, "trusted", row["trusted"], ran["trusted"]), None
-    return _check_replay(root, row, seats, ran)
+    return _check_replay(root, row, seats, ran, manifest)
 
 
 def how_seats_ran(lineup: Sequence[str], manifest: dict) -> dict[str, list]:
@@ -333,7 +367,8 @@ def _not_as_ran(where: str, key: str, claimed: object, expected: list) -> str:
 
 
 def _check_replay(root: Path, row: dict, seats: replay_seats.Seats | None = None,
-                  ran: dict[str, list] | None = None) -> tuple[str | None, claims.Marks | None]:
+                  ran: dict[str, list] | None = None, manifest: dict | None = None,
+                  ) -> tuple[str | None, claims.Marks | None]:
     path = root / REPLAYS / f"{row['id']}.json"
     where = f"{REPLAYS}/{path.name}"
     if not path.exists():
@@ -359,6 +394,15 @@ def _check_replay(root: Path, row: dict, seats: replay_seats.Seats | None = None
                 f"{shown(payload.get('policyNames'), 200)}, not the results line's"), None
     try:
         cfg = GameConfig.from_dict({**config, "players": row["lineup"]})
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        return f"replay {where} has an invalid config: {shown(str(e), SHOWN_CHARS)}", None
+    for key, played in (("turns", cfg.turns), ("thievery", cfg.thievery),
+                        ("speech", cfg.speech)):
+        if (manifest is not None and key in manifest
+                and (played != manifest[key] or type(played) is not type(manifest[key]))):
+            return (f"replay {where} is played with {key} {shown(json.dumps(played))}, but "
+                    f"{MANIFEST} gives {shown(json.dumps(manifest[key]), 60)}"), None
+    try:
         game = replay(cfg, events)
     except ReplayMismatch as e:
         return f"replay {where} does not re-derive: {shown(str(e), SHOWN_CHARS)}", None

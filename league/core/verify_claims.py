@@ -32,6 +32,9 @@ _BUILT_IN = {cls.__name__.lower().removesuffix("policy"): is_scripted(cls)
              for cls in (Factor, Magpie, RandomPolicy, Champion)}
 LADDER_TOLERANCE = 1.5e-6  # ladder.json rounds to 6 decimals; allow one flip of the last digit
 
+SHOWN_NUMBERS = 5  # line numbers of a repeated episode named before the rest are counted
+SHOWN_IDS = 20  # repeated or foreign episode ids named one problem each before a count
+
 Marks = list[tuple[int, int]]  # per seat: (acts in the replay, acts marked scripted)
 
 
@@ -50,18 +53,31 @@ def schedule_problems(rows: Sequence[dict], episodes: int) -> list[str]:
         problems.append(f"{RESULTS} lacks episode{'s' * (len(missing) > 1)} "
                         f"{_ranges(missing)} of the {episodes} that {MANIFEST} claims")
     known = set(expected)
-    for ep, ns in lines.items():
-        if len(ns) > 1:
-            problems.append(f"{RESULTS} has episode {shown(ep)} {len(ns)} times (lines "
-                            f"{', '.join(map(str, ns))})")
-        if ep not in known:
-            problems.append(f"{RESULTS} line {ns[0]} is episode {shown(ep)}, not one of the "
-                            f"{episodes} that {MANIFEST} claims")
+    repeated = [(ep, ns) for ep, ns in lines.items() if len(ns) > 1]
+    for ep, ns in repeated[:SHOWN_IDS]:
+        problems.append(f"{RESULTS} has episode {shown(ep)} {len(ns)} times (lines "
+                        f"{_numbers(ns)})")
+    if len(repeated) > SHOWN_IDS:
+        problems.append(f"{RESULTS} has {len(repeated) - SHOWN_IDS} more episodes more than "
+                        "once")
+    foreign = [(ep, ns[0]) for ep, ns in lines.items() if ep not in known]
+    for ep, n in foreign[:SHOWN_IDS]:
+        problems.append(f"{RESULTS} line {n} is episode {shown(ep)}, not one of the "
+                        f"{episodes} that {MANIFEST} claims")
+    if len(foreign) > SHOWN_IDS:
+        problems.append(f"{RESULTS} holds {len(foreign) - SHOWN_IDS} more episode ids that "
+                        f"are not {MANIFEST}'s")
     if not problems and [r["id"] for r in rows] != expected:
         n = next(n for n, (r, e) in enumerate(zip(rows, expected), start=1) if r["id"] != e)
         problems.append(f"{RESULTS} is out of episode order: line {n} is "
                         f"{shown(rows[n - 1]['id'])}, not {expected[n - 1]}")
     return problems
+
+
+def _numbers(ns: list[int]) -> str:
+    """``5, 6, 9, 12, 14 and 3 more``: line numbers, the first few of them."""
+    more = f" and {len(ns) - SHOWN_NUMBERS} more" if len(ns) > SHOWN_NUMBERS else ""
+    return ", ".join(map(str, ns[:SHOWN_NUMBERS])) + more
 
 
 def _ranges(indices: list[int]) -> str:
@@ -265,15 +281,35 @@ def _diff(claimed: Any, derived: Any, where: str, out: list[str]) -> None:
         if len(claimed) != len(derived):
             out.append(f"{where} has {len(claimed)} entries but {RESULTS} gives {len(derived)}")
             return
+        mine, theirs = (_by_policy(claimed), _by_policy(derived)) if where == "policies" else (
+            None, None)
+        if mine is not None and theirs is not None:  # an entry is its policy's, wherever it is
+            for name in [*theirs, *(n for n in mine if n not in theirs)]:  # ladder order
+                label = f"{where}[{shown(name, 60)}]"  # escapes show, none acts
+                if name not in mine:
+                    out.append(f"{where} lacks the entry of {shown(name, 60, quoted=True)}")
+                elif name not in theirs:
+                    out.append(f"{where} has an entry of {shown(name, 60, quoted=True)}, a "
+                               f"policy {RESULTS} does not rank")
+                else:
+                    _diff(mine[name], theirs[name], label, out)
+            return
         for i, (c, d) in enumerate(zip(claimed, derived)):
-            label = (shown(str(d.get("policy")), 60)  # escapes show, none acts
-                     if isinstance(d, dict) and where == "policies" else i)
-            _diff(c, d, f"{where}[{label}]", out)
+            _diff(c, d, f"{where}[{i}]", out)
     elif _close(claimed, derived):
         return
     else:
         out.append(f"{where} is {shown(json.dumps(claimed), 100)} but {RESULTS} gives "
                    f"{shown(json.dumps(derived), 100)}")
+
+
+def _by_policy(entries: list) -> dict[str, dict] | None:
+    """Ladder entries by their ``policy``; None unless each is an object naming a policy of
+    its own (then they are compared by place)."""
+    named = {e.get("policy"): e for e in entries if isinstance(e, dict)}
+    if len(named) != len(entries) or not all(isinstance(k, str) for k in named):
+        return None
+    return named
 
 
 def _close(a: Any, b: Any) -> bool:

@@ -11,8 +11,11 @@ own and put that key in ``league.json``. So verify prints the key's fingerprint 
 hex digits of sha256 of the raw key) for the reader to compare with the publisher's, and
 ``--public-key HEX`` makes any other key a failure.
 
-A league without ``signature.json`` is *unsigned*: a note for a league begun before leagues were
-signed (``league.json`` without ``signedBy``), a problem for one that says it is signed.
+A league without ``signature.json`` is *unsigned*: a note for a league that may have been begun
+before leagues were signed (``league.json`` without ``signedBy``; its signature may also have
+been removed with that key, which nothing in its lines can tell), a problem for one that says it
+is signed or records a setting only signed leagues record (:data:`SIGNED_ERA`). Unsigned, every
+line is still checked against its replay: what is lost is who published it.
 
 A resume asks first what the signature vouches for (:func:`vouched`): it re-signs only a
 league whose signed lines and replays are still what it signed (``league.core.verify``).
@@ -32,6 +35,7 @@ from typing import BinaryIO
 
 from league.core.errors import LeagueError
 from league.core.files import MAX_REPLAY_BYTES, READ_CHUNK, open_regular, read_regular
+from league.core.lineups import EpisodeSpec
 from league.core.signing import (
     ALGORITHM,
     SIGNATURE,
@@ -42,13 +46,26 @@ from league.core.signing import (
     file_sha256,
     fingerprint,
     sha256_hex,
+    value_sha256,
 )
-from league.core.store import MANIFEST, MAX_RESULTS_BYTES, REPLAYS, RESULTS, shown
+from league.core.store import (
+    MANIFEST,
+    MAX_RESULTS_BYTES,
+    REPLAYS,
+    RESULTS,
+    read_manifest,
+    shown,
+)
 
 HEX64 = re.compile(r"[0-9a-f]{64}")
 EPISODE_ID = re.compile(r"e[0-9]{6,63}")  # a signed replay's name: never a path, nor one too
                                           # long for a file name (results ids: 64 at most)
 SHOWN = 5  # files named one by one before the rest are counted
+# league.json's keys that leagues record only since they are signed (a secret draw, ppo:
+# models' and policy code's digests, --seat-memory, --start-timeout): a league.json holding one
+# but no signedBy lost both by hand. The keys of results lines (trusted, fallbackPlay) are older
+# than signing, so they prove nothing.
+SIGNED_ERA = ("draw", "commitments", "models", "code", "seatMemory", "startTimeout")
 MAX_SIGNATURE_BYTES = 256 << 20  # 1,000,000 episodes at ~90 bytes each, with room to spare
 
 
@@ -84,9 +101,14 @@ def check(root: Path, manifest: dict, rows: Sequence[dict],
             found.problems.append(f"{SIGNATURE} is missing, but {MANIFEST} says the league is "
                                   "signed (signedBy); a first run stopped before its end "
                                   "leaves none: run the same command again to sign it")
+        elif (later := next((k for k in SIGNED_ERA if k in manifest), None)) is not None:
+            found.problems.append(f"{SIGNATURE} is missing, and {MANIFEST} names no signing key "
+                                  f"(signedBy) though it records {later}, which only a league "
+                                  "that signs records: its signature was removed")
         else:
-            found.notes.append(f"unsigned: the league has no {SIGNATURE} (it was begun before "
-                               "leagues were signed); nothing vouches for who published it")
+            found.notes.append(f"unsigned: the league has no {SIGNATURE} (begun before leagues "
+                               "were signed, or its signature was removed); nothing vouches "
+                               "for who published it, only that its replays give its results")
         return found
     key = _league_key(signed_by)
     if key is None:
@@ -106,7 +128,7 @@ def check(root: Path, manifest: dict, rows: Sequence[dict],
                               f"key {fingerprint(key)} ({MANIFEST}'s signedBy); "
                               f"{SIGNATURE} was changed or signed by another key")
         return found
-    found.problems += _files(root, body["files"], len(body["replays"]))
+    found.problems += _files(root, body, rows)
     found.problems += _replays(root, body["replays"], rows)
     if public_key is not None:
         found.notes.append(f"signed by the --public-key given (fingerprint {fingerprint(key)})")
@@ -125,6 +147,7 @@ class Vouched:
     lines: int = 0
     results: str | None = None  # None: there is no signature
     replays: dict[str, str] = field(default_factory=dict)
+    settings: dict[str, str] | None = None  # league.json's, by key (None: not signed so)
 
 
 def vouched(root: Path, signed_by: object, fix: str) -> Vouched:
@@ -148,7 +171,8 @@ def vouched(root: Path, signed_by: object, fix: str) -> Vouched:
                           f"changed or signed by another key; {fix}")
     if not isinstance(body["files"].get(RESULTS), str):
         raise LeagueError(f"{path} does not cover {RESULTS}; {fix}")
-    return Vouched(len(body["replays"]), body["files"][RESULTS], body["replays"])
+    return Vouched(len(body["replays"]), body["files"][RESULTS], body["replays"],
+                   body.get("manifest"))
 
 
 def head_sha256(path: Path, lines: int) -> str | None:
@@ -221,12 +245,34 @@ def _read(path: Path, found: Found, called: str = SIGNATURE) -> dict | None:
           and isinstance(body.get("signature"), str)
           and all(isinstance(v, str) for v in body["files"].values())
           and all(isinstance(k, str) and EPISODE_ID.fullmatch(k) and isinstance(v, str)
-                  for k, v in body["replays"].items()))
+                  for k, v in body["replays"].items())
+          and _settings_map(body.get("manifest", {})))
     if not ok:
         found.problems.append(f"{called} is not a {SIGNATURE_FORMAT} signature (format, "
                               "files, replays, signature)")
         return None
     return body
+
+
+def _settings_map(settings: object) -> bool:
+    """Whether ``settings`` is a signature's ``manifest``: a sha256 by key (signatures written
+    before it lack one)."""
+    return isinstance(settings, dict) and all(
+        isinstance(v, str) and HEX64.fullmatch(v) for v in settings.values())
+
+
+def changed_setting(manifest: dict, signed: dict[str, str]) -> str | None:
+    """The first key (by name) of ``signed`` (a signature's ``manifest``) whose value in
+    ``manifest`` (``league.json`` as it is) is not the one signed; None when none is. A key
+    ``signed`` lacks (recorded by a later version) is not compared."""
+    for key in sorted(signed):
+        try:
+            same = value_sha256(manifest.get(key)) == signed[key]
+        except (ValueError, RecursionError):  # nested past what JSON can write back
+            same = False
+        if not same:
+            return key
+    return None
 
 
 def _valid(body: dict, key: str) -> bool:
@@ -242,10 +288,11 @@ def _valid(body: dict, key: str) -> bool:
     return True
 
 
-def _files(root: Path, files: dict, signed_lines: int) -> list[str]:
+def _files(root: Path, body: dict, rows: Sequence[dict]) -> list[str]:
     """A problem per signed file that is not the one signed. Each is read as a regular file of
     at most its cap, in blocks (a FIFO in its place would block verify, ``/dev/zero`` fill its
     memory)."""
+    files, signed_lines = body["files"], len(body["replays"])
     out = []
     for name in SIGNED_FILES:
         if name not in files:
@@ -259,35 +306,76 @@ def _files(root: Path, files: dict, signed_lines: int) -> list[str]:
             if file_sha256(path, SIGNED_CAPS[name], name) == files[name]:
                 continue
             after = _lines_after(path, signed_lines, files[name]) if name == RESULTS else None
+            setting = _setting(path, body.get("manifest")) if name == MANIFEST else None
         except LeagueError as e:  # its message names the path: named here as the league does
             out.append(f"{str(e).replace(str(path), name, 1)}; {SIGNATURE} signed it")
             continue
         if after is not None:
-            out.append(f"{RESULTS} has {after} lines after the {signed_lines} that "
-                       f"{SIGNATURE} covers (a run stopped before it signed; run the same "
-                       "command again to sign them)")
+            out.append(_after(after, signed_lines, rows))
+        elif setting is not None:
+            out.append(f"{MANIFEST}'s {shown(setting)} is not what {SIGNATURE} signed; it was "
+                       "changed after the league signed it")
         else:
             out.append(f"{name} is not the file {SIGNATURE} signed (its sha256 differs); it "
                        "was changed after the league signed it")
     return out
 
 
-def _lines_after(path: Path, lines: int, digest: str) -> int | None:
-    """How many complete lines of the results file ``path`` follow its first ``lines``, when
-    those are the signed ones (sha256 ``digest``) and anything follows them; else None. Read
-    in blocks, at most the cap of a results file."""
+def _setting(path: Path, signed: dict[str, str] | None) -> str | None:
+    """The first setting of ``league.json`` at ``path`` that is not the one signed (None when
+    the signature signed none one by one, or all are as signed)."""
+    if not signed:
+        return None
+    manifest = read_manifest(path)
+    return changed_setting(manifest if manifest is not None else {}, signed)
+
+
+def _after(after: tuple[int, int], signed_lines: int, rows: Sequence[dict]) -> str:
+    """The problem of a results file that is the signed lines and more: ``after`` is how many
+    complete lines follow them, and how many bytes of a line without its newline end it."""
+    lines, torn = after
+    if lines == 0:
+        return (f"{RESULTS} is not the file {SIGNATURE} signed: an unfinished line ({torn} "
+                f"byte{'s' * (torn > 1)} without a newline) follows the {signed_lines} lines it "
+                "signed (what a run stopped while writing leaves, or an edit)")
+    what = f"{lines} line{'s' * (lines > 1)}"
+    unfinished = " and an unfinished line" if torn else ""
+    stranger = next((n for n in range(signed_lines, len(rows))
+                     if rows[n].get("id") != _episode_id(n) or rows[n].get("index") != n), None)
+    if stranger is not None:
+        return (f"{RESULTS} has {what}{unfinished} after the {signed_lines} that {SIGNATURE} "
+                f"covers that {'are not' if lines > 1 else 'is not'} the league's next "
+                f"episode{'s' * (lines > 1)} "
+                f"(line {stranger + 1} is {shown(rows[stranger].get('id'))}, not "
+                f"{_episode_id(stranger)}): added after the league signed it, not by a run")
+    return (f"{RESULTS} has {what}{unfinished} after the {signed_lines} that {SIGNATURE} "
+            "covers (a run stopped before it signed; run the same command again to sign "
+            f"{'them' if lines > 1 else 'it'})")
+
+
+def _episode_id(index: int) -> str:
+    return EpisodeSpec(index, 0, 0, 0, ()).id
+
+
+def _lines_after(path: Path, lines: int, digest: str) -> tuple[int, int] | None:
+    """How many complete lines of the results file ``path`` follow its first ``lines``, and
+    how many bytes of an unfinished line end it, when those are the signed ones (sha256
+    ``digest``) and anything follows them; else None. Read in blocks, at most the cap of a
+    results file."""
     with open_regular(path, MAX_RESULTS_BYTES, "results file") as f:
         if _head_sha256(f, lines) != digest:
             return None
         rest = f.read(READ_CHUNK)
         if not rest:
             return None
-        after, read = 0, f.tell()
+        after, torn, read = 0, 0, f.tell()
         while rest and read <= MAX_RESULTS_BYTES:
-            after += rest.count(b"\n")
+            ends = rest.count(b"\n")
+            after += ends
+            torn = len(rest) - rest.rfind(b"\n") - 1 if ends else torn + len(rest)
             rest = f.read(READ_CHUNK)
             read += len(rest)
-    return after
+    return after, torn
 
 
 def _replays(root: Path, signed: dict, rows: Sequence[dict]) -> list[str]:
