@@ -72,11 +72,12 @@ def report_fails(args: list[str], capsys: pytest.CaptureFixture, words: str) -> 
 
 # --- report: --out ---------------------------------------------------------------------------
 NOT_OURS = "is not a page guild report wrote"
+OWN_FOLDER = "holds the league's own files; write elsewhere"
 
 
 @pytest.mark.parametrize("own, words", [
     ("results.jsonl", NOT_OURS), ("ladder.json", NOT_OURS), ("league.json", NOT_OURS),
-    ("signature.json", NOT_OURS), ("replays/e000001.json", "write the page elsewhere")])
+    ("signature.json", NOT_OURS), ("replays/e000001.json", OWN_FOLDER)])
 def test_out_never_replaces_a_league_file(league12, tmp_path: Path, capsys, own: str,
                                           words: str) -> None:
     """``--out results.jsonl`` wrote the page over the league's results, exit 0."""
@@ -95,14 +96,15 @@ def test_out_may_replace_a_page_of_its_own_elsewhere(league12, tmp_path: Path) -
     assert report.PAGE_MARK.decode() in page.read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("where", ["view/x.html", "replays/x.html", "view/e000000.html"])
+@pytest.mark.parametrize("where", ["view/x.html", "replays/x.html", "view/e000000.html",
+                                   "replays/deeper/x.html"])
 def test_out_in_the_leagues_folders_is_refused(league12, tmp_path: Path, capsys,
                                                where: str) -> None:
     """A page in view/ was later overwritten by a viewer page of the same name (and the
     other way round); in replays/ it sat among the league's replays."""
     out = league_copy(league12, tmp_path)
     (out / "view").mkdir()
-    report_fails([str(out), "--out", str(out / where)], capsys, "write the page elsewhere")
+    report_fails([str(out), "--out", str(out / where)], capsys, OWN_FOLDER)
     assert not (out / where).exists() and not (out / report.REPORT).exists()
 
 

@@ -625,9 +625,10 @@ def test_a_world_files_help_names_its_own_town(tmp_path: Path, capsys) -> None:
         sentence = example.format(cog=cog)
         assert sentence in text
         assert game.intent_for(sentence, 2)[0].kind == kind, (group, sentence)
-    for old in ("Docks", "Vell", "hides", "(from 40 coin)"):
+    for old in ("Docks", "Vell", "hides", "points - 40)"):
         assert old not in text, old
-    assert "only in the dark: Cutpurse Alley)" in text and "(from 33 coin)" in text
+    assert "only in the dark: Cutpurse Alley)" in text
+    assert "(wealth + 3 x commission points - 33) / 40" in text  # the town's start coin
     assert play_text.town_examples(STANDARD_TOWN) is play_text.EXAMPLES
     assert main(["play", "--world", str(town), "--opponents", "champion"]) == 2
     assert "champion: it was trained in the standard town" in capsys.readouterr().err

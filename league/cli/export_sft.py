@@ -39,8 +39,10 @@ from pathlib import Path
 from typing import Any
 
 from league.cli.html_viewer import load_replay
+from league.cli.report import VIEWS
 from league.core.atomic import replacing, write_atomic
 from league.core.errors import LeagueError
+from league.core.files import check_outside
 from league.core.store import MANIFEST, REPLAYS, RESULTS, load_results, row_problem, shown
 from league.core.verify import league_manifest
 from sim import Game, GameConfig, ReplayMismatch, replay
@@ -110,7 +112,8 @@ def export(root: str | Path, out: str | Path, val_fraction: float = 0.1,
 
     ``LeagueError`` (one line) when ``root`` is not a league directory, a results line is not
     one (its id names a replay's file: no path is followed out of ``replays/``) or ``out`` is
-    unusable; all before anything is written.
+    unusable or one of the league's own folders (``replays/``, ``view/``); all before anything
+    is written.
     """
     for given, what in ((root, "DIR"), (out, "--out")):  # Path("") is the current folder
         if not os.fspath(given):
@@ -126,6 +129,7 @@ def export(root: str | Path, out: str | Path, val_fraction: float = 0.1,
         problem = row_problem(row)
         if problem is not None:
             raise LeagueError(f"{root / RESULTS} line {n} {problem}")
+    check_outside(out, (root / REPLAYS, root / VIEWS), "--out")  # verify reads every file
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:

@@ -78,14 +78,22 @@ def run(args: argparse.Namespace) -> int:
     for name, text in (("REPLAY.json", args.replay), ("-o", args.out or "")):
         if "\0" in text:
             raise LeagueError(f"{name}: a path cannot hold a NUL character")
+    if args.out == "-" and sys.stdout is None:  # started with it closed (>&-): say so first
+        raise LeagueError("-o -: standard output is closed; give the page's file name")
     src = Path(args.replay)
     payload = load_replay(src)  # first: "." or a folder is said to be one, not a page's name
-    world = _load_world(args.world) if args.world else None
+    world = _load_world(args.world) if args.world is not None else None  # "": refused
     if args.out == "-":  # the page needs no file beside it: a pipe may take it
         page = _utf8(_page_of(src, payload, world), src)
-        sys.stdout.flush()
-        sys.stdout.buffer.write(page)
-        sys.stdout.buffer.flush()
+        try:
+            sys.stdout.flush()
+            sys.stdout.buffer.write(page)
+            sys.stdout.buffer.flush()
+        except BrokenPipeError:  # the reader left: the command line's own exit (141)
+            raise
+        except OSError as e:  # opened for reading only (1</dev/null), a device that refuses
+            raise LeagueError(f"-o -: cannot write to standard output ({e.strerror or e})"
+                              ) from None
         return 0
     out = Path(args.out) if args.out is not None else src.with_suffix(".html")
     if _same_file(out, src):

@@ -24,9 +24,18 @@ from sim.language.phrasing import outcome_text
 from sim.language.textview import example_acts
 from sim.language.vocab import VERBS, tokenize
 from sim.rules.robbery import robbery_succeeds
-from sim.rules.world import MAX_SENTENCE_LEN, SEATS, STANDARD_TOWN, World, per_world
+from sim.rules.world import (
+    MAX_SENTENCE_LEN,
+    POINT_VALUE,
+    SCORE_SCALE,
+    SEATS,
+    STANDARD_TOWN,
+    World,
+    per_world,
+)
 
-WIDTH = 100  # the terminal width the text is wrapped to
+WIDTH = 100  # the widest the text is wrapped to (a wider terminal reads long lines badly)
+MIN_WIDTH = 40  # the narrowest: below it a sentence and its number no longer fit a line
 MAX_HEARD = 5  # screen lines of the room's log shown in a turn; ``town`` shows it all
 MAX_SUGGESTIONS = 3
 SIMILAR = 0.45  # difflib ratio a suggestion of another kind of act needs
@@ -75,13 +84,14 @@ def legal_moves(game: Game, seat: int) -> list[Move]:
 
 
 def moves_text(moves: Sequence[Move], width: int = WIDTH) -> str:
-    """The numbered list, one group a paragraph, laid out in columns."""
+    """The numbered list, one group a paragraph, laid out in columns ``width`` wide."""
     if not moves:
         return "No legal sentence this turn."  # never: waiting is always legal
     label = max(len(m.group) for m in moves) + 2
     items = [f"{k:>3} {m.sentence}" for k, m in enumerate(moves, 1)]
     cell = max(map(len, items)) + 2  # one column width for the whole list: it lines up
-    out = ["This turn's legal sentences (type a number to play one, or write your own):"]
+    out = _wrap("This turn's legal sentences (type a number to play one, or write your own):",
+                width)
     start = 0
     while start < len(moves):
         group = moves[start].group
@@ -90,7 +100,7 @@ def moves_text(moves: Sequence[Move], width: int = WIDTH) -> str:
             end += 1
         out += columns(items[start:end], cell, width - label, f"{group:<{label}}")
         start = end
-    out.append('Any of them may end with | say "..." to speak as well.')
+    out += _wrap('Any of them may end with | say "..." to speak as well.', width)
     return "\n".join(out)
 
 
@@ -331,28 +341,32 @@ def _plain(text: str) -> str:
     return " ".join(text.lower().rstrip(" .!").split())
 
 
-def refusal_text(why: str, picks: Sequence[int], moves: Sequence[Move]) -> str:
+def refusal_text(why: str, picks: Sequence[int], moves: Sequence[Move],
+                 width: int = WIDTH) -> str:
     """Why a sentence was not played, in one line, then what might be meant, numbered as in
-    the moves list (so the number plays it): on one line when it fits, else one a line."""
+    the moves list (so the number plays it): on one line when it fits ``width``, else one a
+    line."""
     head = f"Not played: {why}"
     if not picks:
         return head + "\n  (type moves to list this turn's legal sentences)"
     meant = [f"{k} {moves[k - 1].sentence}" for k in picks]
     one = "  did you mean: " + "   ".join(meant)
-    if len(one) <= WIDTH:
+    if len(one) <= width:
         return f"{head}\n{one}"
     return "\n".join([head, "  did you mean:", *(f"    {m}" for m in meant)])
 
 
 # --- the compact turn ------------------------------------------------------------------------
-def turn_text(view: Mapping, before: Mapping | None, world: World) -> str:
+def turn_text(view: Mapping, before: Mapping | None, world: World, width: int = WIDTH) -> str:
     """The turn as a person reads it: what changed since the seat last chose (``before`` is its
-    view then), the room, what it carries and owes, and the turn count.  ``view`` is
-    ``Game.observe(seat)``; nothing else is read, so nothing hidden can show."""
+    view then), the room, what it carries and owes, and the turn count, wrapped to ``width``
+    (the terminal's).  ``view`` is ``Game.observe(seat)``; nothing else is read, so nothing
+    hidden can show."""
     plural = {g.name: g.plural for g in world.goods}
-    sections = (_headline(view), _news(view, before, plural), _place(view, plural),
-                _shop(view), _purse(view, before, plural), _commissions(view, plural),
-                _standing(view))
+    sections = (_headline(view, width), _news(view, before, plural, width),
+                _place(view, plural, width), _shop(view, width),
+                _purse(view, before, plural, width), _commissions(view, plural, width),
+                _standing(view, width))
     return "\n".join(line for section in sections for line in section)
 
 
@@ -364,32 +378,34 @@ def _goods(entries: Sequence[Mapping], plural: Mapping[str, str]) -> str:
     return ", ".join(_count(e["count"], e["item"], plural) for e in entries)
 
 
-def _wrap(text: str, indent: str = "  ") -> list[str]:
-    return textwrap.wrap(text, WIDTH, subsequent_indent=indent, break_on_hyphens=False)
+def _wrap(text: str, width: int, indent: str = "  ") -> list[str]:
+    return textwrap.wrap(text, width, subsequent_indent=indent, break_on_hyphens=False)
 
 
-def _headline(view: Mapping) -> list[str]:
+def _headline(view: Mapping, width: int) -> list[str]:
     turn, turns = view["turn"] + 1, view["turns"]
     left = turns - view["turn"]
-    return [f"Turn {turn} of {turns} ({left} {'turn' if left == 1 else 'turns'} left, "
-            f"this one included). You are {view['name']}."]
+    return _wrap(f"Turn {turn} of {turns} ({left} {'turn' if left == 1 else 'turns'} left, "
+                 f"this one included). You are {view['name']}.", width)
 
 
-def last_sentence(view: Mapping) -> list[str]:
-    """How the seat's last sentence went; nothing before its first."""
+def last_sentence(view: Mapping, width: int = WIDTH) -> list[str]:
+    """How the seat's last sentence went, wrapped to ``width``; nothing before its first."""
     if not view["lastReason"]:
         return []
-    return _wrap(f'Your last sentence: "{view["lastSentence"]}" - {view["lastOutcome"]}')
+    return _wrap(f'Your last sentence: "{view["lastSentence"]}" - {view["lastOutcome"]}', width)
 
 
-def _news(view: Mapping, before: Mapping | None, plural: Mapping[str, str]) -> list[str]:
+def _news(view: Mapping, before: Mapping | None, plural: Mapping[str, str],
+          width: int) -> list[str]:
     """The last outcome, the room's lines of last turn, arrivals, and offers to the seat."""
     room = view["room"]
-    out = last_sentence(view)
+    out = last_sentence(view, width)
     own = f"{view['name']} "  # the seat's own lines: its last sentence's line says it all
-    heard = [_wrap(f"  {line}", "    ") for line in view["heard"] if not line.startswith(own)]
+    heard = [_wrap(f"  {line}", width, "    ") for line in view["heard"]
+             if not line.startswith(own)]
     if heard:
-        out.append(f"In {room['name']} last turn:")
+        out += _wrap(f"In {room['name']} last turn:", width)
         room_for = MAX_HEARD if sum(map(len, heard)) <= MAX_HEARD else MAX_HEARD - 1
         shown = 0
         while shown < len(heard) and len(heard[shown]) <= room_for:
@@ -401,10 +417,11 @@ def _news(view: Mapping, before: Mapping | None, plural: Mapping[str, str]) -> l
     if before is not None and before["room"]["id"] == room["id"]:
         came = [c for c in room["cogs"] if c not in before["room"]["cogs"]]
         if came:
-            out += _wrap(f"Arrived here since your last turn: {', '.join(came)}.")
+            out += _wrap(f"Arrived here since your last turn: {', '.join(came)}.", width)
     offers = [_offer(o, plural) for o in view["offers"]]
     if offers:
-        out += _wrap(f"Offers to you (accept this turn or they lapse): {'; '.join(offers)}.")
+        out += _wrap(f"Offers to you (accept this turn or they lapse): {'; '.join(offers)}.",
+                     width)
     return out
 
 
@@ -414,49 +431,51 @@ def _offer(o: Mapping, plural: Mapping[str, str]) -> str:
     return f"{o['from']} hires you for {o['coin']} coin (3 turns)"
 
 
-def _place(view: Mapping, plural: Mapping[str, str]) -> list[str]:
+def _place(view: Mapping, plural: Mapping[str, str], width: int) -> list[str]:
     room = view["room"]
     exits = ", ".join(e["name"] for e in room["exits"])
     dark = " It is unlit: a robbery can succeed here." if room["dark"] else ""
     ground = _goods(room["ground"], plural) or "nothing"
     cogs = ", ".join(room["cogs"]) or "nobody"
     roads = f"Roads to {exits}." if exits else "There is no way out."  # a world file's room
-    return [*_wrap(f"You are in {room['name']}.{dark} {roads}"),
-            *_wrap(f"Here: {cogs}. On the ground: {ground}.")]
+    return [*_wrap(f"You are in {room['name']}.{dark} {roads}", width),
+            *_wrap(f"Here: {cogs}. On the ground: {ground}.", width)]
 
 
-def _shop(view: Mapping) -> list[str]:
+def _shop(view: Mapping, width: int) -> list[str]:
     npc = view["room"].get("npc")
     if not npc:
         return ["No shopkeeper here."]
     goods = "; ".join(f"{g['item']} {g['stock']} in stock, sells at {g['ask']}, buys at "
                       f"{g['bid']}" for g in npc["goods"])
-    return _wrap(f"{npc['name']} ({npc['coin']} coin): {goods}.")
+    return _wrap(f"{npc['name']} ({npc['coin']} coin): {goods}.", width)
 
 
-def _purse(view: Mapping, before: Mapping | None, plural: Mapping[str, str]) -> list[str]:
+def _purse(view: Mapping, before: Mapping | None, plural: Mapping[str, str],
+           width: int) -> list[str]:
     change = ""
     if before is not None and before["coin"] != view["coin"]:
         change = f" ({view['coin'] - before['coin']:+d} since your last turn)"
     pack = _goods(view["items"], plural) or "nothing else"
     free = view["carryLimit"] - view["carried"]
     return _wrap(f"You carry {view['coin']} coin{change} and {pack} ({free} of "
-                 f"{view['carryLimit']} pack slots free).")
+                 f"{view['carryLimit']} pack slots free).", width)
 
 
-def _commissions(view: Mapping, plural: Mapping[str, str]) -> list[str]:
+def _commissions(view: Mapping, plural: Mapping[str, str], width: int) -> list[str]:
     """One line per commission: what it still needs, what the seat carries of it, its points
     and the cheapest-source hint when the seat has one."""
     quests = view["quests"]
     if not quests:
         return []
     held = {e["item"]: e["count"] for e in view["items"]}
-    out = [f"Commissions (hand the goods to {quests[0]['settledBy']} at {quests[0]['at']}):"]
+    out = _wrap(f"Commissions (hand the goods to {quests[0]['settledBy']} at "
+                f"{quests[0]['at']}):", width)
     for q in quests:
         want = _count(q["count"], q["item"], plural)
         left = q["count"] - q["delivered"]
         if left <= 0:
-            out.append(f"  {want}: done, {q['points']} points banked.")
+            out += _wrap(f"  {want}: done, {q['points']} points banked.", width, "    ")
             continue
         line = (f"  {want}: bring {left} more (you carry {held.get(q['item'], 0)}) for "
                 f"{q['outstanding']} points")
@@ -464,18 +483,18 @@ def _commissions(view: Mapping, plural: Mapping[str, str]) -> list[str]:
         if hint:
             line += f"; cheapest: {hint['npc']} at {hint['at']}, {hint['ask']} coin"
         line += "."
-        out += _wrap(line, "    ")
+        out += _wrap(line, width, "    ")
     return out
 
 
-def _standing(view: Mapping) -> list[str]:
+def _standing(view: Mapping, width: int) -> list[str]:
     s = view["standing"]
     parts = []
     if s["hiredTo"]:
         parts.append(f"you are hired to {s['hiredTo']} for {s['hiredToTurns']} more turns")
     parts += [f"{r['name']} is hired to you for {r['turns']} more turns"
               for r in s["retainers"]]
-    return _wrap(f"Bonds: {'; '.join(parts)}.") if parts else []
+    return _wrap(f"Bonds: {'; '.join(parts)}.", width) if parts else []
 
 
 # --- the guide -------------------------------------------------------------------------------
@@ -550,8 +569,9 @@ def guide_text(cog: str = "Gizmo", world: World = STANDARD_TOWN) -> str:
         f'A quoted part is spoken aloud: I walk to {spot} "see you there"; or after a bar:',
         f'  I walk to {spot} | say see you there; or the JSON a model writes:',
         '  {"action": "I wait", "say": "hello", "notes": "..."}',
-        "Score: coin + the value of the goods you carry + 3 x commission points (from "
-        f"{world.start_coin} coin).",
+        f"Score (as RESULTS prints it): (wealth + {POINT_VALUE} x commission points - "
+        f"{world.start_coin}) / {SCORE_SCALE:g},",
+        "  where wealth is your coin plus the base value of the goods you carry.",
         "Commands: moves (m) lists this turn's legal sentences, numbered; a number plays one",
         "  (7, or 7 | say hello); town (t) shows the full text view with the map; help (?) this;",
         "  quit (q, or Ctrl-D) ends the game with the results.",

@@ -49,7 +49,13 @@ from league.core import ladder as ladders
 from league.core import verify_claims as claims
 from league.core.atomic import replacing
 from league.core.errors import LeagueError
-from league.core.files import check_replaceable, open_regular, read_regular
+from league.core.files import (
+    check_outside,
+    check_replaceable,
+    open_regular,
+    read_regular,
+    resolved,
+)
 from league.core.lineups import MAX_NAME_CHARS
 from league.core.store import (
     LADDER,
@@ -164,7 +170,7 @@ def views_of(root: Path, target: Path) -> Path:
     own page, else beside the page and named after it, so nothing is written in a league
     that is only read (it may be read-only, or someone else's) and two leagues' pages in one
     folder do not overwrite each other's viewer pages (their ids are the same)."""
-    if _resolved(target) == _resolved(root / REPORT):
+    if resolved(target) == resolved(root / REPORT):
         return root / VIEWS
     return target.parent / f"{target.stem}{VIEWS_SUFFIX}"
 
@@ -178,19 +184,9 @@ def _check_target(target: Path, root: Path) -> None:
                           "is written to a file; give its path")
     if "\0" in str(target):
         raise LeagueError("--out: a path cannot hold a NUL character")
-    if _resolved(target.parent) in (_resolved(root / VIEWS), _resolved(root / REPLAYS)):
-        raise LeagueError(f"--out {target}: {VIEWS}/ and {REPLAYS}/ hold the league's replays "
-                          "and their viewer pages; write the page elsewhere")
+    check_outside(target, (root / VIEWS, root / REPLAYS), "--out")
     check_replaceable(target, lambda head: PAGE_MARK in head, "a page guild report wrote",
                       "--out")
-
-
-def _resolved(path: Path) -> Path:
-    """``path`` without its links (as it is when a link loops: then it names nothing)."""
-    try:
-        return path.resolve()
-    except (OSError, RuntimeError):
-        return path
 
 
 # --- reading ---------------------------------------------------------------------------------

@@ -7,7 +7,8 @@ commissions, the turns left) and reads one line.  What a line may be (:func:`par
 * a sentence, as any player writes it: ``I buy 2 rope from Smith Bram``.  A quoted part is
   spoken aloud by the town's own rules: ``I walk to the docks "see you there"``;
 * a sentence, a bar, and a line to say: ``I walk to the docks | say "see you there"`` (the
-  ``say`` and the quotes are optional: ``... | see you there``);
+  ``say`` and the quotes are optional: ``... | see you there``); a bar inside the quoted part
+  is spoken (``I say "meet me | at the docks"``);
 * the JSON object a language-model seat replies with:
   ``{"action": "...", "say": "...", "notes": "..."}``;
 * a number: that sentence of the ``moves`` list (``7 | say hello`` speaks too);
@@ -24,31 +25,39 @@ already there is a replay, are checked before the game).  ``sb3:`` opponents (mo
 which are pickles) are loaded in a sandbox unless ``--trust`` (``league.apart.sb3_load``);
 ``module:Name`` and ``exec:`` opponents run with the player's rights, as in ``guild evaluate``
 (``--opponents``' help says so).
-An opponent whose policy raises or answers what the rules refuse waits that turn, as a
-league's fallback does, and the person is told once.
+The opponents are asked from worker threads that last the whole game (:class:`Opponents`):
+a seat that runs as a process dies with the thread that started it.  An opponent whose policy
+raises (even ``sys.exit``) or answers what the rules refuse waits that turn, as a league's
+fallback does, and the person is told once; one whose own fallback decides for it (an
+``llm:`` seat whose server is down plays ``factor``) is told of once, and counted at the end.
 Everything printed goes through :func:`show`: what seats say and people type may hold terminal
-escape sequences, which are shown, never obeyed.
+escape sequences, which are shown, never obeyed; the text is wrapped to the terminal's width.
+A standard stream that is closed, or cannot be written, is said in one line (exit 2).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import queue
 import re
 import secrets
 import sys
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from agents import Decision, as_decision, is_scripted, make_policy
+from agents import Decision, as_decision, make_policy
 from agents.baselines.rules import WAIT
 from league.apart.sb3_load import guard
 from league.cli.html_viewer import PROTOCOL
 from league.cli.play_text import (
+    MIN_WIDTH,
+    WIDTH,
     guide_text,
     inert,
     judge,
@@ -64,6 +73,7 @@ from league.core.errors import LeagueError
 from league.core.files import check_replaceable, world_option
 from sim import Game, GameConfig
 from sim.language.textview import example_seats
+from sim.language.vocab import QUOTE_MAP
 from sim.policies import check_town
 from sim.rules.errors import ConfigError
 from sim.rules.world import SEATS
@@ -76,6 +86,8 @@ COMMANDS = {"quit": "quit", "exit": "quit", "q": "quit", "help": "help", "?": "h
             "h": "help", "moves": "moves", "m": "moves", "town": "town", "t": "town"}
 _NUMBER = re.compile(r"[0-9]{1,9}")  # ASCII digits only: int() reads other scripts' digits too
 MAX_WHY = 200  # characters of an opponent's error shown to the person
+MAX_ECHO = 240  # characters of a piped line echoed back (a 10 MB line is not printed whole)
+MAX_LINE = 1 << 20  # characters of a piped line read: a longer one is skipped, unread
 # How a replay's file begins: --replay replaces such a file (a replay played before), no other.
 REPLAY_HEAD = re.compile(rb'\s*\{\s*"protocol"\s*:\s*"' + re.escape(PROTOCOL.encode()) + rb'"')
 WAIT_NOTE_AFTER = 1.0  # seconds the person waits for the other seats before being told why
@@ -125,15 +137,28 @@ def parse_line(text: str) -> Line:
                 return v if isinstance(v, str) else ""
             return _picked(Line(sentence=field("action"), say=field("say"),
                                 notes=field("notes")))
-    sentence, bar, said = stripped.partition("|")
-    if not bar:
+    bar = _bar(stripped)
+    if bar < 0:
         return _picked(Line(sentence=stripped))
-    said = said.strip()
+    sentence, said = stripped[:bar], stripped[bar + 1:].strip()
     if said.lower().startswith("say ") or said.lower() == "say":
         said = said[3:].strip()
     if len(said) >= 2 and said[0] == said[-1] == '"':
         said = said[1:-1].strip()
     return _picked(Line(sentence=sentence.strip(), say=said))
+
+
+def _bar(text: str) -> int:
+    """Where the bar that ends the sentence is (-1: none): the first one outside the quoted
+    part, which the town speaks aloud (SENTENCES §4: the first pair of quote marks, curly ones
+    and guillemets too; an unterminated quote is none), so ``I say "a | b"`` says ``a | b``."""
+    marks = text.translate(QUOTE_MAP)  # one character for one: the places are the same
+    bar = marks.find("|")
+    first = marks.find('"')
+    if bar < 0 or first < 0 or bar < first:
+        return bar
+    last = marks.find('"', first + 1)
+    return bar if last < 0 else marks.find("|", last + 1)
 
 
 def _picked(line: Line) -> Line:
@@ -144,12 +169,12 @@ def _picked(line: Line) -> Line:
     return line
 
 
-def respond(game: Game, seat: int, text: str) -> Reply:
+def respond(game: Game, seat: int, text: str, width: int = WIDTH) -> Reply:
     """What to do with one typed line this turn; reads the game, never changes it.
 
     A move comes back only when the town can use it (``play_text.judge``): a number plays the
     listed sentence (shown, so the person sees what was played); a sentence is played as
-    typed.  Anything else is a reply to print before asking again.
+    typed.  Anything else is a reply to print (laid out ``width`` wide) before asking again.
     """
     line = parse_line(text)
     if line.command == "quit":
@@ -164,7 +189,7 @@ def respond(game: Game, seat: int, text: str) -> Reply:
         return Reply()
     moves = legal_moves(game, seat)
     if line.command == "moves":
-        return Reply(moves_text(moves))
+        return Reply(moves_text(moves, width))
     if line.pick is not None:
         if not 1 <= line.pick <= len(moves):
             return Reply(f"There is no sentence {line.pick} this turn: they are numbered 1 to "
@@ -174,7 +199,7 @@ def respond(game: Game, seat: int, text: str) -> Reply:
     verdict = judge(game, seat, line.sentence)
     if verdict.why:
         picks = suggestions(line.sentence, moves, verdict.kind)
-        return Reply(refusal_text(verdict.why, picks, moves))
+        return Reply(refusal_text(verdict.why, picks, moves, width))
     return Reply(move=line)
 
 
@@ -230,6 +255,7 @@ def lineup(seat: int, opponents: list[str]) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``guild play``: 0 when the game ends or the person quits, 130 on Ctrl-C."""
+    check_streams()  # before an opponent is made: a game no one can play or see is refused
     names = lineup(args.seat, opponent_specs(args.opponents))
     seed = args.seed if args.seed is not None else secrets.randbelow(2 ** 31)
     world, turns = world_option(args.world, args.turns)
@@ -258,39 +284,57 @@ def run(args: argparse.Namespace) -> int:
     if args.replay is not None:  # "" too: refused, not taken for no replay
         check_replay_path(args.replay)  # before the game, not after it
     game = Game(config)
-    broken = reset_all(policies, seed)
     tolerate_bad_bytes()
-    me = game.aliases[args.seat]
-    rivals = ", ".join(f"{game.aliases[s]} ({n})" for s, n in enumerate(names) if s != args.seat)
-    town = "" if args.world is None else f", the town of {args.world}"
-    show(f"The guild game: seed {seed}, {turns} turns{town}. You are {me} (seat {args.seat}) "
-         f"against {rivals}.")
-    show("Type help for how to write a sentence, moves for this turn's legal ones.")
-    for s, why in broken.items():
-        show(failure_text(game, s, f"could not be reset ({why})", "every turn"))
+    opponents = Opponents(args.seat, policies)
     try:
-        code, why = play(game, args.seat, policies)
-    except KeyboardInterrupt:
-        print(flush=True)
-        code, why = 130, "interrupted"
+        broken = reset_all(policies, seed, opponents)
+        me = game.aliases[args.seat]
+        rivals = ", ".join(f"{game.aliases[s]} ({n})" for s, n in enumerate(names)
+                           if s != args.seat)
+        town = "" if args.world is None else f", the town of {args.world}"
+        show(f"The guild game: seed {seed}, {turns} turns{town}. You are {me} (seat "
+             f"{args.seat}) against {rivals}.")
+        show("Type help for how to write a sentence, moves for this turn's legal ones.")
+        for s, why in broken.items():
+            show(failure_text(game, s, f"could not be reset ({why})", "every turn"))
+        tally = Tally()
+        try:
+            code, why = play(game, args.seat, policies, opponents, tally)
+        except KeyboardInterrupt:
+            print(flush=True)
+            code, why = 130, "interrupted"
+    finally:
+        opponents.close()
     show(results_text(game, why))
+    for line in tally.summary(game, policies):
+        show(line)
     if args.replay is not None:
         save_replay(game, names, Path(args.replay), args.world)
     return code
 
 
-def play(game: Game, seat: int, policies: list) -> tuple[int, str]:
-    """The turn loop; returns the exit code and why the game stopped."""
+def play(game: Game, seat: int, policies: list, opponents: Opponents | None = None,
+         tally: Tally | None = None) -> tuple[int, str]:
+    """The turn loop, asking the opponents on ``opponents``' threads (its own when None), and
+    counting their failures and fallbacks in ``tally``; returns the exit code and why the game
+    stopped."""
+    if opponents is None:
+        mine = Opponents(seat, policies)
+        try:
+            return play(game, seat, policies, mine, tally)
+        finally:
+            mine.close()
+    tally = Tally() if tally is None else tally
     before: Mapping | None = None  # the seat's view when it last chose
-    told: set[int] = set()  # seats whose failing policy the person has been told of
     while not game.done:
+        width = screen_width()
         view = game.observe(seat)
-        show(RULE)
-        show(turn_text(view, before, game.world))
-        deciding = Deciding(game, seat, policies)  # while the person reads and types
+        show(RULE[:width])
+        show(turn_text(view, before, game.world, width))
+        deciding = opponents.ask(lambda s, p: p.act(game, s))  # while the person reads, types
         try:
             try:
-                line = choose(game, seat)
+                line = choose(game, seat, width)
             except EOFError:
                 print(flush=True)
                 return 0, "you left (end of input)"
@@ -300,131 +344,282 @@ def play(game: Game, seat: int, policies: list) -> tuple[int, str]:
         finally:  # the person leaves (or has the answers): no seat thinks here any more
             deciding.settle()
         before = view
-        for s, why in play_turn(game, seat, line, policies, answers).items():
-            if s not in told:
-                told.add(s)
-                show(failure_text(game, s, f"failed ({why})"))
-    show(RULE)
-    show("\n".join(last_sentence(game.observe(seat))))
+        failed = play_turn(game, seat, line, policies, answers, tally)
+        for s in tally.first_failures(failed):
+            show(failure_text(game, s, f"failed ({failed[s]})"))
+        for s in tally.first_fallbacks():
+            show(fallback_text(game, s, policies[s]))
+    width = screen_width()
+    show(RULE[:width])
+    show("\n".join(last_sentence(game.observe(seat), width)))
     return 0, f"the episode ended ({game.results()['reason']})"
 
 
+def _asked(call: Callable[..., Any], *args: Any) -> tuple[Any, BaseException | None]:
+    """``call(*args)``'s answer, or what it raised: whatever a policy raises, ``sys.exit`` and
+    ``KeyboardInterrupt`` too, is its failure, and the person's game goes on.  But for the
+    person's Ctrl-C: a signal is handled in the main thread only, so a ``KeyboardInterrupt``
+    there may be the person's and goes on up (a policy's is its own on a worker thread)."""
+    try:
+        return call(*args), None
+    except KeyboardInterrupt as e:
+        if threading.current_thread() is threading.main_thread():
+            raise
+        return None, e
+    except BaseException as e:  # noqa: BLE001 - a policy's failure, even sys.exit: it waits
+        return None, e
+
+
+class _Worker:
+    """A daemon thread that runs the calls it is given one after another, for the whole game.
+
+    A seat that runs as a process (``exec:``) is started by the thread that first asks it and
+    dies with that thread, not with the process (``league.seat.zygote.die_with_parent``): a
+    thread per turn killed such an opponent at each turn's end, and it lost turns restarting.
+    A daemon, so that a call that never returns does not keep the person's process alive."""
+
+    def __init__(self, name: str) -> None:
+        self._calls: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        threading.Thread(target=self._run, name=name, daemon=True).start()
+
+    def _run(self) -> None:
+        while (call := self._calls.get()) is not None:
+            call()
+
+    def put(self, call: Callable[[], None]) -> None:
+        self._calls.put(call)
+
+    def stop(self) -> None:
+        """End the thread once its calls are done (without waiting for it: one may hang)."""
+        self._calls.put(None)
+
+
+class Opponents:
+    """The threads that ask the opponents' policies, for the whole game: one for the seats
+    that must be asked one at a time, and one for each seat that may run beside the others
+    (``concurrent``: a language-model seat waiting on the network)."""
+
+    def __init__(self, seat: int, policies: list) -> None:
+        self._policies = policies
+        seats = [s for s, p in enumerate(policies) if s != seat and p is not None]
+        self._apart = [s for s in seats if _flag(policies[s], "concurrent")]
+        self._in_turn = [s for s in seats if s not in self._apart]
+        self._shared = _Worker("guild-play-seats")
+        self._own = {s: _Worker(f"guild-play-seat-{s}") for s in self._apart}
+
+    def ask(self, call: Callable[[int, Any], Any]) -> Deciding:
+        """Start asking every opponent ``call(seat, policy)`` (the policy as it is now) on
+        its thread; the answers come through the :class:`Deciding` returned."""
+        deciding = Deciding(len(self._own) + 1)
+        for s, worker in self._own.items():
+            worker.put(lambda s=s: deciding.run([(s, self._policies[s])], call, False))
+        in_turn = [(s, self._policies[s]) for s in self._in_turn]
+        self._shared.put(lambda: deciding.run(in_turn, call, True))
+        deciding.begun.wait()  # as a new thread's start: a person who leaves at once waits
+        return deciding        # for the first seat asked (it may be in torch), none after
+
+    def close(self) -> None:
+        """Let the threads end once they are idle; a call still running is left to the exit."""
+        self._shared.stop()
+        for worker in self._own.values():
+            worker.stop()
+
+
 class Deciding:
-    """The opponents' answers to this turn, asked in the background as soon as the turn
-    opens: every seat acts on the state at the turn's start (RULES §6), so they need not wait
-    for the person's move, and the person waits for the slowest seat, if at all, not for each
-    in turn. Seats that may run at once (``concurrent``, language-model seats) get a thread
-    each. The threads are daemons: a person who leaves mid-turn waits for the seat that is
-    thinking in the background thread, if any, but asks none after it and does not wait for
-    the concurrent seats (:meth:`settle`)."""
+    """One question to every opponent (this turn's act, or the game's reset), asked in the
+    background: every seat acts on the state at the turn's start (RULES §6), so they need not
+    wait for the person's move, and the person waits for the slowest seat, if at all, not for
+    each in turn.  A person who leaves mid-turn waits for the seat thinking on the shared
+    thread, if any, but asks none after it and does not wait for the concurrent seats
+    (:meth:`settle`)."""
 
-    def __init__(self, game: Game, seat: int, policies: list) -> None:
+    def __init__(self, jobs: int) -> None:
         self._got: dict[int, tuple[Any, BaseException | None]] = {}
-        self._leaving = threading.Event()  # the person left: ask no more seats here
-        self._here = threading.Event()  # no seat is thinking in this thread any more
-        self._thread = threading.Thread(target=self._all, args=(game, seat, policies),
-                                        name="guild-play-seats", daemon=True)
-        self._thread.start()
+        self._lock = threading.Lock()
+        self._jobs = jobs  # the threads still asking
+        self._done = threading.Event()  # every thread has asked all its seats
+        self._leaving = threading.Event()  # the person left: ask no more seats
+        self._shared = threading.Event()  # no seat is thinking on the shared thread any more
+        self.begun = threading.Event()  # the shared thread asks its first seat, or none
 
-    def _all(self, game: Game, seat: int, policies: list) -> None:
-        others = [s for s in range(len(policies)) if s != seat]
-        apart = [threading.Thread(target=self._one, args=(game, s, policies[s]), daemon=True)
-                 for s in others if getattr(policies[s], "concurrent", False)]
-        for t in apart:
-            t.start()
+    def run(self, seats: list[tuple[int, Any]], call: Callable[[int, Any], Any],
+            shared: bool) -> None:
+        """Ask ``seats`` in turn, on a worker thread; never raises (the thread asks on)."""
         try:
-            for s in others:
+            for s, policy in seats:
                 if self._leaving.is_set():
                     break
-                if not getattr(policies[s], "concurrent", False):
-                    self._one(game, s, policies[s])
+                if shared:  # after the first check: that seat is asked, leave or not
+                    self.begun.set()
+                self._got[s] = _asked(call, s, policy)
         finally:
-            self._here.set()
-        for t in apart:
-            t.join()
+            if shared:
+                self.begun.set()
+                self._shared.set()
+            with self._lock:
+                self._jobs -= 1
+                if self._jobs == 0:
+                    self._done.set()
 
-    def _one(self, game: Game, s: int, policy: Any) -> None:
-        try:
-            self._got[s] = (policy.act(game, s), None)
-        except BaseException as e:  # noqa: BLE001 - a policy's failure, even sys.exit: it waits
-            self._got[s] = (None, e)
-
-    def answers(self) -> dict[int, tuple[Any, BaseException | None]]:
-        """Each opponent's answer, or what it raised; says once that the person waits for
-        them when they take a while."""
-        self._thread.join(WAIT_NOTE_AFTER)
-        if self._thread.is_alive():
-            show("(the other seats are still deciding...)")
-            self._thread.join()
-        return self._got
+    def answers(self, note: str = "(the other seats are still deciding...)"
+                ) -> dict[int, tuple[Any, BaseException | None]]:
+        """Each opponent's answer, or what it raised; says ``note`` once when they take a
+        while (Ctrl-C leaves)."""
+        if not self._done.wait(WAIT_NOTE_AFTER):
+            show(note)
+            self._done.wait()
+        return dict(self._got)
 
     def settle(self) -> None:
-        """Ask no more seats, and wait for the one thinking in the background thread to
-        answer, as a person who leaves mid-turn must: the process may not exit while a policy
-        runs in native code with the interpreter's lock released (a network's forward pass in
-        torch).  The interpreter's exit would stop that thread where it takes the lock back,
-        unwinding through C++ frames that may not be unwound, and the process would abort
-        ("terminate called without an active exception", exit 134) instead of ending with its
-        status.  The concurrent seats (a language model's request, waiting on the network in
-        Python) are left to the exit, and so is a seat still thinking after
-        :data:`SETTLE_LIMIT` seconds: a policy that never answers must not keep the person in
-        the game (Ctrl-C leaves at once)."""
+        """Ask no more seats, and wait for the one thinking on the shared thread to answer, as
+        a person who leaves mid-turn must: the process may not exit while a policy runs in
+        native code with the interpreter's lock released (a network's forward pass in torch).
+        The interpreter's exit would stop that thread where it takes the lock back, unwinding
+        through C++ frames that may not be unwound, and the process would abort ("terminate
+        called without an active exception", exit 134) instead of ending with its status.
+        The concurrent seats (a language model's request, waiting on the network in Python)
+        are left to the exit, and so is a seat still thinking after :data:`SETTLE_LIMIT`
+        seconds: a policy that never answers must not keep the person in the game (Ctrl-C
+        leaves at once).  Nothing waits for an abandoned call later: the game has ended."""
         self._leaving.set()
-        if not self._here.wait(WAIT_NOTE_AFTER):
+        if not self._shared.wait(WAIT_NOTE_AFTER):
             show(f"(waiting up to {SETTLE_LIMIT:g} s for an opponent to finish thinking; "
                  "Ctrl-C leaves now)")
-            self._here.wait(SETTLE_LIMIT)
+            self._shared.wait(SETTLE_LIMIT)
+
+
+@dataclass
+class Tally:
+    """Per opponent seat, over the game: its decisions, those its policy failed (it waited)
+    and those its own fallback played (a decision marked scripted from a policy that is not
+    scripted by nature: an ``llm:`` seat whose server is down plays ``factor``), with the
+    seats the person has been told of."""
+
+    decisions: dict[int, int] = field(default_factory=dict)
+    failures: dict[int, int] = field(default_factory=dict)
+    fallbacks: dict[int, int] = field(default_factory=dict)
+    told_failed: set[int] = field(default_factory=set)
+    told_fallback: set[int] = field(default_factory=set)
+
+    def count(self, seat: int, failed: bool, fallback: bool) -> None:
+        self.decisions[seat] = self.decisions.get(seat, 0) + 1
+        if failed:
+            self.failures[seat] = self.failures.get(seat, 0) + 1
+        if fallback:
+            self.fallbacks[seat] = self.fallbacks.get(seat, 0) + 1
+
+    def first_failures(self, failed: Mapping[int, str]) -> list[int]:
+        """The seats in ``failed`` the person has not been told of yet (now told)."""
+        new = [s for s in failed if s not in self.told_failed]
+        self.told_failed.update(new)
+        return new
+
+    def first_fallbacks(self) -> list[int]:
+        """The seats whose fallback has played that the person has not been told of yet."""
+        new = [s for s in sorted(self.fallbacks) if s not in self.told_fallback]
+        self.told_fallback.update(new)
+        return new
+
+    def summary(self, game: Game, policies: list) -> list[str]:
+        """What the person is told after the results: how many decisions each opponent's
+        fallback played, or its policy failed, as ``guild evaluate`` tells of a model's."""
+        out = []
+        for s in sorted(self.decisions):
+            cog, spec, n = game.aliases[s], game.config.players[s], self.decisions[s]
+            if self.fallbacks.get(s):
+                k = self.fallbacks[s]
+                out.append(f"{cog}'s fallback{_fallback_name(policies[s])} played {k} of its "
+                           f"{n} decisions ({100 * k / n:.0f}%), not its policy ({spec}).")
+            if self.failures.get(s):
+                k = self.failures[s]
+                out.append(f"{cog}'s policy ({spec}) failed {k} of its {n} decisions; {cog} "
+                           "waited instead.")
+        return out
+
+
+def _fallback_name(policy: Any) -> str:
+    """`` (factor)``: the policy's fallback, when it names one (``llm:`` seats), else ""."""
+    name = getattr(policy, "fallback", None)
+    return f" ({name[:40]})" if isinstance(name, str) and name else ""
 
 
 def play_turn(game: Game, seat: int, line: Line, policies: list,
-              decided: Mapping[int, tuple[Any, BaseException | None]] | None = None
-              ) -> dict[int, str]:
+              decided: Mapping[int, tuple[Any, BaseException | None]] | None = None,
+              tally: Tally | None = None) -> dict[int, str]:
     """One turn: the person's move and each opponent's answer (a sentence, an intent or a
     decision with its spoken line and notes, as ``agents.play_episode`` takes it), asked here
-    unless ``decided`` holds them (:class:`Deciding`).  An opponent whose policy raises or
-    answers what the rules refuse waits instead (marked scripted, as a league's fallback is),
-    so the person's game goes on; the seats that did, with why."""
+    unless ``decided`` holds them (:class:`Deciding`).  An opponent whose policy raises (even
+    ``sys.exit``) or answers what the rules refuse waits instead (marked scripted, as a
+    league's fallback is), so the person's game goes on; the seats that did, with why.
+    ``tally`` counts each opponent's decisions, failures and fallbacks."""
     failed: dict[int, str] = {}
     answers: list[Decision | None] = []
     for s, p in enumerate(policies):
         if s == seat:
             answers.append(None)
             continue
+        if decided is None:
+            got, error = _asked(p.act, game, s)
+        else:
+            got, error = decided.get(s, (None, RuntimeError("it gave no answer")))
         try:
-            if decided is None:
-                answer = as_decision(p.act(game, s))
+            if error is not None:  # stored, not raised: a SystemExit would end the game here
+                failed[s] = _why(error)
+                answer = Decision(WAIT, scripted=True)
             else:
-                got, error = decided.get(s, (None, RuntimeError("it gave no answer")))
-                if error is not None:
-                    raise error
                 answer = as_decision(got)
-            game.intent_for(answer.action, s)  # the rules' own check of an action
-            if not (isinstance(answer.say, str) and isinstance(answer.notes, str)):
-                raise TypeError("its say and notes must be text")
+                game.intent_for(answer.action, s)  # the rules' own check of an action
+                if not (isinstance(answer.say, str) and isinstance(answer.notes, str)):
+                    raise TypeError("its say and notes must be text")
+                answer = replace(answer, scripted=bool(answer.scripted))  # it may raise
         except Exception as e:
             failed[s] = _why(e)
             answer = Decision(WAIT, scripted=True)
+        if tally is not None:
+            tally.count(s, s in failed, s not in failed and answer.scripted
+                        and not _flag(p, "scripted"))
         answers.append(answer)
     actions = [line.sentence if a is None else a.action for a in answers]
     says = [line.say if a is None else a.say for a in answers]
     notes = [line.notes if a is None else a.notes for a in answers]
-    scripted = [a is not None and (is_scripted(p) or a.scripted)
+    scripted = [a is not None and (_flag(p, "scripted") or a.scripted)
                 for a, p in zip(answers, policies)]
     game.play_turn(actions, says=says, notes=notes, scripted=scripted)
     return failed
 
 
-def reset_all(policies: list, seed: int) -> dict[int, str]:
-    """Reset each opponent's policy; one whose reset raises waits all game (a league's seat
-    whose reset fails falls back too): the seats that did, with why."""
+def _flag(policy: Any, name: str) -> bool:
+    """A policy's class flag (``scripted``, ``concurrent``: ``agents.Policy``); False when
+    reading it fails (a property of someone else's code that raises)."""
+    try:
+        return bool(getattr(policy, name, False))
+    except Exception:
+        return False
+
+
+def reset_all(policies: list, seed: int, opponents: Opponents | None = None
+              ) -> dict[int, str]:
+    """Reset each opponent's policy, on the thread that will ask it (``opponents``; here when
+    None); one whose reset fails, even by ``sys.exit`` or a ``KeyboardInterrupt`` of its own,
+    waits all game (a league's seat whose reset fails falls back too): the seats that did,
+    with why.  The person's Ctrl-C meanwhile goes on up."""
+    def reset(s: int, p: Any) -> None:
+        if callable(getattr(p, "reset", None)):
+            p.reset(seed)
+
+    if opponents is None:
+        got = {s: _asked(reset, s, p) for s, p in enumerate(policies) if p is not None}
+    else:
+        deciding = opponents.ask(reset)
+        try:
+            got = deciding.answers("(the other seats are getting ready...)")
+        finally:  # Ctrl-C: none still resetting in torch when the process exits
+            deciding.settle()
     broken: dict[int, str] = {}
-    for s, p in enumerate(policies):
-        if p is not None and callable(getattr(p, "reset", None)):
-            try:
-                p.reset(seed)
-            except Exception as e:
-                broken[s] = _why(e)
-                policies[s] = Waiting()
+    for s, (_, error) in sorted(got.items()):
+        if error is not None:
+            broken[s] = _why(error)
+            policies[s] = Waiting()
     return broken
 
 
@@ -439,7 +634,11 @@ class Waiting:
 
 def _why(e: BaseException) -> str:
     """An opponent's error in one short line (its text shown inert by :func:`show`)."""
-    text = " ".join(f"{type(e).__name__}: {e}".split())
+    try:
+        said = str(e)
+    except Exception:  # its own __str__ failed
+        said = "(its message could not be read)"
+    text = " ".join(f"{type(e).__name__}: {said}".split() if said else [type(e).__name__])
     return text if len(text) <= MAX_WHY else text[:MAX_WHY - 3] + "..."
 
 
@@ -450,17 +649,70 @@ def failure_text(game: Game, seat: int, what: str, when: str = "whenever it fail
             "and the game goes on.")
 
 
+def fallback_text(game: Game, seat: int, policy: Any) -> str:
+    """What the person is told, once, of an opponent whose own fallback played for it (its
+    first failure when the policy tells it, as ``llm:`` seats do)."""
+    cog = game.aliases[seat]
+    first = getattr(policy, "first_failure", None)
+    why = f" ({_short(first)})" if isinstance(first, str) and first.strip() else ""
+    return (f"Note: {cog}'s policy ({game.config.players[seat]}) did not decide this turn"
+            f"{why}; its fallback{_fallback_name(policy)} played for it, as it will whenever "
+            "the policy does not decide (counted at the end).")
+
+
+def _short(text: str) -> str:
+    """``text`` on one line, at most :data:`MAX_WHY` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_WHY else text[:MAX_WHY - 3] + "..."
+
+
+def check_streams() -> None:
+    """``LeagueError`` (one line) when the game could not be played: standard input or output
+    was closed when the command started (``<&-``, ``>&-``; Python then holds None for it)."""
+    if sys.stdin is None:
+        raise LeagueError("standard input is closed; the game reads your sentences from it")
+    if sys.stdout is None:
+        raise LeagueError("standard output is closed; the game is shown there")
+
+
 def show(text: str) -> None:
     """Print ``text`` inert (:func:`play_text.inert`): what seats say and people type may hold
     terminal escape sequences."""
-    print(inert(text), flush=True)
+    _write(inert(text) + "\n")
 
 
-def choose(game: Game, seat: int) -> Line | None:
+def _write(text: str) -> None:
+    """Write ``text`` to standard output now; ``LeagueError`` (one line) when it cannot be
+    written (opened for reading only: ``1</dev/null``).  A reader that left (a broken pipe)
+    is the command line's own exit."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        with contextlib.suppress(OSError, ValueError):  # the exit's flush must not fail again
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise LeagueError(f"cannot write to standard output ({e.strerror or e})") from None
+
+
+def screen_width() -> int:
+    """The terminal's width, from ``MIN_WIDTH`` to ``WIDTH`` columns (``WIDTH`` when the
+    output is not a terminal), read each turn: the window may have been resized.  Asked of
+    the terminal itself, not of ``$COLUMNS``, which may be stale (readline exports the width
+    it saw when it started)."""
+    try:
+        columns = os.get_terminal_size(sys.stdout.fileno()).columns
+    except (AttributeError, ValueError, OSError):  # a pipe or a file: no width of its own
+        return WIDTH
+    return max(MIN_WIDTH, min(WIDTH, columns)) if columns > 0 else WIDTH
+
+
+def choose(game: Game, seat: int, width: int = WIDTH) -> Line | None:
     """Read lines until one is a move the town can use (None for ``quit``); raises
     ``EOFError`` at the end of input."""
     while True:
-        reply = respond(game, seat, read_line())
+        reply = respond(game, seat, read_line(), width)
         if reply.show:
             show(reply.show)
         if reply.quit:
@@ -470,19 +722,40 @@ def choose(game: Game, seat: int) -> Line | None:
 
 
 def read_line() -> str:
-    """One line from the person; piped input is echoed, as a terminal would show it."""
-    text = input(PROMPT)
-    if not sys.stdin.isatty():
-        show(text)
+    """One line from the person.  Piped input is echoed, as a terminal would show it (its
+    first :data:`MAX_ECHO` characters), and read :data:`MAX_LINE` characters at most: a longer
+    line is skipped, said so, and read as an empty one (the turn is asked again)."""
+    try:
+        if sys.stdin.isatty():
+            return input(PROMPT)
+        _write(PROMPT)
+        text = sys.stdin.readline(MAX_LINE + 1)
+        if not text:
+            raise EOFError
+        if len(text) > MAX_LINE and not text.endswith("\n"):
+            while (more := sys.stdin.readline(MAX_LINE)) and not more.endswith("\n"):
+                pass
+            show(f"{text[:MAX_ECHO]}...")
+            show(f"Not read: the line is over {MAX_LINE:,} characters; write one sentence.")
+            return ""
+    except OSError as e:  # opened for writing only (0>/dev/null): no line can ever come
+        if isinstance(e, BrokenPipeError):
+            raise
+        raise LeagueError(f"cannot read standard input ({e.strerror or e})") from None
+    text = text.removesuffix("\n")
+    show(text if len(text) <= MAX_ECHO else f"{text[:MAX_ECHO]}... ({len(text):,} characters)")
     return text
 
 
 def tolerate_bad_bytes() -> None:
     """Read bytes that are not text (a stray key, a binary pipe) as U+FFFD: such a line is one
-    the town cannot use, said so and asked again, instead of a traceback that ends the game."""
-    reconfigure = getattr(sys.stdin, "reconfigure", None)
-    if callable(reconfigure):
-        reconfigure(errors="replace")
+    the town cannot use, said so and asked again, instead of a traceback that ends the game.
+    And write what the output's encoding cannot hold (a typed é under ``PYTHONIOENCODING=
+    ascii``) as ``\\xe9``, not a traceback."""
+    for stream, errors in ((sys.stdin, "replace"), (sys.stdout, "backslashreplace")):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if callable(reconfigure):
+            reconfigure(errors=errors)
 
 
 def town_text(game: Game, seat: int) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -142,6 +142,8 @@ def world_option(path: str | None, turns: int | None = None) -> tuple[World, int
     ``load_world`` reads it bounded and refuses a FIFO or a device unread."""
     from sim.rules.worldfile import WorldFileError, world_and_turns
 
+    if path == "":  # Path("") is ".": it would be called a folder, not said to be empty
+        raise LeagueError("--world is empty; give a world file's name")
     try:
         return world_and_turns(path, turns)
     except WorldFileError as e:
@@ -180,3 +182,24 @@ def check_replaceable(target: Path, ours: Callable[[bytes], bool], what: str, op
     if not ours(head):
         raise LeagueError(f"{shown} exists and is not {what}; it is kept (choose another "
                           f"{option}, or remove it)")
+
+
+def check_outside(path: Path, folders: Iterable[Path], option: str) -> None:
+    """``LeagueError`` (one line) when ``path`` is one of ``folders`` or lies inside one, links
+    resolved: a league's ``replays/`` and ``view/`` hold only what the league wrote there
+    (``guild verify`` and ``guild report`` read every file in them, and a viewer page replaces
+    its namesake), so a command's output (``option``) goes elsewhere."""
+    here = resolved(path)
+    for folder in folders:
+        there = resolved(folder)
+        if here == there or there in here.parents:
+            raise LeagueError(f"{option} {printable(str(path))}: {printable(str(folder))} holds "
+                              "the league's own files; write elsewhere")
+
+
+def resolved(path: Path) -> Path:
+    """``path`` without its links (as given when they loop: then it names nothing)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError, ValueError):
+        return path
