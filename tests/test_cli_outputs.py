@@ -309,3 +309,27 @@ def test_evaluate_json_replaces_only_its_own_figures(tmp_path: Path, capsys) -> 
     for _ in range(2):  # its own figures are replaced
         assert main([*args, str(figures)]) == 0
         assert is_result_json(figures.read_bytes())
+
+
+def test_a_standard_output_open_for_reading_only_is_one_line() -> None:
+    """``guild evaluate ... 1</dev/null``: its report's print raised OSError EBADF, a
+    traceback and exit 1."""
+    with open(os.devnull, "rb") as read_only:
+        done = subprocess.run([sys.executable, "-m", "league", "evaluate", "random", "--seeds",
+                               "0..1", "--turns", "6"], stdout=read_only,
+                              stderr=subprocess.PIPE, text=True, cwd=ROOT, timeout=300)
+    lines = [line for line in done.stderr.splitlines() if not line.startswith("guild-game:")]
+    assert done.returncode == 2 and lines == [
+        "guild evaluate: error: cannot write the output: standard output is closed or not "
+        "open for writing"], done.stderr
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["verify", ""], "guild verify: error: DIR is empty"),
+    (["report", ""], "guild report: error: DIR is empty"),
+    (["report", ".", "--out", ""], "guild report: error: --out is empty"),
+])
+def test_an_empty_path_is_named_empty(argv: list[str], words: str, capsys) -> None:
+    """``""`` is the current folder to Path: ". has no results.jsonl", ". is a directory"."""
+    assert main(argv) == 2
+    assert one_error_line(capsys.readouterr().err).startswith(words)

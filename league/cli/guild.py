@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import os
 import signal
 import sys
 import threading
@@ -221,12 +222,25 @@ def main(argv: Sequence[str] | None = None) -> int:
               "command again to resume", file=sys.stderr)
         return 1
     except OSError as e:
+        if e.errno == errno.EBADF and not _writable(sys.stdout):  # guild verify D 1</dev/null
+            print(f"guild {args.command}: error: cannot write the output: standard output is "
+                  "closed or not open for writing", file=sys.stderr)
+            broken_pipe()  # no final flush to raise again
+            return 2
         if e.errno not in STORAGE_ERRORS:
             raise
         print(f"guild {args.command}: error: {storage_problem(e)}"
               + ("; finished episodes are kept, run the same command again to resume"
                  if args.command == "league" else ""), file=sys.stderr)
         return 1
+
+
+def _writable(stream: object) -> bool:
+    """Whether ``stream``'s file can be written (a descriptor opened read-only cannot)."""
+    try:
+        return os.write(stream.fileno(), b"") == 0  # type: ignore[attr-defined]
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 # a disk that is full, read-only, failing or out of quota: the machine's state, not a bug, so

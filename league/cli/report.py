@@ -148,6 +148,9 @@ class Built:
 
 def build_report(out: str | Path, page: str | Path | None = None) -> Built:
     """Read the league in ``out``, write the viewer pages and the report page."""
+    for given, what in ((out, "DIR"), (page, "--out")):  # Path("") is the current folder
+        if given is not None and not os.fspath(given):
+            raise LeagueError(f"{what} is empty; give a path")
     root = Path(out)
     if not root.is_dir():
         raise LeagueError(f"{root} is not a directory")

@@ -95,6 +95,8 @@ class Report:
 def verify_dir(root: str | Path, public_key: str | None = None) -> Report:
     """Check the league in ``root``; ``LeagueError`` if it is not one. With ``public_key``
     (64 hex digits) its signature must be by that key (``league.core.verify_signature``)."""
+    if not os.fspath(root):  # Path("") is ".": it would be read as the current folder
+        raise LeagueError("DIR is empty; give a league's --out directory")
     root = Path(root)
     if not root.is_dir():
         raise LeagueError(f"{root} is not a directory")
