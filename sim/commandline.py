@@ -8,12 +8,35 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import stat
 import sys
 from typing import NoReturn
 
 from .rules.errors import printable as printable  # what the commands print a path with
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE (13): what a shell reports for a program the pipe stopped
+
+
+class NotRegularFileError(OSError):
+    """A path a command reads names a FIFO, a device or a folder, not a regular file."""
+
+
+def read_head(path: str | os.PathLike, limit: int) -> bytes:
+    """At most ``limit`` bytes from the start of the regular file ``path``, for a file a user
+    names (a config, a prompt, a model's header): opened without blocking and checked once
+    open, so a FIFO is refused rather than waited on and ``/dev/zero`` never read without end.
+    Raises :class:`NotRegularFileError`, ``OSError`` (cannot open or read) or ``ValueError``
+    (a NUL in the path); the caller words them."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFileError(f"{os.fsdecode(path)} is not a regular file")
+        data = bytearray()
+        while len(data) < limit and (more := os.read(fd, min(limit - len(data), 1 << 20))):
+            data += more
+        return bytes(data)
+    finally:
+        os.close(fd)
 
 
 def broken_pipe() -> int:

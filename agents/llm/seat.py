@@ -38,7 +38,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import stat
 import threading
 import time
 import urllib.parse
@@ -76,6 +75,7 @@ from agents.llm.prompt import (
 )
 from agents.policy import Decision
 from sim import Game
+from sim.commandline import NotRegularFileError, read_head
 from sim.rules.world import MAX_PROMPT_LEN
 
 __all__ = ["ASCII_SPACE", "CORRECTIVE", "DEFAULT_KEY_ENV", "DEFAULT_MAX_TOKENS",
@@ -443,21 +443,12 @@ def read_text_head(path: str | os.PathLike, cap: int, what: str) -> str:
     the end dropped); a one-line ValueError naming ``what`` otherwise. The file is opened
     without blocking, so a FIFO put in its place is refused rather than waited on."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+        data = read_head(path, cap)
+    except NotRegularFileError:
+        raise ValueError(f"llm policy: {what} {str(path)!r} is not a regular file") from None
     except (OSError, ValueError) as e:  # ValueError: a NUL in the path
         raise ValueError(f"llm policy: cannot read {what} {str(path)!r} "
                          f"({getattr(e, 'strerror', None) or e})") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError(f"llm policy: {what} {str(path)!r} is not a regular file")
-        data = b""
-        while len(data) < cap and (more := os.read(fd, cap - len(data))):
-            data += more
-    except OSError as e:
-        raise ValueError(f"llm policy: cannot read {what} {str(path)!r} "
-                         f"({e.strerror or e})") from None
-    finally:
-        os.close(fd)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
