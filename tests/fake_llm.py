@@ -9,12 +9,13 @@ and the most requests it ever had in flight at once.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -213,3 +214,40 @@ def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# --- a server whose every answer a test writes ------------------------------------------------
+
+Handle = Callable[[BaseHTTPRequestHandler, dict, threading.Event], None]
+
+
+@contextlib.contextmanager
+def endpoint(handle: Handle, protocol: str = "HTTP/1.1") -> Iterator[str]:
+    """A loopback server whose every POST is answered by ``handle(handler, body, stop)``
+    (``stop`` is set when the test ends, so a stalling answer ends too). The base URL.
+    ``protocol``: HTTP/1.0 ends a body by closing the connection (an event stream)."""
+    stop = threading.Event()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = protocol
+
+        def do_POST(self) -> None:  # noqa: N802 - the http.server hook name
+            raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            try:
+                handle(self, json.loads(raw), stop)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up, as it should
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05},
+                     daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
+    finally:
+        stop.set()
+        srv.shutdown()
+        srv.server_close()

@@ -14,7 +14,7 @@ import threading
 import time
 import types
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import fake_llm
@@ -285,34 +285,19 @@ def sse_server(script: list, content_type: str = "text/event-stream") -> Iterato
     """A server answering every POST with ``script``: strings or bytes written as they come,
     floats slept. The base URL."""
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - the http.server hook name
-            self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            self.send_response(200)
-            self.send_header("Content-Type", content_type)
-            self.end_headers()
-            try:
-                for item in script:
-                    if isinstance(item, float):
-                        time.sleep(item)
-                        continue
-                    self.wfile.write(item if isinstance(item, bytes) else item.encode())
-                    self.wfile.flush()
-            except (BrokenPipeError, ConnectionResetError):
-                pass
+    def handle(h: BaseHTTPRequestHandler, body: dict, stop: threading.Event) -> None:
+        h.send_response(200)
+        h.send_header("Content-Type", content_type)
+        h.end_headers()
+        for item in script:
+            if isinstance(item, float):
+                time.sleep(item)
+                continue
+            h.wfile.write(item if isinstance(item, bytes) else item.encode())
+            h.wfile.flush()
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    srv.daemon_threads = True
-    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05},
-                     daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
-    finally:
-        srv.shutdown()
-        srv.server_close()
+    with fake_llm.endpoint(handle, protocol="HTTP/1.0") as url:
+        yield url
 
 
 def data(obj: object) -> str:

@@ -20,12 +20,13 @@ import threading
 import time
 import tracemalloc
 import zlib
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 from conftest import needs_module
+from fake_llm import endpoint
 
 from agents import LLMPolicy, make_policy
 from agents.llm import local
@@ -41,40 +42,6 @@ KEY_VAR = "GUILD_HOSTILE_KEY"
 
 
 # --- a server that answers as each test says ---------------------------------------------------
-
-Handle = Callable[[BaseHTTPRequestHandler, dict, threading.Event], None]
-
-
-@contextlib.contextmanager
-def endpoint(handle: Handle) -> Iterator[str]:
-    """A loopback server whose every POST is answered by ``handle(handler, body, stop)``
-    (``stop`` is set when the test ends, so a stalling answer ends too). The base URL."""
-    stop = threading.Event()
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def do_POST(self) -> None:  # noqa: N802 - the http.server hook name
-            raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            try:
-                handle(self, json.loads(raw), stop)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up, as it should
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    srv.daemon_threads = True
-    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05},
-                     daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
-    finally:
-        stop.set()
-        srv.shutdown()
-        srv.server_close()
-
 
 def head(h: BaseHTTPRequestHandler, status: int, **headers: str) -> None:
     h.send_response(status)
