@@ -25,10 +25,21 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from agents.baselines.batched_kernels import KernelCall, baseline_tables
+from agents.baselines.scripted import factor_params, magpie_params
 from sim.batched.observe import legal_masks
 
 if TYPE_CHECKING:
     from sim.batched.engine import BatchedGuild
+
+# Far past every price, value and turn a town may have (sim.rules.world's MAX_VALUE, MAX_TURNS),
+# yet small enough that ``value + margin`` cannot overflow int64 in a kernel: a parameter
+# clipped to it decides as the scalar baseline's unbounded int does.
+_FAR = 1 << 40
+
+
+def _kernel_int(value: int) -> int:
+    return max(-_FAR, min(_FAR, value))
+
 
 class BatchedFactor:
     """RULES §21 factor for many seats: deliver, buy for the commissions, sell spares, pick up,
@@ -41,14 +52,14 @@ class BatchedFactor:
     scalar_twin = True
 
     def __init__(self, sell_margin: int = 0, pickup_value: int = 8) -> None:
-        self.sell_margin = sell_margin
-        self.pickup_value = pickup_value
+        self.sell_margin, self.pickup_value = factor_params(sell_margin, pickup_value)
         self._kernel = KernelCall("factor_rows")
 
     def act(self, e: BatchedGuild, r: np.ndarray, s: np.ndarray) -> np.ndarray:
         """The factor's action index for each seat ``s[i]`` of row ``r[i]`` (compiled)."""
-        return self._kernel(r, s, e.state, baseline_tables(e.world), self.sell_margin,
-                            self.pickup_value)
+        return self._kernel(r, s, e.state, baseline_tables(e.world),
+                            _kernel_int(self.sell_margin), _kernel_int(self.pickup_value))
+
 
 class BatchedMagpie:
     """RULES §21 magpie for many seats: rob in the dark, hawk goods, trade with the keeper,
@@ -61,15 +72,16 @@ class BatchedMagpie:
     scalar_twin = True
 
     def __init__(self, hawk_period: int = 3, sell_margin: int = 1, buy_margin: int = -1) -> None:
-        self.hawk_period = hawk_period
-        self.sell_margin = sell_margin
-        self.buy_margin = buy_margin
+        self.hawk_period, self.sell_margin, self.buy_margin = magpie_params(
+            hawk_period, sell_margin, buy_margin)
         self._kernel = KernelCall("magpie_rows")
 
     def act(self, e: BatchedGuild, r: np.ndarray, s: np.ndarray) -> np.ndarray:
         """The magpie's action index for each seat ``s[i]`` of row ``r[i]`` (compiled)."""
         return self._kernel(r, s, e.state, baseline_tables(e.world), e.thievery,
-                            self.hawk_period, self.sell_margin, self.buy_margin)
+                            _kernel_int(self.hawk_period), _kernel_int(self.sell_margin),
+                            _kernel_int(self.buy_margin))
+
 
 class BatchedRandom:
     """Uniform over the legal actions of each seat (``legal_masks``), from its own stream."""
@@ -78,13 +90,21 @@ class BatchedRandom:
     batched = True
 
     def __init__(self, seed: int | None = None) -> None:
-        self.rng = np.random.default_rng(seed)
+        self.rng = np.random.default_rng(_seed(seed))
 
     def reset(self, seed: int | None = None) -> None:
-        self.rng = np.random.default_rng(seed)
+        self.rng = np.random.default_rng(_seed(seed))
 
     def act(self, e: BatchedGuild, r: np.ndarray, s: np.ndarray) -> np.ndarray:
         return sample_legal(self.rng, legal_masks(e, r, s))
+
+
+def _seed(seed: object) -> int | None:
+    """None or an int >= 0, as numpy takes it (its own refusal names no field)."""
+    if seed is not None and (isinstance(seed, (bool, np.bool_))
+                             or not isinstance(seed, (int, np.integer)) or seed < 0):
+        raise ValueError(f"random: seed must be an int >= 0 or None; got {seed!r:.40}")
+    return seed
 
 
 def sample_legal(rng: np.random.Generator, mask: np.ndarray) -> np.ndarray:

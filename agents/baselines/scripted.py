@@ -11,15 +11,36 @@ from __future__ import annotations
 from agents.baselines.rules import factor_sentence, magpie_sentence
 from sim import Game
 
-__all__ = ["Factor", "Magpie"]
+__all__ = ["Factor", "Magpie", "factor_params", "magpie_params"]
+
+# A parameter outside int64 cannot reach the batched kernels (numba types it int64), nor a
+# compiled build of the rules; the scalar and batched forms accept the same values.
+_LOW, _HIGH = -(2 ** 63), 2 ** 63 - 1
 
 
 def _int(name: str, value: object) -> int:
-    if type(value) is int:  # the usual case, at once (fresh policies every episode)
-        return value
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be an int; got {value!r}")
-    return value
+    if type(value) is not int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ValueError(f"{name} must be an int; got {value!r:.40}")
+    if not _LOW <= value <= _HIGH:
+        raise ValueError(f"{name} must fit in 64 bits (between -2**63 and 2**63 - 1); got "
+                         f"{value!r:.40}")
+    return int(value)
+
+
+def factor_params(sell_margin: object, pickup_value: object) -> tuple[int, int]:
+    """The factor's ``(sell_margin, pickup_value)`` as ints, or ValueError naming the bad one
+    (shared by ``Factor`` and ``agents.baselines.batched.BatchedFactor``)."""
+    return _int("sell_margin", sell_margin), _int("pickup_value", pickup_value)
+
+
+def magpie_params(hawk_period: object, sell_margin: object,
+                  buy_margin: object) -> tuple[int, int, int]:
+    """The magpie's ``(hawk_period, sell_margin, buy_margin)`` as ints, or ValueError naming
+    the bad one (shared by ``Magpie`` and ``agents.baselines.batched.BatchedMagpie``)."""
+    period = _int("hawk_period", hawk_period)
+    if period < 0:
+        raise ValueError(f"hawk_period must be >= 0 (0 = never); got {hawk_period}")
+    return period, _int("sell_margin", sell_margin), _int("buy_margin", buy_margin)
 
 
 class Factor:
@@ -43,8 +64,7 @@ class Factor:
     name = "factor"
 
     def __init__(self, sell_margin: int = 0, pickup_value: int = 8) -> None:
-        self.sell_margin = _int("sell_margin", sell_margin)
-        self.pickup_value = _int("pickup_value", pickup_value)
+        self.sell_margin, self.pickup_value = factor_params(sell_margin, pickup_value)
 
     def __repr__(self) -> str:
         return f"Factor(sell_margin={self.sell_margin}, pickup_value={self.pickup_value})"
@@ -81,11 +101,8 @@ class Magpie:
     name = "magpie"
 
     def __init__(self, hawk_period: int = 3, sell_margin: int = 1, buy_margin: int = -1) -> None:
-        self.hawk_period = _int("hawk_period", hawk_period)
-        if self.hawk_period < 0:
-            raise ValueError(f"hawk_period must be >= 0 (0 = never); got {hawk_period}")
-        self.sell_margin = _int("sell_margin", sell_margin)
-        self.buy_margin = _int("buy_margin", buy_margin)
+        self.hawk_period, self.sell_margin, self.buy_margin = magpie_params(
+            hawk_period, sell_margin, buy_margin)
 
     def __repr__(self) -> str:
         return (f"Magpie(hawk_period={self.hawk_period}, sell_margin={self.sell_margin}, "

@@ -59,6 +59,11 @@ class Champion:
     def __init__(self) -> None:
         self.net = champion_net()
 
+    def reset(self, seed: int | None = None) -> None:
+        """Stateless: nothing to reset. Present, as on ``Factor`` and ``Magpie``, so
+        ``GuildEnv.reset`` draws an opponent seed for it as ``GuildVectorEnv`` does for every
+        opponent: both faces then draw the same game seeds episode after episode."""
+
     def act(self, game: Game, seat: int) -> Intent:
         st = game.state
         return to_intent(self.index(game, seat), st.world, seat, st.room[seat])

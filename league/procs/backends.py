@@ -16,10 +16,13 @@ import contextlib
 import importlib.util
 import logging
 import os
+import re
+import signal
 import socket
 import subprocess
 import sys
 import sysconfig
+import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -141,13 +144,17 @@ def run_ray(specs: Sequence[EpisodeSpec], settings: Settings, workers: int,
                 break
         while pending:
             items = _get(ray, pending.popleft())
-            nxt = next(todo, None)
-            if nxt is not None:
-                pending.append(task.remote(list(nxt), settings_ref, workers))
+            try:
+                nxt = next(todo, None)
+                if nxt is not None:
+                    pending.append(task.remote(list(nxt), settings_ref, workers))
+            except ray.exceptions.RayError as e:  # the cluster went while we submit
+                raise _failure(ray, e) from None
             yield items
     finally:
         for ref in pending:
-            ray.cancel(ref, force=True)
+            with contextlib.suppress(Exception):  # a dead node's tasks cannot be cancelled
+                ray.cancel(ref, force=True)
         if started:
             ray.shutdown()
 
@@ -177,6 +184,10 @@ def ray_session(workers: int, address: str | None, policies: Sequence[str]) -> I
 def _init(ray: Any, workers: int, address: str | None, code: list[str]) -> None:
     """``ray.init`` shipping ``code``, with a one-line ``LeagueError`` instead of a hang or a
     traceback. Ray accepts local paths to upload only here, for the whole job, not per task.
+
+    ``ray.init`` installs SIGTERM handlers of its own (exit 15 with Ray's dump); the league's
+    (``guild league``: 143, one line, finished episodes kept) are put back after it. Stopped
+    while Ray starts (Ctrl-C, SIGTERM), it shuts down what has started before going on.
     """
     env: dict[str, Any] = {"py_modules": code} if code else {}
     kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
@@ -189,9 +200,12 @@ def _init(ray: Any, workers: int, address: str | None, code: list[str]) -> None:
         env["env_vars"] = {"PYTHONPATH": _pythonpath()}
     if env:
         kw["runtime_env"] = env
+    handlers = _handlers()
     try:
         ray.init(**kw)
     except Exception as e:  # connection refused, bad address, a cluster already running...
+        _shutdown(ray)
+        _restore(handlers)
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         if not address and "num_cpus" in msg:
             raise LeagueError("a Ray cluster already runs here (ray start or RAY_ADDRESS), and "
@@ -199,6 +213,36 @@ def _init(ray: Any, workers: int, address: str | None, code: list[str]) -> None:
                               "--address auto, or stop it first") from None
         raise LeagueError(f"cannot start or reach Ray at {address or 'a local instance'}: {msg}"
                           ) from None
+    except BaseException as e:
+        _shutdown(ray)
+        _restore(handlers)
+        on_term = handlers.get(signal.SIGTERM)
+        if isinstance(e, SystemExit) and e.code == signal.SIGTERM and callable(on_term):
+            on_term(signal.SIGTERM, None)  # Ray's handler took the SIGTERM: the league's says it
+        raise
+    _restore(handlers)
+
+
+_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def _handlers() -> dict[int, Any]:
+    """The signal handlers ``ray.init`` replaces (only the main thread may set them)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {sig: signal.getsignal(sig) for sig in _SIGNALS}
+
+
+def _restore(handlers: dict[int, Any]) -> None:
+    for sig, handler in handlers.items():
+        if handler is not None:  # None: set outside Python, cannot be put back
+            signal.signal(sig, handler)
+
+
+def _shutdown(ray: Any) -> None:
+    """``ray.shutdown`` of a half-started Ray, so no Ray process is left behind."""
+    with contextlib.suppress(Exception):
+        ray.shutdown()
 
 
 def _reachable(address: str) -> None:
@@ -251,11 +295,14 @@ def _probe(ray: Any, settings: Settings) -> None:
         answers = ray.get(refs, timeout=PROBE_TIMEOUT)
     except ray.exceptions.GetTimeoutError:
         for ref in refs:
-            ray.cancel(ref, force=True)
+            with contextlib.suppress(Exception):
+                ray.cancel(ref, force=True)
         raise LeagueError(f"Ray workers did not answer within {PROBE_TIMEOUT:.0f} s (no free "
                           "CPU on the cluster?)") from None
     except ray.exceptions.RayError as e:
-        raise LeagueError(f"Ray cannot run the policy check: {_first_line(e)}") from None
+        if _interrupted(ray, e):
+            raise KeyboardInterrupt from None
+        raise LeagueError(f"Ray cannot run the policy check: {_ray_said(e)}") from None
     for trouble in answers:
         if trouble is not None:
             raise LeagueError(trouble)
@@ -265,15 +312,54 @@ def _get(ray: Any, ref: Any) -> list[Item]:
     """One chunk's items, or the error that stops the league (a worker died, a refusal)."""
     try:
         items = ray.get(ref)
-    except ray.exceptions.WorkerCrashedError:
-        raise WorkerDiedError("a Ray worker died (a policy may have ended the process "
-                              "or crashed the interpreter)") from None
-    except ray.exceptions.RuntimeEnvSetupError as e:
-        raise LeagueError(f"Ray cannot set up a worker for the policies: {_first_line(e)}"
-                          ) from None
+    except ray.exceptions.RayError as e:
+        raise _failure(ray, e) from None
     if isinstance(items, str):  # a node that joined after the probe cannot build a policy
         raise LeagueError(items)
     return items
+
+
+def _failure(ray: Any, e: BaseException) -> BaseException:
+    """What a Ray error while episodes run stops the league with, as the local backend would:
+    ``KeyboardInterrupt`` for a task interrupted (a policy's Ctrl-C; the league cancels no task
+    it still waits for), ``LeagueError`` for a refusal, else ``WorkerDiedError`` (one line,
+    finished episodes kept: a dead worker or node, a lost object, an error of Ray's own)."""
+    if _interrupted(ray, e):
+        return KeyboardInterrupt()
+    if isinstance(e, ray.exceptions.RuntimeEnvSetupError):
+        return LeagueError(f"Ray cannot set up a worker for the policies: {_ray_said(e)}")
+    if isinstance(e, ray.exceptions.WorkerCrashedError):
+        return WorkerDiedError("a Ray worker died (a policy may have ended the process or "
+                               "crashed the interpreter)")
+    cause = getattr(e, "cause", None) if isinstance(e, ray.exceptions.RayTaskError) else None
+    if isinstance(cause, LeagueError):  # raised by the episode, as in a local worker
+        return LeagueError(str(cause))
+    if cause is not None:
+        return WorkerDiedError(f"a Ray task failed: {type(cause).__name__}: {_ray_said(cause)}")
+    return WorkerDiedError(f"Ray failed while episodes ran ({type(e).__name__}: "
+                           f"{_ray_said(e)})")
+
+
+def _interrupted(ray: Any, e: BaseException) -> bool:
+    """Whether ``e`` is a task stopped by Ctrl-C (Ray reports a ``KeyboardInterrupt`` in a task
+    as its cancellation)."""
+    cancelled = (KeyboardInterrupt, ray.exceptions.TaskCancelledError)
+    return isinstance(e, cancelled) or isinstance(getattr(e, "cause", None), cancelled)
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _ray_said(e: BaseException, limit: int = 200) -> str:
+    """The first line of a Ray error that says something (of a task's error, its cause's),
+    without colour codes or the ``ray::task() (pid=...)`` heading, cut to ``limit``."""
+    cause = getattr(e, "cause", None)
+    if isinstance(cause, BaseException) and cause is not e:
+        e = cause
+    lines = [_ANSI.sub("", line).strip() for line in str(e).splitlines()]
+    lines = [line for line in lines if line and not line.startswith("ray::")]
+    text = lines[0] if lines else type(e).__name__
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 _BUILT: set[str] = set()  # policies this worker process has built once

@@ -12,8 +12,11 @@ observation of its next episode with reward 0.  ``autoreset_mode="same_step"`` (
 wastes no step: the ending step returns ``terminated=True`` together with the *first*
 observation of the next episode; the last observation of the finished one is in
 ``info["final_obs"]`` (valid where ``info["_final_obs"]``) and its score in
-``info["final_info"]["score"]``.  ``GuildSelfPlay`` is always ``SAME_STEP``.  Episodes never
-truncate.
+``info["final_info"]["score"]``.  ``GuildSelfPlay`` is always ``SAME_STEP``.  Episodes
+truncate only by ``max_episode_steps``, as ``gymnasium.make``'s ``TimeLimit`` truncates the sync
+face's (``truncated`` from that step on, and autoreset as at a game's end, without ``results``).
+``reset(options={"reset_mask": mask})`` starts only the envs where ``mask`` is True, as
+``SyncVectorEnv`` does.
 
 **Info.**  In both modes ``GuildVectorEnv``'s ``info`` is what ``SyncVectorEnv`` builds from
 ``GuildEnv``'s (``VectorEnv._add_info``): the same keys in the same order, ``_``-masks, container
@@ -94,7 +97,9 @@ class GuildVectorEnv(VectorEnv):
             ``GuildEnv``'s docstring says how to load one in a sandbox instead).
         turns, thievery, world, flatten, reward: as ``GuildEnv``.  ``speech`` is accepted and
             has no effect (table actions never speak); ``text_mode`` needs the scalar engine.
-        max_episode_steps: accepted for ``make_vec`` and ignored (episodes last ``turns``).
+        max_episode_steps: truncate each episode after this many steps, as the ``TimeLimit``
+            that ``gymnasium.make`` puts on the sync face's envs (None: never; a game ends
+            after ``turns`` steps anyway).
         autoreset_mode: ``"next_step"`` (default, as Gymnasium's sync face) or ``"same_step"``
             (or the ``AutoresetMode`` itself; module docstring).
     """
@@ -107,9 +112,12 @@ class GuildVectorEnv(VectorEnv):
                  flatten: bool = False, reward: str = "dense", render_mode: str | None = None,
                  max_episode_steps: int | None = None,
                  autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP) -> None:
-        if (isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer))
-                or num_envs < 1):  # checked here: the engine would name it ``n``
-            raise ValueError(f"num_envs must be a positive int; got {num_envs!r}")
+        _check_num_envs(num_envs)
+        if max_episode_steps is not None and (
+                isinstance(max_episode_steps, (bool, np.bool_))
+                or not isinstance(max_episode_steps, (int, np.integer)) or max_episode_steps < 1):
+            raise ValueError(f"max_episode_steps must be a positive int or None; got "
+                             f"{max_episode_steps!r:.40}")
         modes = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_STEP}
         mode = next((m for name, m in modes.items() if autoreset_mode in (m, m.value, name)),
                     None)
@@ -127,10 +135,12 @@ class GuildVectorEnv(VectorEnv):
         if reward not in ("dense", "terminal"):
             raise ValueError(f"reward must be 'dense' or 'terminal'; got {reward!r}")
         specs = opponent_specs(opponents)
+        self.opponent_specs = specs
         self.engine = BatchedGuild(num_envs, turns=turns, thievery=thievery, world=world)
         self.world = self.engine.world
         self.num_envs = int(num_envs)
         self.fixed_seat = seat
+        self.max_episode_steps = None if max_episode_steps is None else int(max_episode_steps)
         self.reward_mode = reward
         self.flatten = flatten
         self.opponents = [make_batched_policy(s) for s in specs]
@@ -147,6 +157,7 @@ class GuildVectorEnv(VectorEnv):
         self._rows = np.arange(num_envs)
         self._others = np.zeros((num_envs, SEATS - 1), np.int64)
         self._pending = np.zeros(num_envs, bool)  # NEXT_STEP: ended, restart on the next step
+        self._steps = np.zeros(num_envs, np.int64)  # steps of each env's episode (TimeLimit's)
         self._names = GameConfig().names  # GuildEnv's games name no players: results' names
 
     @property
@@ -157,13 +168,18 @@ class GuildVectorEnv(VectorEnv):
         return self.engine.seed.copy()
 
     def reset(self, *, seed: int | Sequence[int] | None = None, options: dict | None = None):
-        """Start every env anew.
+        """Start every env anew, or only those of ``options["reset_mask"]``.
 
         Seeding follows ``SyncVectorEnv`` of ``GuildEnv``: env ``i`` gets its own generator,
         seeded ``seed + i`` (or ``seed[i]`` for a list), and draws each episode's game seed,
         learning seat and opponent seeds from it exactly as ``GuildEnv.reset`` does, so the
-        same seed gives the same towns and seats as ``make_vec(..., "sync")``.
+        same seed gives the same towns and seats as ``make_vec(..., "sync")``.  A
+        ``reset_mask`` (a bool array of ``num_envs``, one True at least) restarts, and reseeds,
+        only its envs; the others keep their episodes (and a pending autoreset), and ``info``
+        holds only the restarted envs, as ``SyncVectorEnv``'s.  Other options are ignored, as
+        ``GuildEnv`` ignores them.
         """
+        mask = self._reset_mask(options)
         n = self.num_envs
         if seed is None:
             seeds: list = [None] * n
@@ -175,6 +191,17 @@ class GuildVectorEnv(VectorEnv):
             seeds = [check_env_seed(x, f"seed[{i}]") for i, x in enumerate(seed)]
             if len(seeds) != n:
                 raise ValueError(f"seed must be an int or {n} ints; got {len(seeds)}")
+        if mask is not None:
+            if self._rngs is None:  # the others would have no episode to keep
+                raise ValueError("options['reset_mask'] restarts some envs of a running vector "
+                                 "env: call reset() without it first")
+            rows = np.flatnonzero(mask)
+            if seed is not None:
+                for i in rows.tolist():
+                    self._rngs[i] = seeding.np_random(seeds[i])[0]
+            self._start(rows)
+            self._pending[rows] = False
+            return self._observe(), self._info(mask)
         if seed is not None or self._rngs is None:
             self._rngs = [seeding.np_random(x)[0] for x in seeds]
             opp = seeding.np_random(None if seed is None else seeds[0])[0]
@@ -184,6 +211,24 @@ class GuildVectorEnv(VectorEnv):
         self._start(self._rows)
         self._pending[:] = False
         return self._observe(), self._info()
+
+    def _reset_mask(self, options: object) -> np.ndarray | None:
+        """``options["reset_mask"]`` checked as ``SyncVectorEnv`` checks it (a ValueError
+        here), or None; options that are no mapping, or hold other keys, are ignored."""
+        if not isinstance(options, Mapping) or "reset_mask" not in options:
+            return None
+        mask = options["reset_mask"]
+        n = self.num_envs
+        if (not isinstance(mask, np.ndarray) or mask.dtype != np.bool_
+                or mask.shape != (n,)):
+            what = (f"{mask.dtype} array of shape {mask.shape}" if isinstance(mask, np.ndarray)
+                    else type(mask).__name__)
+            raise ValueError(f"options['reset_mask'] must be a numpy bool array of shape "
+                             f"({n},); got a {what}")
+        if not mask.any():
+            raise ValueError("options['reset_mask'] must hold at least one True (the envs to "
+                             "reset); got none")
+        return mask.copy()
 
     def check_actions(self, actions) -> np.ndarray:
         """``actions`` as an array of ``num_envs`` table indices, or ValueError naming the
@@ -212,37 +257,69 @@ class GuildVectorEnv(VectorEnv):
         joint = np.empty((self.num_envs, SEATS), np.int64)
         joint[self._rows, self.seat] = a
         for j, policy in enumerate(self.opponents):
-            joint[self._rows, self._others[:, j]] = policy.act(e, self._rows, self._others[:, j])
+            joint[self._rows, self._others[:, j]] = self._opponent_act(j, policy)
+        pending = self._pending  # NEXT_STEP: ended, so skipped by the engine; start anew now
         rewards, done = e.step(joint, autoreset=False, skip_done=True)
+        self._steps += 1
         new = e.scores()[self._rows, self.seat]
         if self.reward_mode == "dense":
             reward = rewards[self._rows, self.seat]
         else:
             reward = np.where(done, new, 0.0)
-        if self._pending.any():  # NEXT_STEP: these rows ignore their action and start anew
-            self._start(np.flatnonzero(self._pending))
-            new = np.where(self._pending, 0.0, new)
-            self._pending[:] = False
+        if pending.any():  # these rows ignore their action and start anew
+            self._start(np.flatnonzero(pending))
+            new = np.where(pending, 0.0, new)
+            pending[:] = False
+        truncated = np.zeros(self.num_envs, bool)
+        if self.max_episode_steps is not None:  # TimeLimit: also on a game's last step
+            truncated = self._steps >= self.max_episode_steps
         self._score = new
         obs = self._observe()
         info = self._info()
+        over = done | truncated
         if not self.same_step:
-            self._pending[:] = done
-        if not done.any():
-            return obs, reward, done, np.zeros(self.num_envs, bool), info
+            pending[:] = over
+            # a row cut short stays as it is until its restart: the engine skips ended rows
+            e.state.done[truncated] = True
+        if not over.any():
+            return obs, reward, done, truncated, info
         ended = np.flatnonzero(done)
-        results = self._results(ended)
+        results = self._results(ended) if ended.size else {}
         if not self.same_step:
             info.update(results)
-            return obs, reward, done, np.zeros(self.num_envs, bool), info
-        final = {"final_obs": _rows_of(obs, ended, self.num_envs), "_final_obs": done.copy(),
-                 "final_info": {**self._info(done), **results}, "_final_info": done.copy()}
-        self._start(ended)
+            return obs, reward, done, truncated, info
+        final = {"final_obs": _rows_of(obs, np.flatnonzero(over), self.num_envs),
+                 "_final_obs": over.copy(),
+                 "final_info": {**self._info(over), **results}, "_final_info": over.copy()}
+        self._start(np.flatnonzero(over))
         obs = self._observe()
-        # SyncVectorEnv's key order when env 0 ends: every env does, on the same step (one
-        # horizon, all reset together).
-        info = {**final, **self._info()}
-        return obs, reward, done, np.zeros(self.num_envs, bool), info
+        # SyncVectorEnv's key order: the final keys come where the first env that ended adds
+        # them, before the others' info when it is env 0
+        info = {**final, **self._info()} if over[0] else {**self._info(), **final}
+        return obs, reward, done, truncated, info
+
+    def _opponent_act(self, j: int, policy) -> np.ndarray:
+        """Opponent ``j``'s indices for its seat of every env, or a ValueError naming it: one
+        index for several envs would be broadcast, 0.5 cut to 0, an index outside the table
+        blamed on an episode and seat."""
+        got = policy.act(self.engine, self._rows, self._others[:, j])
+        a = np.asarray(got)
+        n, k = self.num_envs, self.single_action_space.n
+        if a.shape != (n,) or a.dtype.kind not in "iu":
+            raise ValueError(f"{self._opponent_name(j)}: act() must return {n} int table "
+                             f"indices, one per env; got {a.dtype} {a.shape}: {got!r:.60}")
+        bad = (a < 0) | (a >= k)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ValueError(f"{self._opponent_name(j)}: act() returned {int(a[i])} for env {i} "
+                             f"(seat {int(self._others[i, j])}); a table index is between 0 "
+                             f"and {k - 1}")
+        return a
+
+    def _opponent_name(self, j: int) -> str:
+        spec = self.opponent_specs[j]
+        shown = f"{spec!r:.80}" if isinstance(spec, (str, Mapping)) else type(spec).__name__
+        return f"opponent {j} ({shown})"
 
     def action_masks(self) -> np.ndarray:
         """``[num_envs, actions]`` bool: the legal actions of each learning seat."""
@@ -260,6 +337,7 @@ class GuildVectorEnv(VectorEnv):
             rng.integers(0, SEED_HIGH, size=SEATS - 1)  # GuildEnv's opponent reset seeds
         self.engine.reset(seeds, rows)
         self._score[rows] = 0.0
+        self._steps[rows] = 0
         self._others[rows] = (self.seat[rows, None] + np.arange(1, SEATS)) % SEATS
         self._others[rows] = np.sort(self._others[rows], axis=1)  # others in seat order
 
@@ -342,6 +420,8 @@ class GuildSelfPlay:
     def __init__(self, num_envs: int, turns: int = 14, thievery: bool = True,
                  world: World | None = None, reward: str = "dense",
                  seed: int | None = None) -> None:
+        _check_num_envs(num_envs)
+        seed = check_env_seed(seed)
         if reward not in ("dense", "terminal"):
             raise ValueError(f"reward must be 'dense' or 'terminal'; got {reward!r}")
         self.engine = BatchedGuild(num_envs, turns=turns, thievery=thievery, world=world,
@@ -349,8 +429,8 @@ class GuildSelfPlay:
         # the engine drew its first towns when made: the seed starts over for the first
         # reset, which then plays the towns reset(seed=seed) plays
         self.engine.seed_rng = np.random.default_rng(seed)
-        self.num_envs = num_envs
-        self.num_agents = num_envs * SEATS
+        self.num_envs = int(num_envs)
+        self.num_agents = self.num_envs * SEATS
         self.reward_mode = reward
         self.single_observation_space, self.single_action_space = seat_spaces(
             self.engine.world, False, True)
@@ -365,6 +445,7 @@ class GuildSelfPlay:
 
     def reset(self, seed: int | None = None) -> tuple[np.ndarray, dict]:
         """New episodes everywhere; ``seed`` reseeds the stream of game seeds."""
+        seed = check_env_seed(seed)
         if seed is not None:
             self.engine.seed_rng = np.random.default_rng(seed)
         self.engine.reset()
@@ -402,6 +483,13 @@ class GuildSelfPlay:
     def _observe(self) -> None:
         encode(self.engine, self._r, self._s, self.observations)
         np.greater(self.observations[:, self._mask_at:], 0, out=self.masks)
+
+
+def _check_num_envs(num_envs: object) -> None:
+    """Checked here, not by the engine, which would name it ``n``."""
+    if (isinstance(num_envs, (bool, np.bool_)) or not isinstance(num_envs, (int, np.integer))
+            or num_envs < 1):
+        raise ValueError(f"num_envs must be a positive int; got {num_envs!r:.40}")
 
 
 def _rows_of(obs: dict | np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
