@@ -139,9 +139,9 @@ RUN_OPTIONS = (
             "--against opponents"),
     _switch("league", "league training: opponents drawn from the --against ones, past "
             "snapshots and the learner itself, weighted toward those it loses to (PFSP)"),
-    Option("against", "the fixed opponents, comma-separated (a list in a config file): "
-           "factor, magpie, random, champion, ppo:MODEL (in a --config file, a model's path "
-           "is relative to that file's folder)", _against, _against, "P1,P2,..."),
+    Option("against", "the fixed opponents, comma-separated (in a config file a list, its "
+           "model paths relative to the file): factor, magpie, random, champion, ppo:MODEL",
+           _against, _against, "P1,P2,..."),
     Option("world", "train and evaluate in the town of this world file (TOML or JSON; "
            "docs/feasibility.md; in a --config file, relative to that file's folder); a model "
            "trained there plays it with --world (and --turns) in guild evaluate and guild play",
