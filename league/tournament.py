@@ -193,7 +193,7 @@ def check_options(o: LeagueOptions) -> list[tuple[str, Any]]:
             raise LeagueError("--plot needs matplotlib: pip install 'guild-game[plot]'") from None
     settings = Settings(policies=o.policies, decision_timeout=o.decision_timeout, trust=o.trust,
                         seat_memory=o.seat_memory, sandbox=o.sandbox, fallback=o.fallback,
-                        hidden=(os.path.abspath(o.out),))
+                        hidden=(str(Path(o.out).resolve()),))
     built = []
     for spec in o.policies:
         try:
@@ -412,7 +412,7 @@ def _episodes(d: LeagueDir, o: LeagueOptions, specs: Sequence[EpisodeSpec],
                         episode_timeout=o.episode_timeout, start_timeout=o.start_timeout,
                         replay_dir=None if o.backend == "ray" else str(d.replays),
                         trust=o.trust, seat_memory=o.seat_memory, sandbox=o.sandbox,
-                        hidden=(str(d.root.absolute()),), fallback=o.fallback, seat_key=key)
+                        hidden=(str(d.root.resolve()),), fallback=o.fallback, seat_key=key)
     workers = min(o.workers, len(specs))
     if o.backend == "ray":
         return backends.run_ray(specs, settings, o.workers, o.address)

@@ -359,7 +359,8 @@ class IsolatedPolicy:
     def probe(self) -> None:
         """Start the program and reset it once: a ``ValueError`` naming the policy when it
         cannot start, its policy cannot be built or it cannot play the league's town (a league
-        checks before any episode)."""
+        checks before any episode).  Its process is ended, not pooled: a league checks before
+        its folder exists, so that process's sandbox would show the folder once made."""
         for attempt in range(2):  # a second start, so that one lost start is not the verdict
             try:
                 proc = self._process(pooled=False)  # the policy built afresh
@@ -375,7 +376,7 @@ class IsolatedPolicy:
                 if attempt:
                     raise ValueError(f"policy {self.name!r} cannot start: {e}") from None
         error, _ = _reset_reply(reply)
-        self.close()
+        self._restart()
         if error and _refused_town(reply):
             raise ValueError(town_refusal(self.name, error))
         if error:

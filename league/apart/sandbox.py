@@ -8,18 +8,22 @@ each seat into namespaces of its own.  What a seat sees and may do:
   packages), our packages' folders when they lie elsewhere (``sim/``, ``agents/``,
   ``league/seat/`` with ``league/__init__.py``, not the repository around them) and the
   policy's own files (module, or the top package of a package's module: :func:`policy_files`;
-  ``sb3:`` model, ``exec:`` program and the files its command line names).  No home folder, no
-  ``/etc``, no league folder (``--out`` is covered even under a bound folder), no other policy
-  of the league's own files (:func:`rivals_files`), no secret or key.  ``HOME``,
-  ``TMPDIR`` and ``/tmp`` are a scratch tmpfs of :data:`SCRATCH_MB` (the policy's files under
-  /tmp bound again); ``/dev/shm`` holds :data:`league.seat.zygote.SHM_MB`.
+  ``sb3:`` model, ``exec:`` program and the files its command line names), each at its real
+  place (:func:`real`).  No home folder, no ``/etc``, no league folder (``--out`` is covered even
+  under a bound folder, even named through a link), no other policy of the league's own files
+  (:func:`rivals_files`: modules, ``exec:`` programs and ``sb3:`` zips), no secret or key.
+  ``HOME`` and ``TMPDIR`` are a scratch tmpfs of :data:`SCRATCH_MB`, ``/tmp`` another (the
+  policy's files under /tmp bound again); ``/dev/shm`` holds
+  :data:`league.seat.zygote.SHM_MB`; ``/dev/pts`` is the seat's own devpts instance.
 * **Processes:** user, pid, network, IPC, UTS and mount namespaces; the seat is pid 1 of its
   own, so it sees no other process and all it starts ends with it.  No capabilities,
-  ``no_new_privs``; a league run as root gives the sandbox an unprivileged uid of its own (from
-  :data:`UID_BASE`), so root's files stay unreadable and ``RLIMIT_NPROC`` (:data:`NPROC`) bounds
-  its processes and threads.
-* **Environment:** ``PATH``, ``HOME``, ``TMPDIR``, ``LANG``, the ``PYTHON*`` settings the seat
-  host needs and the engine's switches (``GUILD_PURE``...); nothing of the league's.
+  ``no_new_privs``, no kernel keyrings (a seccomp filter); a league run as root gives the
+  sandbox an unprivileged uid of its own (from :data:`UID_BASE`), so root's files stay
+  unreadable and ``RLIMIT_NPROC`` (:data:`NPROC`) bounds its processes and threads.
+* **Environment:** ``PATH``, ``HOME``, ``TMPDIR``, ``LANG``, ``MALLOC_ARENA_MAX``, the
+  ``PYTHON*`` settings the seat host needs and the engine's switches (:data:`PASSED_ENV`);
+  nothing else of the league's.  The zygote's interpreter ignores them (``PYTHONPATH`` names
+  the policy's folders: ``league.seat.zygote``).
 * **Limits,** enforced from outside: address space and CPU time per process, the decision
   timeout and episode deadline (``league.core.episode``) and, where a root league may make cgroup
   v1 groups (:data:`CGROUP_CONTROLLERS`; those missing are said in one line on stderr, once
@@ -122,20 +126,42 @@ class Bind:
     source: str
     target: str
     directory: bool
+    link: bool = False  # a symbolic link at target to source (bound at its own place)
+
+
+def real(path: Path) -> Path:
+    """``path`` made absolute with its folders' links resolved, not its own name's: where a
+    sandbox shows it (at its folder's real place; itself a link, if it is one, to its target
+    bound at its own).  A module reached through a linked folder keeps its name, and so does a
+    program (``argv[0]``)."""
+    path = Path(os.path.abspath(path))
+    return path.parent.resolve() / path.name if path.name else path
+
+
+def _inside(path: Path, binds: list[Bind]) -> bool:
+    """Whether ``path`` is a bound path or lies in a bound folder."""
+    return any(path == Path(b.target) or (b.directory and Path(b.target) in path.parents)
+               for b in binds if not b.link)
 
 
 def _binds(extra: list[Path]) -> list[Bind]:
-    """The read-only allowlist: the interpreter, our packages, and ``extra`` (the policy's)."""
+    """The read-only allowlist: the interpreter, our packages, and ``extra`` (the policy's),
+    each at its real place; a policy's path that is itself a link is shown as one too."""
     roots = [Path(sys.base_prefix), Path(sys.prefix), *_our_folders(), *extra]
     out: list[Bind] = []
     for root in roots:
         path = root.resolve()
         if path == Path("/") or not path.exists():
             continue
-        if any(path == Path(b.target) or Path(b.target) in path.parents for b in out):
+        if _inside(path, out):
             continue  # already inside a bound folder
         out = [b for b in out if path not in Path(b.target).parents]
         out.append(Bind(str(path), str(path), path.is_dir()))
+    for path in extra:
+        at = real(path)
+        if at != at.resolve() and at.resolve().exists() and not _inside(at.parent, out) \
+                and not any(b.link and b.target == str(at) for b in out):
+            out.append(Bind(str(at.resolve()), str(at), False, link=True))
     return out
 
 
@@ -181,10 +207,10 @@ def _prefix(bwrap: str, binds: list[Bind], hidden: tuple[str, ...], root: bool,
         args += ["--setenv", key, value]
     args += _system() + _parents(binds)
     for b in binds:
-        args += ["--ro-bind", b.source, b.target]
-    for path in hidden:  # the league's folder, rivals' files, even under a bound one
-        if any(Path(b.target) == Path(path) or Path(b.target) in Path(path).parents
-               for b in binds if b.directory):
+        args += ["--symlink", b.source, b.target] if b.link else \
+            ["--ro-bind", b.source, b.target]
+    for path in (str(Path(h).resolve()) for h in hidden):  # the league's folder, rivals'
+        if _inside(Path(path), [b for b in binds if b.directory]):  # files, under a bound one
             if Path(path).is_dir():
                 args += ["--tmpfs", path]
             elif Path(path).is_file():
@@ -210,7 +236,8 @@ def _prefix(bwrap: str, binds: list[Bind], hidden: tuple[str, ...], root: bool,
 
 def policy_files(spec: str) -> tuple[list[Path], list[str], str]:
     """What a policy spec needs to see: its files, the folders to put on its import path, and
-    the spec as the sandbox runs it (paths made absolute).
+    the spec as the sandbox runs it (paths made absolute), each where the sandbox shows it
+    (:func:`real`: a folder on ``PYTHONPATH`` reached through a link is shown at its target).
 
     A module file alone (``mod:Name``); for a module of a package (``pkg.sub.mod:Name``), or a
     package, the top package whole, as its imports may reach anywhere in it (``from ..common
@@ -219,7 +246,7 @@ def policy_files(spec: str) -> tuple[list[Path], list[str], str]:
     text = spec.strip()
     low = text.lower()
     if low.startswith("sb3:"):
-        path = Path(text[4:]).expanduser().absolute()
+        path = real(Path(text[4:]).expanduser())
         return [path], [], f"sb3:{path}"
     if ":" not in text:  # a name our registry (or an installed package's entry point) knows
         return [], [], text
@@ -229,32 +256,71 @@ def policy_files(spec: str) -> tuple[list[Path], list[str], str]:
     top = chain[0]
     if top.submodule_search_locations is None:  # a module file, at the top
         assert top.origin is not None
-        origin = Path(top.origin).absolute()
+        origin = real(Path(top.origin))
         return [origin], [str(origin.parent)], text
-    files = [Path(p).absolute() for p in top.submodule_search_locations]
+    files = [real(Path(p)) for p in top.submodule_search_locations]
     return files, sorted({str(p.parent) for p in files}), text
 
 
-def own_files(spec: str) -> list[Path]:
-    """A policy's own files, which no other policy's sandbox may show: its module file, or the
-    package its module is in (its own when it is a package), not the packages above it that
-    others may share; none for a name the registry knows or a module not found."""
+def shadowed(spec: str) -> str | None:
+    """Why a ``module:Name`` spec cannot play in a sandbox (None: it can): its top module is
+    named like one of Python's standard library, which a seat imports first (the zygote has
+    most of them already: ``league.seat.zygote``)."""
     text = spec.strip()
-    if text.lower().startswith(("sb3:", "ppo:", "llm:", "exec:", "trusted:")) or ":" not in text:
+    if ":" not in text or text.lower().startswith(("sb3:", "ppo:", "llm:", "exec:", "trusted:")):
+        return None
+    top = text.split(":", 1)[0].strip().split(".")[0]
+    if top in sys.stdlib_module_names:
+        return (f"policy {text!r}: its module {top!r} is named like a module of Python's "
+                "standard library, which its sandboxed seat imports instead: rename it")
+    return None
+
+
+def own_files(spec: str) -> list[Path]:
+    """A policy's own files, which no other policy's sandbox may show (their real paths): its
+    module file, or the package its module is in (its own when it is a package), not the
+    packages above it that others may share; an ``sb3:`` zip; an ``exec:`` program's files
+    (:func:`exec_files`) but the machine's (a program found on ``PATH``, what every sandbox
+    shows); none for a name the registry knows or a module not found."""
+    text = spec.strip()
+    low = text.lower()
+    if low.startswith("sb3:"):
+        path = Path(text[4:]).expanduser()
+        return [path.resolve()] if _exists(path) else []
+    if low.startswith("exec:"):
+        try:
+            argv = shlex.split(text[5:])
+        except ValueError:
+            return []
+        files, _ = exec_files(argv)
+        return [f.resolve() for f in files if not _shared(f.resolve())]
+    if low.startswith(("ppo:", "llm:", "trusted:")) or ":" not in text:
         return []
     chain = _module_chain(text.split(":", 1)[0].strip())
     if not chain:
         return []
     last = chain[-1]
     if last.submodule_search_locations is not None:  # a package: the policy's own
-        return [Path(p).absolute() for p in last.submodule_search_locations]
+        return [Path(p).resolve() for p in last.submodule_search_locations]
     if len(chain) == 1:  # a module file at the top
-        return [Path(last.origin).absolute()] if last.origin else []
+        return [Path(last.origin).resolve()] if last.origin else []
     # a module of a package: the package it is in, unless that is the top (shared by none)
     package = chain[-2]
     if len(chain) == 2:
-        return [Path(last.origin).absolute()] if last.origin else []
-    return [Path(p).absolute() for p in package.submodule_search_locations or ()]
+        return [Path(last.origin).resolve()] if last.origin else []
+    return [Path(p).resolve() for p in package.submodule_search_locations or ()]
+
+
+def _shared(path: Path) -> bool:
+    """Whether ``path`` (resolved) is, lies in or holds what every sandbox shows: the system,
+    the interpreter's prefixes, our packages; no policy's own."""
+    system = [Path("/usr"), Path("/etc"), *(Path("/") / name for name in
+                                             ("bin", "sbin", "lib", "lib32", "lib64", "libx32"))]
+    for root in (*system, *(b.source for b in _binds([]))):
+        root = Path(root).resolve()
+        if root == path or root in path.parents or path in root.parents:
+            return True
+    return False
 
 
 def rivals_files(spec: str, policies: Sequence[str]) -> tuple[str, ...]:
@@ -310,7 +376,7 @@ def exec_files(argv: list[str]) -> tuple[list[Path], list[str]]:
         found = shutil.which(arg) if i == 0 else None
         path = Path(found) if found else Path(arg)
         if (found or "/" in arg or i > 0) and _exists(path):
-            path = path.absolute()
+            path = real(path)
             files.append(path)
             out.append(str(path))
         else:
@@ -369,11 +435,12 @@ def launch(files: list[Path], pythonpath: list[str], hidden: tuple[str, ...] = (
     """The sandbox for a policy with these files (refuses when none can start here); the same
     one for the same arguments in this process, so its seats share one zygote."""
     require()
-    # Only a folder that exists can be covered; one made later (a league's --out, after the
-    # check of its policies) gets a launch of its own, so a sandbox never shows it.
-    shown = tuple(str(Path(h).absolute()) for h in hidden)
+    # Only what exists can be covered; a folder made later (a league's --out, after the check
+    # of its policies) gets a launch of its own, so a sandbox never shows it.  Each at its
+    # real place: a sandbox's binds are (an --out given through a link is still covered).
+    shown = tuple(dict.fromkeys(str(Path(h).resolve()) for h in hidden))
     return _launch(tuple(files), tuple(pythonpath),
-                   tuple(h for h in shown if Path(h).is_dir()), scratch_mb)
+                   tuple(h for h in shown if Path(h).is_dir() or Path(h).is_file()), scratch_mb)
 
 
 @functools.lru_cache(maxsize=256)
@@ -390,7 +457,8 @@ def _launch(files: tuple[Path, ...], pythonpath: tuple[str, ...], hidden: tuple[
     keep = tuple(b.target for b in binds if Path("/tmp") in Path(b.target).parents)
     return Launch(prefix=tuple(prefix), env=tuple(sorted(env.items())), scratch_mb=scratch_mb,
                   nproc=NPROC, cgroups=_cgroups(prefix) if root else (),
-                  memory_mb=SANDBOX_MEMORY_MB, cpu_shares=SEAT_CPU_SHARES, keep=keep)
+                  memory_mb=SANDBOX_MEMORY_MB, cpu_shares=SEAT_CPU_SHARES, keep=keep,
+                  ours=tuple(ours))
 
 
 def _cgroups(prefix: list[str]) -> tuple[str, ...]:

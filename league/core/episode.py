@@ -193,16 +193,21 @@ def league_policy(name: str, settings: Settings) -> Any:
         return make_policy(spec)
     limits = {"timeout": decision_limit(settings), "memory_mb": settings.seat_memory,
               "seat_key": settings.seat_key}
+    hidden = settings.hidden
+    if settings.sandbox == "bwrap":  # the league's folder, and its other policies' own files
+        hidden += sandbox.rivals_files(spec, settings.policies)
     if spec.lower().startswith("exec:"):
         policy = exec_policy(spec[len("exec:"):], **limits)
         if settings.sandbox == "bwrap":
             files, policy.argv = sandbox.exec_files(policy.argv)
-            policy.launch = sandbox.launch(files, [], settings.hidden)
+            policy.launch = sandbox.launch(files, [], hidden)
         return policy
     if settings.sandbox != "bwrap":
         return hosted(spec, **limits)
+    refused = sandbox.shadowed(spec)
+    if refused is not None:
+        raise ValueError(refused)
     files, path, runs = sandbox.policy_files(spec)
-    hidden = settings.hidden + sandbox.rivals_files(spec, settings.policies)
     return hosted(runs, name=spec, launch=sandbox.launch(files, path, hidden), **limits)
 
 

@@ -47,7 +47,7 @@ def code_roots(name: str, policies: Sequence[str], out: str) -> tuple[list[Path]
     policy's: its script and the paths its command names are."""
     spec = replay_seats.spec_of(name)
     low = spec.lower()
-    skip = [Path(os.path.abspath(out))]
+    skip = [Path(out).resolve()]  # real paths, as the code roots are
     if low.startswith("exec:"):
         try:
             argv = shlex.split(spec[len("exec:"):])

@@ -3,9 +3,12 @@
 Starting ``python -m league.seat.host`` pays for its imports, and would pay again at every
 restart after a fault.  A zygote (``python -m league.seat.zygote FD``) is started once per league
 process with the same interpreter and import path; it imports what every hosted seat needs and
-then only forks.  It never runs a policy's code: the policy's module is imported by the forked
-seat, after it has left the zygote's session and taken its limits, so one policy cannot change
-what another one's seat starts from.  Nothing of a game is ever in the zygote.
+then only forks.  It never imports a policy's module: the forked seat does, after it has left
+the zygote's session and taken its limits, so one policy cannot change what another one's seat
+starts from.  In a sandbox it never sees a policy's folders either (below); without one
+(``--sandbox none``, for code the league trusts) its import path is the league's, where a
+policy's module named like one the zygote imports would be found first.  Nothing of a game is
+ever in the zygote.
 
 Its protocol, on a ``SOCK_SEQPACKET`` socket from the league process: ``{"spawn": SPEC,
 "memory_mb": M, "cpu_s": C}`` (or ``{"exec": ARGV, ...}`` for a program) with three file
@@ -16,13 +19,20 @@ convention; null while it runs); ``{"self": true}`` answers a pidfd of the zygot
 pid for the league, which places it in control groups).  The zygote exits when the league
 process does (its socket closes), and its seats die with it.
 
-Inside a sandbox (``python -m league.seat.zygote FD --isolate SCRATCH_MB``, started by the
-league's bubblewrap launcher, ``league.apart.sandbox``) every seat it forks also gets namespaces of
-its own: a user namespace (its uid mapped to itself, no capabilities left), a pid namespace in which
-it is pid 1 (so everything it starts dies with it, and it sees no other process), a network
-namespace with nothing but its own loopback, an IPC namespace, and a mount namespace with a
-fresh scratch folder (``/scratch``, a tmpfs of ``SCRATCH_MB``, its working folder, also seen as
-an empty ``/tmp``), a bounded ``/dev/shm`` and its own ``/proc``.
+Inside a sandbox (started by the league's bubblewrap launcher, ``league.apart.sandbox``, as
+:func:`isolated_argv` says) the zygote runs an isolated interpreter (``-I``) that finds our own
+packages in their folders and nothing else there: the policy's folders are not on its import
+path (a policy's ``difflib.py`` or ``org/`` would otherwise be imported by the zygote, and could
+turn off every seat's namespaces).  Each seat adds them, after the standard library, once it has
+its namespaces and limits.  The zygote and its seats call no kernel keyring (a seccomp filter):
+keys are not namespaced, and seats of one uid would read each other's.  Every seat it forks
+also gets namespaces of its own: a user namespace (its uid mapped to itself, no capabilities
+left), a pid namespace in which it is pid 1 (so everything it starts dies with it, and it sees
+no other process), a network namespace with nothing but its own loopback, an IPC namespace, and
+a mount namespace with a fresh scratch folder (``/scratch``, a tmpfs of ``SCRATCH_MB``, its
+working folder), an empty ``/tmp`` of the same size, a bounded ``/dev/shm``, its own devpts
+instance on ``/dev/pts`` (the sandbox's would let its seats talk through pseudo-terminals) and
+its own ``/proc``.
 
 Where the league may make control groups (cgroup v1, as root: ``league.apart.sandbox``), the
 sandbox runs in groups of its own (memory, processes, cpu), and each seat in a memory group of
@@ -39,6 +49,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import fcntl
 import itertools
 import json
@@ -50,6 +61,7 @@ import socket
 import struct
 import subprocess
 import sys
+import sysconfig
 import threading
 import time
 import traceback
@@ -73,6 +85,15 @@ ANSWER_S = 120.0        # how long the zygote may take to answer a request (its 
 LEAVE_WAIT_S = 5.0      # how long a closed sandbox's processes may take to end before its
                         # control groups are given up (to the next league's sweep)
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+SECCOMP_ALLOW, SECCOMP_ERRNO = 0x7FFF0000, 0x00050000
+X32_BIT = 0x40000000
+# add_key, request_key and keyctl, by the audit architecture a call is made in
+KEYRING_CALLS = {0xC000003E: (248, 249, 250),   # x86_64 (and x32)
+                 0x40000003: (286, 287, 288),   # i386
+                 0xC00000B7: (217, 218, 219),   # aarch64
+                 0x40000028: (309, 310, 311),   # arm
+                 0xC00000F3: (217, 218, 219)}   # riscv64
 
 
 def die_with_parent() -> None:
@@ -124,6 +145,19 @@ def _own_namespaces(scratch_mb: int, keep: tuple[str, ...] = ()) -> None:
     _fresh_tmp(scratch_mb, keep)
     if os.path.isdir("/dev/shm"):
         _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={SHM_MB}m,mode=1777")
+    _fresh_devpts()
+
+
+def _fresh_devpts() -> None:
+    """A devpts instance of the seat's own on ``/dev/pts``, with ``/dev/ptmx`` its multiplexer:
+    the sandbox's one instance, shared by all its seats, would let one seat open a
+    pseudo-terminal and another read what it wrote there (``/dev/pts/N`` is open to its uid)."""
+    if not os.path.isdir("/dev/pts"):
+        return
+    _mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+           "newinstance,ptmxmode=0666,mode=0620")
+    if os.path.lexists("/dev/ptmx") and not os.path.islink("/dev/ptmx"):  # bubblewrap's links
+        _mount("/dev/pts/ptmx", "/dev/ptmx", None, MS_BIND)  # to pts/ptmx; a node is covered
 
 
 def _loopback_up() -> None:
@@ -146,6 +180,10 @@ def _fresh_tmp(scratch_mb: int, keep: tuple[str, ...]) -> None:
     _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={scratch_mb}m,mode=1777")
     for path in keep:
         source = os.path.join(OLD_TMP, os.path.relpath(path, "/tmp"))
+        if os.path.islink(source):  # a policy's file reached through a link, made again
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            os.symlink(os.readlink(source), path)
+            continue
         if os.path.isdir(source):
             os.makedirs(path, exist_ok=True)
         else:
@@ -154,6 +192,47 @@ def _fresh_tmp(scratch_mb: int, keep: tuple[str, ...]) -> None:
         _mount(source, path, None, MS_BIND | MS_REC)
     if keep:  # and the old view hidden
         _mount("tmpfs", OLD_TMP, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755")
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8),
+                ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def _keyring_filter() -> list[tuple[int, int, int, int]]:
+    """A seccomp program (classic BPF: code, jump if true, jump if false, constant) that fails
+    :data:`KEYRING_CALLS` with EPERM and allows every other call.  A call's number is compared
+    for the architecture it was made in (a 32-bit program on a 64-bit kernel numbers them
+    otherwise); x32's bit is masked off."""
+    ld, jeq, ret, mask = 0x20, 0x15, 0x06, 0x54  # BPF_LD|W|ABS, JMP|JEQ|K, RET|K, ALU|AND|K
+    program = [(ld, 0, 0, 4)]  # seccomp_data.arch
+    for arch, numbers in KEYRING_CALLS.items():
+        # not this architecture: past its block (the load, the mask, the tests, the return)
+        program += [(jeq, 0, len(numbers) + 3, arch), (ld, 0, 0, 0),  # seccomp_data.nr
+                    (mask, 0, 0, ~X32_BIT & 0xFFFFFFFF)]
+        program += [(jeq, -1, 0, n) for n in numbers]  # -1: to the denial, at the end
+        program.append((ret, 0, 0, SECCOMP_ALLOW))
+    program.append((ret, 0, 0, SECCOMP_ALLOW))  # an architecture not listed
+    denial = len(program)
+    return [(code, denial - i - 1 if jt == -1 else jt, jf, k)
+            for i, (code, jt, jf, k) in enumerate(program)] + [
+        (ret, 0, 0, SECCOMP_ERRNO | errno.EPERM)]
+
+
+def _no_keyrings() -> None:
+    """Refuse this process and all it will start the kernel's keyrings: keys are not
+    namespaced, and any process of the sandbox's uid lists them (``/proc/keys``) and reads
+    them, so two seats of a policy, or a seat and a pooled process that played another seat of
+    the town, could talk through them.  Needs ``no_new_privs``, which the sandbox sets."""
+    program = _keyring_filter()
+    filters = (_SockFilter * len(program))(*(_SockFilter(*ins) for ins in program))
+    fprog = _SockFprog(len(program), filters)
+    _ok(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0),
+        "seccomp")
 
 
 def _drop_capabilities() -> None:
@@ -237,6 +316,8 @@ def _seat(request: dict, fds: list[int], sock: socket.socket, zygote: int,
                 print(f"cannot start {argv[0]!r}: {e.strerror}", file=sys.stderr)
                 code = 127
                 return
+        if scratch_mb is not None:
+            _policy_path()
         from league.seat import host as seat_host
 
         code = seat_host.main([str(request["spawn"])])
@@ -248,6 +329,22 @@ def _seat(request: dict, fds: list[int], sock: socket.socket, zygote: int,
         with contextlib.suppress(Exception):
             sys.stderr.flush()
         os._exit(code)
+
+
+def _policy_path() -> None:
+    """In a sandbox's seat: the folders of its ``PYTHONPATH`` (the policy's, then ours) on its
+    import path, after the standard library, so that a policy's ``random.py`` is not what the
+    seat host's later imports get (most standard modules are the zygote's already, so it would
+    not be the policy's either).  Whatever is imported from here on runs with the seat's
+    namespaces, limits and no capabilities, which nothing in its process can lift."""
+    std = sysconfig.get_path("stdlib")
+    zipped = os.path.join(os.path.dirname(std), f"python{sys.version_info[0]}"
+                                                f"{sys.version_info[1]}.zip")
+    at = 1 + max((i for i, entry in enumerate(sys.path)
+                  if entry in (std, zipped) or entry.startswith(std + os.sep)), default=-1)
+    wanted = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+              if p and p not in sys.path]
+    sys.path[at:at] = list(dict.fromkeys(wanted))
 
 
 def serve(sock: socket.socket, scratch_mb: int | None = None,
@@ -306,6 +403,7 @@ def main() -> int:
     die_with_parent()
     scratch_mb, keep = None, ()
     if sys.argv[2:3] == ["--isolate"]:  # in a sandbox, under a uid of its own
+        _no_keyrings()
         scratch_mb, nproc, keep = int(sys.argv[3]), int(sys.argv[4]), tuple(sys.argv[5:])
         hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]  # a lower one set on the league
         if hard != resource.RLIM_INFINITY:
@@ -318,6 +416,31 @@ def main() -> int:
 
 
 # --- the league's side ------------------------------------------------------------------------
+
+OUR_PACKAGES = ("sim", "agents", "league")  # the top packages a seat host imports: ours
+# A sandbox's zygote: ``python -I -B -c _BOOT OURS FD --isolate ...``.  An isolated interpreter
+# (no PYTHONPATH, no working folder, no user site) with a finder of our packages, and of nothing
+# else, in OURS (a JSON list of the folders that hold them, where a policy's module may lie too).
+_BOOT = f"""\
+# league.seat.zygote, in a sandbox
+import json, sys
+from importlib.machinery import PathFinder
+OURS = json.loads(sys.argv.pop(1))
+class OurPackages:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        return PathFinder.find_spec(name, OURS) if name in {OUR_PACKAGES!r} else None
+sys.meta_path.insert(0, OurPackages)
+from league.seat.zygote import main
+raise SystemExit(main())
+"""
+
+
+def isolated_argv(python: str, ours: Sequence[str]) -> list[str]:
+    """The command that starts a sandbox's zygote, up to its socket's descriptor: ``python``,
+    isolated, importing our packages from the folders ``ours`` and nothing else from them."""
+    return [python, "-I", "-B", "-c", _BOOT, json.dumps(list(ours))]
+
 
 @dataclass(frozen=True)
 class Launch:
@@ -338,6 +461,7 @@ class Launch:
     memory_mb: int = 0
     cpu_shares: int = 1024  # each seat's weight (and the idle zygote's)
     keep: tuple[str, ...] = ()  # the policy's files under /tmp (each seat's /tmp is fresh)
+    ours: tuple[str, ...] = ()  # the folders that hold our packages (isolated_argv)
 
 
 # in this order: a v1 memory group's memsw limit (memory and swap) may not be below its memory's
@@ -432,8 +556,9 @@ class Zygote:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         argv = [sys.executable, "-m", "league.seat.zygote", str(theirs.fileno())]
         if launch is not None:
-            argv = [*launch.prefix, launch.python, *argv[1:], "--isolate",
-                    str(launch.scratch_mb), str(launch.nproc), *launch.keep]
+            argv = [*launch.prefix, *isolated_argv(launch.python, launch.ours),
+                    str(theirs.fileno()), "--isolate", str(launch.scratch_mb), str(launch.nproc),
+                    *launch.keep]
             env = dict(launch.env)
         self.launch = launch
         enter = None
