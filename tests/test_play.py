@@ -644,7 +644,7 @@ def test_a_world_files_help_names_its_own_town(tmp_path: Path, capsys) -> None:
     child.sendline("quit")
     out = finish(child)
     whole = transcript(child)
-    assert f"The guild game: seed 5, 8 turns, the town of {town}." in whole
+    assert f"The guild game: seed 5, 8 turns, the town of {town}." in " ".join(whole.split())
     assert "I hand Provost Ilsa 2 pelts" in whole and "Guildmaster Vell" not in whole
     assert "RESULTS after" in out
     assert f"(watch it with: guild view --world {town} {saved})" in whole  # the command works:

@@ -178,6 +178,7 @@ def test_an_opponents_exit_or_interrupt_is_its_failure_not_the_games_end(
         monkeypatch, capsys, tmp_path, "--opponents", f"exits:{policy},factor",
         "--replay", str(replay), typed="I wait\nI wait\nquit\n")
     assert code == 0, err
+    out = " ".join(out.split())  # the notes' words, unwrapped
     game = Game(GameConfig(seed=3))
     cog = game.aliases[1]
     assert out.count(f"Note: {cog}'s policy (exits:{policy}) {why}; {cog} waits {when}") == 1
@@ -216,6 +217,7 @@ def test_an_opponent_whose_fallback_decides_is_told_once_and_counted(
         monkeypatch, capsys, tmp_path, "--opponents", "exits:ModelDown,exits:Baseline",
         typed="I wait\nI wait\nI wait\nquit\n")
     assert code == 0, err
+    out = " ".join(out.split())  # the notes' words, unwrapped
     game = Game(GameConfig(seed=3))
     down = [game.aliases[s] for s in (1, 3, 5)]
     for cog in down:
@@ -227,6 +229,16 @@ def test_an_opponent_whose_fallback_decides_is_told_once_and_counted(
     for s in (2, 4):  # a scripted policy's scripted acts are its own
         assert f"{game.aliases[s]}'s fallback" not in out
         assert f"Note: {game.aliases[s]}'s" not in out
+
+
+def test_a_note_is_wrapped_to_the_terminals_width(monkeypatch, capsys) -> None:
+    """The notes ran to 330 characters on a terminal of 80 columns, where the turn is wrapped."""
+    monkeypatch.setattr(terminal, "screen_width", lambda: 40)
+    game = Game(GameConfig(seed=3, players=["you", *["factor"] * 5]))
+    terminal.show_note(terminal.failure_text(game, 1, "failed (" + "x " * 150 + ")"))
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) > 5 and max(map(len, lines)) <= 40
+    assert " ".join(lines).startswith(f"Note: {game.aliases[1]}'s policy")
 
 
 # --- 4. closed and narrow standard streams ----------------------------------------------------

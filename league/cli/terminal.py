@@ -31,7 +31,8 @@ raises (even ``sys.exit``) or answers what the rules refuse waits that turn, as 
 fallback does, and the person is told once; one whose own fallback decides for it (an
 ``llm:`` seat whose server is down plays ``factor``) is told of once, and counted at the end.
 Everything printed goes through :func:`show`: what seats say and people type may hold terminal
-escape sequences, which are shown, never obeyed; the text is wrapped to the terminal's width.
+escape sequences, which are shown, never obeyed; the turn, the moves and the notes are wrapped to
+the terminal's width (the results table and the guide are not).
 A standard stream that is closed, or cannot be written, is said in one line (exit 2).
 """
 
@@ -45,6 +46,7 @@ import queue
 import re
 import secrets
 import sys
+import textwrap
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -292,11 +294,11 @@ def run(args: argparse.Namespace) -> int:
         rivals = ", ".join(f"{game.aliases[s]} ({n})" for s, n in enumerate(names)
                            if s != args.seat)
         town = "" if args.world is None else f", the town of {args.world}"
-        show(f"The guild game: seed {seed}, {turns} turns{town}. You are {me} (seat "
-             f"{args.seat}) against {rivals}.")
-        show("Type help for how to write a sentence, moves for this turn's legal ones.")
+        show_note(f"The guild game: seed {seed}, {turns} turns{town}. You are {me} (seat "
+                  f"{args.seat}) against {rivals}.")
+        show_note("Type help for how to write a sentence, moves for this turn's legal ones.")
         for s, why in broken.items():
-            show(failure_text(game, s, f"could not be reset ({why})", "every turn"))
+            show_note(failure_text(game, s, f"could not be reset ({why})", "every turn"))
         tally = Tally()
         try:
             code, why = play(game, args.seat, policies, opponents, tally)
@@ -307,7 +309,7 @@ def run(args: argparse.Namespace) -> int:
         opponents.close()
     show(results_text(game, why))
     for line in tally.summary(game, policies):
-        show(line)
+        show_note(line)
     if args.replay is not None:
         save_replay(game, names, Path(args.replay), args.world)
     return code
@@ -346,9 +348,9 @@ def play(game: Game, seat: int, policies: list, opponents: Opponents | None = No
         before = view
         failed = play_turn(game, seat, line, policies, answers, tally)
         for s in tally.first_failures(failed):
-            show(failure_text(game, s, f"failed ({failed[s]})"))
+            show_note(failure_text(game, s, f"failed ({failed[s]})"))
         for s in tally.first_fallbacks():
-            show(fallback_text(game, s, policies[s]))
+            show_note(fallback_text(game, s, policies[s]))
     width = screen_width()
     show(RULE[:width])
     show("\n".join(last_sentence(game.observe(seat), width)))
@@ -638,8 +640,7 @@ def _why(e: BaseException) -> str:
         said = str(e)
     except Exception:  # its own __str__ failed
         said = "(its message could not be read)"
-    text = " ".join(f"{type(e).__name__}: {said}".split() if said else [type(e).__name__])
-    return text if len(text) <= MAX_WHY else text[:MAX_WHY - 3] + "..."
+    return _short(f"{type(e).__name__}: {said}" if said else type(e).__name__)
 
 
 def failure_text(game: Game, seat: int, what: str, when: str = "whenever it fails") -> str:
@@ -673,6 +674,11 @@ def check_streams() -> None:
         raise LeagueError("standard input is closed; the game reads your sentences from it")
     if sys.stdout is None:
         raise LeagueError("standard output is closed; the game is shown there")
+
+
+def show_note(text: str) -> None:
+    """Print a note (prose, one paragraph) wrapped to the terminal's width."""
+    show(textwrap.fill(text, screen_width(), break_long_words=False, break_on_hyphens=False))
 
 
 def show(text: str) -> None:
