@@ -159,7 +159,7 @@ def test_a_compressed_body_is_inflated_a_piece_at_a_time():
 
 # --- the API key -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("key", ["sk-abc123\r", "sk-abc123\n", "sk-abc\x1b123", "sk-ключ123",
+@pytest.mark.parametrize("key", ["sk-abc\r123", "sk-abc\n123", "sk-abc\x1b123", "sk-ключ123",
                                  "sk-abc 123"])
 def test_a_key_a_header_cannot_carry_is_one_line_naming_its_variable(key, monkeypatch):
     monkeypatch.setenv(KEY_VAR, key)
@@ -176,12 +176,12 @@ def test_a_key_spoiled_after_the_build_is_never_sent_nor_recorded(monkeypatch):
         seen.append(h.headers.get("Authorization"))
         answer(h, 200, reply('{"action": "I wait."}'), Content_Type="application/json")
 
-    monkeypatch.setenv(KEY_VAR, "  sk-abc123  ")  # surrounding spaces are dropped
+    monkeypatch.setenv(KEY_VAR, "  sk-abc123\r\n")  # surrounding whitespace is dropped
     with endpoint(handle) as url:
         p = LLMPolicy("m", url, api_key_env=KEY_VAR, timeout=10)
         game = Game(GameConfig(seed=1))
         assert not p.act(game, 0).scripted
-        monkeypatch.setenv(KEY_VAR, "sk-abc123\r")
+        monkeypatch.setenv(KEY_VAR, "sk-abc123\r\nX-Injected: 1")
         decision = p.act(game, 0)
     assert seen == ["Bearer sk-abc123"]
     assert decision.scripted
@@ -217,10 +217,11 @@ def test_a_server_that_echoes_the_key_does_not_put_it_in_the_records(monkeypatch
 
 def test_key_env_names_only_a_key_variable():
     # Another of the runner's variables (a path, a password) is not sent to the spec's URL.
-    for name in ["HOME", "PATH", "SECRET", "MY KEY", "1_KEY", "A-KEY"]:
+    for name in ["HOME", "PATH", "PWD", "MY KEY", "1_KEY", "A-KEY"]:
         with pytest.raises(ValueError, match="key_env must name an environment variable"):
             make_policy(f"llm:m@http://127.0.0.1:9/v1#key_env={name}")
-    for name in ["MY_TOKEN", "groq_api_key", "KEY", ""]:  # "": no key at all
+    for name in ["MY_TOKEN", "groq_api_key", "KEY", "OPENAI_API_KEY_2", "LLM_SECRET",
+                 ""]:  # "": no key at all
         assert make_policy(f"llm:m@http://127.0.0.1:9/v1#key_env={name}").api_key_env == name
 
 
@@ -291,6 +292,22 @@ def test_credentials_in_the_url_are_refused_without_being_shown(url):
     with pytest.raises(ValueError, match="may not hold a user or password.*key_env") as e:
         make_policy(f"llm:m@{url}")
     assert "s3cret" not in str(e.value) and "bob" not in str(e.value)
+
+
+def test_an_at_sign_in_the_path_is_no_credential():
+    assert make_policy("llm:@cf/meta/llama@http://127.0.0.1:9/v1/@org").base_url == \
+        "http://127.0.0.1:9/v1/@org"
+
+
+def test_llm_local_reads_and_sends_no_key(monkeypatch):
+    # Its own server takes none: a malformed $OPENAI_API_KEY refused the seat, a good one was
+    # sent to the local server.
+    import types
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-abc\r123")
+    server = types.SimpleNamespace(url="http://127.0.0.1:9/v1", model="m.gguf")
+    seat = local.LocalPolicy(types.SimpleNamespace(servers=[server]))
+    assert seat.api_key_env == ""
 
 
 def test_the_repr_shows_no_query():

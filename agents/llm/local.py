@@ -336,6 +336,7 @@ class LocalPolicy(LLMPolicy):
     """An :class:`LLMPolicy` whose requests take turns at this process's local servers."""
 
     def __init__(self, pool: ServerPool, **kwargs: Any) -> None:
+        kwargs.setdefault("api_key_env", "")  # its own server takes no key: none is read or sent
         super().__init__("local", pool.servers[0].url, **kwargs)
         self.pool = pool
 

@@ -93,6 +93,7 @@ MAX_URL_CHARS = 2000
 # UTF-8 take (the prompt is cut there), so a huge or endless file costs nothing more.
 MAX_PROMPT_FILE_BYTES = 4 * MAX_PROMPT_LEN
 KEY_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+KEY_ENV_WORDS = ("KEY", "TOKEN", "SECRET")  # what a key's variable is named with (not PATH)
 
 FALLBACKS = ("factor", "wait")
 CHOOSE_CORRECTIVE = ("Your previous reply was not one of the choices. Reply with only "
@@ -128,7 +129,7 @@ class LLMPolicy:
             ``{base_url}/chat/completions``.
         api_key_env: the environment variable holding the API key (read at each request, never
             stored in records); unset or empty sends no ``Authorization`` header. Its name must
-            end in ``KEY`` or ``TOKEN``, so a spec cannot send another variable to its URL.
+            hold ``KEY``, ``TOKEN`` or ``SECRET``, so a spec cannot send ``PATH`` to its URL.
         timeout: seconds for one request, the reply's body included (at most 3600).
         retry_floor: the retry gets ``max(retry_floor, timeout / 2)`` seconds.
         max_tokens: the reply's token limit (``max_tokens`` in the request).
@@ -468,7 +469,7 @@ def check_base_url(base_url: Any) -> None:
     if len(base_url) > MAX_URL_CHARS:
         raise ValueError(f"llm policy: the base URL {shown[:60]!r}... is over "
                          f"{MAX_URL_CHARS:,} characters")
-    if "@" in base_url:
+    if "@" in base_url.partition("://")[2].partition("/")[0]:  # user:pw@host, not a path's @
         raise ValueError(f"llm policy: the base URL {shown!r} may not hold a user or password "
                          "('@'); put the API key in an environment variable and name it with "
                          f"key_env (default {DEFAULT_KEY_ENV})")
@@ -492,23 +493,25 @@ def check_base_url(base_url: Any) -> None:
 
 
 def check_key_env(name: Any) -> None:
-    """A one-line ValueError unless ``name`` is "" (no key) or a variable's name that ends in
-    KEY or TOKEN: a spec's option must not send some other variable of the runner's (a path,
-    a password) to the spec's URL as a key."""
+    """A one-line ValueError unless ``name`` is "" (no key) or a variable's name that holds
+    KEY, TOKEN or SECRET (``OPENAI_API_KEY_2``, ``HF_TOKEN``): a spec's option must not send
+    some other variable of the runner's (``PATH``, ``HOME``) to the spec's URL as a key."""
     if not isinstance(name, str):
         raise ValueError(f"llm policy: key_env must be a string; got {name!r}")
-    if name and not (KEY_ENV_NAME.fullmatch(name) and name.upper().endswith(("KEY", "TOKEN"))):
+    if name and not (KEY_ENV_NAME.fullmatch(name)
+                     and any(w in name.upper() for w in KEY_ENV_WORDS)):
         raise ValueError(f"llm policy: key_env must name an environment variable whose name "
-                         f"ends in KEY or TOKEN (letters, digits, _), such as "
+                         f"holds KEY, TOKEN or SECRET (letters, digits, _), such as "
                          f"{DEFAULT_KEY_ENV}; got {name[:80]!r}")
 
 
 def api_key(name: str) -> str:
     """The API key in the environment variable ``name`` ("" when no name or unset), without
-    surrounding spaces; a one-line ValueError naming the variable, never its value, when the key
-    holds a character that an HTTP header cannot carry (a line break, a control character,
-    non-ASCII), which would otherwise be sent in error messages or raise in the request."""
-    key = os.environ.get(name, "").strip(" \t") if name else ""
+    surrounding whitespace (a line's end); a one-line ValueError naming the variable, never
+    its value, when the key holds a character that an HTTP header cannot carry (a line break,
+    a control character, non-ASCII), which would otherwise be sent in error messages or raise
+    in the request."""
+    key = os.environ.get(name, "").strip() if name else ""  # a key read from a file ends a line
     if any(not "!" <= c <= "~" for c in key):
         raise ValueError(f"llm policy: the API key in ${name} holds a line break, a space, a "
                          "control or a non-ASCII character; set the variable to the key alone")
