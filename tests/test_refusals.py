@@ -325,3 +325,9 @@ def test_both_spellings_of_a_slot_must_agree() -> None:
         Intent("move", toRoom=3, to_room=4)
     with pytest.raises(IntentError, match="text='a' and spoken='b'"):
         Intent("say", text="a", spoken="b")
+    import numpy as np
+
+    with pytest.raises(IntentError, match="to_room=array"):  # numpy's "truth value ... ambiguous"
+        Intent("move", to_room=np.array([1, 2]), toRoom=3)
+    with pytest.raises(IntentError, match="give one of the two spellings"):
+        Intent("say", text=np.array(["a", "b"]), spoken="a")

@@ -59,12 +59,12 @@ class Intent:
                  text: str = "", *, toRoom: int | None = None,  # noqa: N803 - RULES spelling
                  spoken: str | None = None) -> None:
         if toRoom is not None:
-            if to_room != -1 and to_room != toRoom:
+            if not _same(to_room, -1) and not _same(to_room, toRoom):
                 raise IntentError(f"Intent got to_room={shown(to_room)} and "
                                   f"toRoom={shown(toRoom)}: give one of the two spellings")
             to_room = toRoom
         if spoken is not None:
-            if text != "" and text != spoken:
+            if not _same(text, "") and not _same(text, spoken):
                 raise IntentError(f"Intent got text={shown(text)} and "
                                   f"spoken={shown(spoken)}: give one of the two spellings")
             text = spoken
@@ -136,6 +136,12 @@ class ParsedSentence(str):
 
 _KIND_SET = frozenset(KINDS)
 _REASON_SET = frozenset(REASONS)
+
+
+def _same(a: object, b: object) -> bool:
+    """``a`` and ``b`` are one value of one type (a numpy array compared with ``==`` is no
+    bool, and has no truth value)."""
+    return type(a) is type(b) and bool(a == b)
 
 
 def _explain(kind, to_room, item, qty, npc, other, coin, reason, text) -> None:
