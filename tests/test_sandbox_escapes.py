@@ -12,9 +12,11 @@ it does without a sandbox.  Each attack runs as the league runs a seat, in a rea
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import platform
+import py_compile
 import sys
 import textwrap
 import time
@@ -286,6 +288,50 @@ def test_a_module_named_like_a_standard_one_is_refused_in_one_line(
         league_policy("difflib:Bot", Settings(policies=("difflib:Bot", "factor")))
 
 
+@pytest.mark.parametrize(("spec", "why"), [
+    ("test:Bot", "a module of Python's standard library"),  # installed, not a stdlib name
+    ("sim:Bot", "one of the league's own packages"),
+    ("agents.mine:Bot", "one of the league's own packages"),
+])
+def test_a_module_named_like_an_installed_standard_one_or_ours_is_refused(
+        spec: str, why: str) -> None:
+    """The seat would import the interpreter's ``test`` package or our own ``sim``: refused
+    in one line, rather than failing later with "module 'test' has no 'Bot'"."""
+    refused = sandbox.shadowed(spec)
+    assert refused is not None and "\n" not in refused and why in refused, refused
+
+
+@pytest.mark.parametrize("spec", ["nt:Bot", "winreg:Bot"])
+def test_a_module_named_like_another_systems_standard_one_is_not_refused(spec: str) -> None:
+    """``nt`` and ``winreg`` are Windows' own: on Linux nothing shadows a policy so named."""
+    assert sandbox.shadowed(spec) is None
+
+
+CACHED = """\
+    from agents.policy import Decision
+
+    class Bot:
+        def act(self, game, seat):
+            return Decision(game.admissible[0], notes=%r)
+"""
+
+
+def test_a_packages_cached_bytecode_is_never_run(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A package whose ``__pycache__`` holds bytecode of other code (unchecked: Python would
+    not compare it with its source), which ``league.json``'s digest leaves out: its seat runs
+    the source."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    program(tmp_path / "cpkg", "__init__.py", "")
+    bot = program(tmp_path / "cpkg", "bot.py", CACHED % "source")
+    other = program(tmp_path, "other.py", CACHED % "cached")
+    py_compile.compile(str(other), cfile=importlib.util.cache_from_source(str(bot)),
+                       invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    spec = "cpkg.bot:Bot"
+    assert decided(league_policy(spec, Settings(policies=(spec, "factor")))) == "source"
+
+
 # --- what a seat sees of its rivals and the league ---------------------------------------------
 
 LISTER = """\
@@ -359,6 +405,26 @@ def test_an_exec_programs_folder_hides_the_rivals_in_it(tmp_path: Path,
     got = json.loads(decided(policy))
     assert got["sim/__init__.py"] == (ROOT / "sim" / "__init__.py").read_text()[:16], got
     assert got["tests/sandbox_cheats.py"] in ("", "PermissionError"), got
+
+
+def test_a_folder_an_exec_program_names_hides_the_rivals_in_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ``exec:`` program given a folder of its entrant's (``subs/``) that also holds a
+    rival module policy's package and a rival ``sb3:`` zip: it reads its own files there,
+    nothing of the rivals'."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    subs = tmp_path / "subs"
+    program(subs / "alice", "lister.py", LISTER)
+    for init in ("__init__.py", "bob/__init__.py"):
+        program(subs, init, "")
+    program(subs / "bob", "bot.py", "BOB-CODE\n")
+    program(subs / "carol", "model.zip", "CAROL-WEIGHTS\n")
+    spec = f"exec:{sys.executable} {subs / 'alice' / 'lister.py'} {subs}"
+    policies = (spec, "subs.bob.bot:Bot", "sb3:subs/carol/model.zip")
+    got = json.loads(decided(league_policy(spec, Settings(policies=policies))))
+    assert got["alice/lister.py"] == "import json, os,", got  # it looked: its own is there
+    assert not any("BOB" in text or "CAROL" in text for text in got.values()), got
 
 
 def test_a_league_folder_named_through_a_link_is_hidden(tmp_path: Path) -> None:

@@ -54,6 +54,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import threading
 import time
 from collections.abc import Sequence
@@ -61,6 +62,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from league.seat.zygote import OLD_TMP, SEAT_CGROUP_PREFIX, SEAT_CPU_SEPARATOR, Launch
+from league.seat.zygote import OUR_PACKAGES as OUR_TOPS
 
 SCRATCH_MB = 64            # each seat's scratch folder (a tmpfs)
 SANDBOX_MEMORY_MB = 8192   # all the processes of one sandbox (a memory control group, where
@@ -264,16 +266,33 @@ def policy_files(spec: str) -> tuple[list[Path], list[str], str]:
 
 def shadowed(spec: str) -> str | None:
     """Why a ``module:Name`` spec cannot play in a sandbox (None: it can): its top module is
-    named like one of Python's standard library, which a seat imports first (the zygote has
-    most of them already: ``league.seat.zygote``)."""
+    one of our packages or a module this interpreter's standard library has (its folders, or
+    built in), which a seat imports first (the zygote has most of them already:
+    ``league.seat.zygote``); one that only another system has (``nt``) shadows nothing."""
     text = spec.strip()
     if ":" not in text or text.lower().startswith(("sb3:", "ppo:", "llm:", "exec:", "trusted:")):
         return None
     top = text.split(":", 1)[0].strip().split(".")[0]
-    if top in sys.stdlib_module_names:
+    if top in OUR_TOPS:
+        return (f"policy {text!r}: its module {top!r} is named like one of the league's own "
+                f"packages ({', '.join(OUR_TOPS)}), which its sandboxed seat imports instead: "
+                "rename it")
+    if top in sys.builtin_module_names or _in_stdlib(top):
         return (f"policy {text!r}: its module {top!r} is named like a module of Python's "
                 "standard library, which its sandboxed seat imports instead: rename it")
     return None
+
+
+def _in_stdlib(top: str) -> bool:
+    """Whether the standard library's folders (``lib-dynload`` too) hold top module ``top``:
+    installed there, not only named in ``sys.stdlib_module_names`` (``test`` is, ``nt`` is
+    not, on Linux)."""
+    tops = dict.fromkeys((sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib")))
+    folders = [*tops, *(os.path.join(folder, "lib-dynload") for folder in tops)]
+    try:
+        return importlib.machinery.PathFinder.find_spec(top, folders) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def own_files(spec: str) -> list[Path]:
@@ -325,11 +344,14 @@ def _shared(path: Path) -> bool:
 
 def rivals_files(spec: str, policies: Sequence[str]) -> tuple[str, ...]:
     """The other policies' own files (:func:`own_files`) that ``spec``'s sandbox must hide:
-    those that neither hold its own files nor lie among them (one entrant's two policies)."""
+    those that neither are nor hold its own files, nor, for a module policy, lie in its
+    package (one entrant's two policies); a folder an ``exec:`` command line names is no
+    package, so the rivals in it are hidden."""
     mine = own_files(spec)
+    package = not spec.strip().lower().startswith(("exec:", "sb3:"))
 
-    def related(a: Path, b: Path) -> bool:
-        return a == b or a in b.parents or b in a.parents
+    def related(rival: Path, own: Path) -> bool:
+        return rival == own or rival in own.parents or (package and own in rival.parents)
 
     hidden: list[str] = []
     for other in policies:

@@ -51,6 +51,7 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import importlib.machinery
 import itertools
 import json
 import os
@@ -335,8 +336,9 @@ def _policy_path() -> None:
     """In a sandbox's seat: the folders of its ``PYTHONPATH`` (the policy's, then ours) on its
     import path, after the standard library, so that a policy's ``random.py`` is not what the
     seat host's later imports get (most standard modules are the zygote's already, so it would
-    not be the policy's either).  Whatever is imported from here on runs with the seat's
-    namespaces, limits and no capabilities, which nothing in its process can lift."""
+    not be the policy's either), each read from its source (:class:`_SourceOnly`).  Whatever
+    is imported from here on runs with the seat's namespaces, limits and no capabilities,
+    which nothing in its process can lift."""
     std = sysconfig.get_path("stdlib")
     zipped = os.path.join(os.path.dirname(std), f"python{sys.version_info[0]}"
                                                 f"{sys.version_info[1]}.zip")
@@ -344,7 +346,40 @@ def _policy_path() -> None:
                   if entry in (std, zipped) or entry.startswith(std + os.sep)), default=-1)
     wanted = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
               if p and p not in sys.path]
+    sys.path_hooks.insert(0, _source_only(tuple(wanted)))
+    for folder in wanted:
+        sys.path_importer_cache.pop(folder, None)
     sys.path[at:at] = list(dict.fromkeys(wanted))
+
+
+class _SourceOnly(importlib.machinery.SourceFileLoader):
+    """Loads a module of a policy's folders from its source: never a ``__pycache__`` file,
+    which the digest in ``league.json`` leaves out (a crafted one would run unrecorded code);
+    writes none (its folders are read-only)."""
+
+    def get_data(self, path: str) -> bytes:
+        if path.endswith(tuple(importlib.machinery.BYTECODE_SUFFIXES)) and \
+                os.path.basename(os.path.dirname(path)) == "__pycache__":
+            raise OSError(f"{path}: a cached module is not read in a sandbox")
+        return super().get_data(path)
+
+    def set_data(self, path: str, data: bytes, *, _mode: int = 0o666) -> None:
+        return None
+
+
+def _source_only(folders: tuple[str, ...]) -> Any:
+    """The import path hook for ``folders`` and the folders in them: :class:`_SourceOnly` for
+    sources (extensions and bare ``.pyc`` files, which the digest covers, as usual)."""
+    machinery = importlib.machinery
+
+    def hook(path: str) -> machinery.FileFinder:
+        if not any(path == f or path.startswith(f + os.sep) for f in folders):
+            raise ImportError("not a policy's folder")
+        return machinery.FileFinder(
+            path, (machinery.ExtensionFileLoader, machinery.EXTENSION_SUFFIXES),
+            (_SourceOnly, machinery.SOURCE_SUFFIXES),
+            (machinery.SourcelessFileLoader, machinery.BYTECODE_SUFFIXES))
+    return hook
 
 
 def serve(sock: socket.socket, scratch_mb: int | None = None,
