@@ -106,24 +106,30 @@ PTY = """\
 """
 
 
+def write_then_read(launch, argv: list[str], token: str) -> tuple[dict, list[dict]]:
+    """A seat that writes ``token`` where it can (its first answer), then, while it lives,
+    another seat of the same sandbox that looks for it (its answers)."""
+    writer = seat(launch, [*argv, "write", token])
+    try:
+        wrote = json.loads(writer.receive(time.monotonic() + WAIT_S, WAIT_S))
+        reader = seat(launch, [*argv, "read", token])
+        try:
+            return wrote, lines(reader, time.monotonic() + WAIT_S)
+        finally:
+            reader.kill()
+    finally:
+        writer.kill()
+
+
 def test_seats_of_one_sandbox_share_no_pseudo_terminal(tmp_path: Path) -> None:
     """One seat opens a pseudo-terminal and writes what it knows there; another seat of the
     same sandbox, started meanwhile, finds no terminal of it to read (each has a devpts of its
     own), though it has pseudo-terminals of its own."""
     token = uuid.uuid4().hex
     launch, argv = exec_launch([sys.executable, str(program(tmp_path, "pty.py", PTY))])
-    writer = seat(launch, [*argv, "write", token])
-    try:
-        until = time.monotonic() + WAIT_S
-        assert json.loads(writer.receive(until, WAIT_S))["pty"].startswith("/dev/pts/")
-        reader = seat(launch, [*argv, "read", token])
-        try:
-            got = lines(reader, time.monotonic() + WAIT_S)
-        finally:
-            reader.kill()
-    finally:
-        writer.kill()
-    assert len(got) == 1, (got, reader.tail.text())
+    wrote, got = write_then_read(launch, argv, token)
+    assert wrote["pty"].startswith("/dev/pts/")
+    assert len(got) == 1, got
     assert got[0]["pty"] == "/dev/pts/0" and got[0]["pts"] == ["0", "ptmx"], got
     assert got[0]["read"] == {} and token not in json.dumps(got), got
 
@@ -170,16 +176,7 @@ def test_seats_of_one_sandbox_share_no_kernel_keyring(tmp_path: Path) -> None:
     path = tmp_path / "keys.py"
     path.write_text(text, encoding="utf-8")
     launch, argv = exec_launch([sys.executable, str(path)])
-    writer = seat(launch, [*argv, "write", token])
-    try:
-        added = json.loads(writer.receive(time.monotonic() + WAIT_S, WAIT_S))
-        reader = seat(launch, [*argv, "read", token])
-        try:
-            got = lines(reader, time.monotonic() + WAIT_S)
-        finally:
-            reader.kill()
-    finally:
-        writer.kill()
+    added, got = write_then_read(launch, argv, token)
     assert added["added"] == -1 and added["errno"] == 1, added  # EPERM
     assert added["i386"] is None or added["i386"] < 0, added  # -EPERM (-ENOSYS without ia32)
     assert len(got) == 1 and token not in got[0]["keys"], got
