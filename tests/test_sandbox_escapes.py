@@ -298,6 +298,12 @@ def test_a_module_named_like_an_installed_standard_one_or_ours_is_refused(
     assert refused is not None and "\n" not in refused and why in refused, refused
 
 
+def test_a_policy_of_our_own_packages_is_not_refused() -> None:
+    """``agents.baselines:Magpie`` is ours: its seat imports it as the league does."""
+    assert sandbox.shadowed("agents.baselines:Magpie") is None
+    assert sandbox.shadowed("agents.baselines.scripted:Factor") is None
+
+
 @pytest.mark.parametrize("spec", ["nt:Bot", "winreg:Bot"])
 def test_a_module_named_like_another_systems_standard_one_is_not_refused(spec: str) -> None:
     """``nt`` and ``winreg`` are Windows' own: on Linux nothing shadows a policy so named."""

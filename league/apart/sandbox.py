@@ -43,6 +43,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import importlib
 import importlib.machinery
 import importlib.util
 import itertools
@@ -266,14 +267,15 @@ def policy_files(spec: str) -> tuple[list[Path], list[str], str]:
 
 def shadowed(spec: str) -> str | None:
     """Why a ``module:Name`` spec cannot play in a sandbox (None: it can): its top module is
-    one of our packages or a module this interpreter's standard library has (its folders, or
-    built in), which a seat imports first (the zygote has most of them already:
-    ``league.seat.zygote``); one that only another system has (``nt``) shadows nothing."""
+    one of our packages (unless it names a policy of ours) or a module this interpreter's
+    standard library has (its folders, or built in), which a seat imports first (the zygote
+    has most of them already: ``league.seat.zygote``); one that only another system has
+    (``nt``) shadows nothing."""
     text = spec.strip()
     if ":" not in text or text.lower().startswith(("sb3:", "ppo:", "llm:", "exec:", "trusted:")):
         return None
     top = text.split(":", 1)[0].strip().split(".")[0]
-    if top in OUR_TOPS:
+    if top in OUR_TOPS and not _ours(text):
         return (f"policy {text!r}: its module {top!r} is named like one of the league's own "
                 f"packages ({', '.join(OUR_TOPS)}), which its sandboxed seat imports instead: "
                 "rename it")
@@ -281,6 +283,17 @@ def shadowed(spec: str) -> str | None:
         return (f"policy {text!r}: its module {top!r} is named like a module of Python's "
                 "standard library, which its sandboxed seat imports instead: rename it")
     return None
+
+
+def _ours(spec: str) -> bool:
+    """Whether ``spec`` (``sim...``, ``agents...``, ``league...``) names a policy of our own
+    packages (``agents.baselines:Magpie``), which its seat imports as the league does; a
+    policy's own ``sim.py`` names none there."""
+    module, _, name = spec.partition(":")
+    try:
+        return hasattr(importlib.import_module(module.strip()), name.strip().split(".")[0])
+    except Exception:  # noqa: BLE001 - no such module of ours (or it fails): not ours
+        return False
 
 
 def _in_stdlib(top: str) -> bool:
