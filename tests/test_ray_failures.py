@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import needs_module
+from conftest import needs, needs_module
 from leagues import ROOT, league_args
 
 from league.core.errors import LeagueError
@@ -161,8 +161,7 @@ def start(tmp_path: Path) -> Iterator[Any]:
     """``start(names, episodes)``: ``guild league --backend ray`` (its own Ray instance) in a
     session of its own, with a policy module ``stops``; whatever is left of it is killed."""
     needs_module("ray", "'guild-game[ray]'")
-    if not sys.platform.startswith("linux"):
-        pytest.skip("reads the process table with ps")
+    needs(sys.platform.startswith("linux"), "Linux (the league's processes are read with ps)")
     policies = tmp_path / "pol"
     policies.mkdir()
     (policies / "stops.py").write_text(POLICIES)

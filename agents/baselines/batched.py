@@ -27,6 +27,7 @@ import numpy as np
 from agents.baselines.batched_kernels import KernelCall, baseline_tables
 from agents.baselines.scripted import factor_params, magpie_params
 from sim.batched.observe import legal_masks
+from sim.envs.face import check_env_seed
 
 if TYPE_CHECKING:
     from sim.batched.engine import BatchedGuild
@@ -90,21 +91,13 @@ class BatchedRandom:
     batched = True
 
     def __init__(self, seed: int | None = None) -> None:
-        self.rng = np.random.default_rng(_seed(seed))
+        self.rng = np.random.default_rng(check_env_seed(seed, "random: seed"))
 
     def reset(self, seed: int | None = None) -> None:
-        self.rng = np.random.default_rng(_seed(seed))
+        self.rng = np.random.default_rng(check_env_seed(seed, "random: seed"))
 
     def act(self, e: BatchedGuild, r: np.ndarray, s: np.ndarray) -> np.ndarray:
         return sample_legal(self.rng, legal_masks(e, r, s))
-
-
-def _seed(seed: object) -> int | None:
-    """None or an int >= 0, as numpy takes it (its own refusal names no field)."""
-    if seed is not None and (isinstance(seed, (bool, np.bool_))
-                             or not isinstance(seed, (int, np.integer)) or seed < 0):
-        raise ValueError(f"random: seed must be an int >= 0 or None; got {seed!r:.40}")
-    return seed
 
 
 def sample_legal(rng: np.random.Generator, mask: np.ndarray) -> np.ndarray:

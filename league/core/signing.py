@@ -212,7 +212,7 @@ def signed_by(given: str | os.PathLike | None) -> dict:
 
 # --- signature.json ------------------------------------------------------------------------------
 
-def canonical(obj: dict) -> bytes:
+def canonical(obj: object) -> bytes:
     """The bytes that are signed: sorted keys, no spaces, ASCII."""
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
 
@@ -228,9 +228,8 @@ def file_sha256(path: Path, cap: int = MAX_HASHED_BYTES, what: str = "file") -> 
 
 
 def value_sha256(value: object) -> str:
-    """sha256 of a JSON value's canonical text (sorted keys, no spaces, ASCII), in hex."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return sha256_hex(text.encode())
+    """sha256 of a JSON value's canonical text (:func:`canonical`), in hex."""
+    return sha256_hex(canonical(value))
 
 
 def manifest_digests(manifest: dict) -> dict[str, str]:
