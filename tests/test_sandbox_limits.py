@@ -10,6 +10,7 @@ are ``tests/limit_cheats.py``'s; the helpers are ``tests/test_sandbox.py``'s.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -306,6 +307,31 @@ def test_the_controllers_the_machine_lacks_are_said_in_one_line_and_the_others_a
     assert len(said) == 1, said  # two sandboxes, two controllers: one line
     assert "'pids', 'cpu'" in said[0] and "'memory'" not in said[0], said
     assert "process limit" in said[0] and "CPU" in said[0], said
+
+
+def test_a_sandboxs_group_is_swept_only_once_it_is_old_and_empty(tmp_path: Path) -> None:
+    """Each process sweeps the empty groups of sandboxes gone (a league killed with kill -9) as
+    it makes its first sandbox; a league's workers do so together.  A group another process has
+    just made, and not yet joined, is empty too: it is left to its maker (it was removed, and
+    that sandbox ran without its memory limits).  An old empty one goes, its seats' first."""
+    as_root()
+    base = Path(sandbox.CGROUP_ROOT) / "memory"
+    needs((base / "cgroup.procs").is_file() and os.access(base, os.W_OK),
+          "a writable memory control group (cgroup v1, as root)")
+    group = base / f"{sandbox.CGROUP_PREFIX}{tmp_path.name}-{os.getpid()}"
+    group.mkdir()
+    (group / f"{seat_zygote.SEAT_CGROUP_PREFIX}0").mkdir()
+    try:
+        sandbox._sweep.__wrapped__(str(base))
+        assert (group / f"{seat_zygote.SEAT_CGROUP_PREFIX}0").is_dir()
+        old = time.time() - sandbox.SWEEP_AGE_S - 1
+        os.utime(group, (old, old))
+        sandbox._sweep.__wrapped__(str(base))
+        assert not group.exists()
+    finally:
+        for folder in (group / f"{seat_zygote.SEAT_CGROUP_PREFIX}0", group):
+            with contextlib.suppress(FileNotFoundError):
+                folder.rmdir()
 
 
 # --- memory: --seat-memory bounds a seat and all it starts ---------------------------------

@@ -73,6 +73,7 @@ SEAT_CPU_SHARES = 1024     # one seat's weight in the CPU scheduler, however man
 CGROUP_CONTROLLERS = ("memory", "pids", "cpu")
 CGROUP_ROOT = "/sys/fs/cgroup"
 CGROUP_PREFIX = "guild-sandbox-"
+SWEEP_AGE_S = 60.0         # a sandbox's group made (or changed) more recently is never swept
 NPROC = 4096               # processes and threads of one sandbox (its uid's RLIMIT_NPROC);
                            # each seat in it: league.seat.zygote.SEAT_NPROC
 UID_BASE = 2_000_000       # sandboxes run as uids UID_BASE .. UID_BASE + UID_SPAN - 1
@@ -541,7 +542,9 @@ def _sweep(base: str) -> None:
     killed with ``kill -9``), their seats' groups first; one that still holds a process
     refuses (EBUSY) and stays.  A sandbox whose zygote runs is another league's: the seat
     group it is making, empty for a moment, is left to it (below it, or beside it, named
-    after it: ``SANDBOX.seat-N``)."""
+    after it: ``SANDBOX.seat-N``).  So is a group made or changed within
+    :data:`SWEEP_AGE_S`: another process may have made it and not yet joined it (a league's
+    workers start their sandboxes together, and each sweeps as it starts)."""
     def holds(folder: Path) -> bool:
         try:
             return bool((folder / "cgroup.procs").read_text().strip())
@@ -551,7 +554,7 @@ def _sweep(base: str) -> None:
     for folder in Path(base).glob(CGROUP_PREFIX + "*"):
         with contextlib.suppress(OSError):
             owner = Path(base) / folder.name.partition(SEAT_CPU_SEPARATOR)[0]
-            if holds(folder) or holds(owner):
+            if time.time() - folder.stat().st_mtime < SWEEP_AGE_S or holds(folder) or holds(owner):
                 continue
             for seat in folder.glob(SEAT_CGROUP_PREFIX + "*"):
                 with contextlib.suppress(OSError):
