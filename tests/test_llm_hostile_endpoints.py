@@ -322,6 +322,26 @@ def test_a_timeout_beyond_an_hour_is_refused(option):
         make_policy(f"llm:m@http://127.0.0.1:9/v1#{option}")
 
 
+@pytest.mark.parametrize("option", ["max_tokens=1000001", "max_tokens=" + "9" * 4000,
+                                    "max_tokens=0"])
+def test_max_tokens_is_bounded(option):
+    # 4,000 digits made an int that was sent to the server as the reply's token limit
+    with pytest.raises(ValueError, match="max_tokens must be an int from 1 to 1000000") as e:
+        make_policy(f"llm:m@http://127.0.0.1:9/v1#{option}")
+    assert len(str(e.value)) < 200
+    assert make_policy("llm:m@http://127.0.0.1:9/v1#max_tokens=1000000").max_tokens == 10**6
+
+
+@pytest.mark.parametrize("spec", ["llm:m" + "x" * 5000, "llm:m@http://h/v1#" + "z" * 5000,
+                                  "llm:m@http://h/v1#max_tokens=" + "9" * 5000,
+                                  "llm:m@http://h/v1#timeout=" + "x" * 5000])
+def test_an_error_shows_a_long_spec_cut(spec):
+    # each echoed the whole spec or value: one error line of 5,000 characters
+    with pytest.raises(ValueError, match=r"llm policy.*\.\.\.") as e:
+        make_policy(spec)
+    assert len(str(e.value).splitlines()) == 1 and len(str(e.value)) < 400
+
+
 # --- the formats an endpoint refuses share the decision's limit -------------------------------
 
 def test_formats_refused_slowly_do_not_stretch_a_decision_past_its_limit():

@@ -89,6 +89,8 @@ PROBE_TIMEOUT = 10.0        # seconds to connect when a league checks the endpoi
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 MAX_TIMEOUT = 3600.0        # seconds: a bound on timeout and retry_floor
 MAX_URL_CHARS = 2000
+MAX_MAX_TOKENS = 1_000_000  # a bound on max_tokens (no model replies with more)
+SHOWN_CHARS = 80            # what an error line shows of a spec or an option's value
 # A prompt_file is read up to this many bytes: the most that MAX_PROMPT_LEN characters of
 # UTF-8 take (the prompt is cut there), so a huge or endless file costs nothing more.
 MAX_PROMPT_FILE_BYTES = 4 * MAX_PROMPT_LEN
@@ -167,8 +169,10 @@ class LLMPolicy:
                     or (name == "timeout" and value == 0):
                 raise ValueError(f"llm policy: {name} must be a positive number of seconds, at "
                                  f"most {MAX_TIMEOUT:g}; got {value!r}")
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-            raise ValueError(f"llm policy: max_tokens must be a positive int; got {max_tokens!r}")
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) \
+                or not 1 <= max_tokens <= MAX_MAX_TOKENS:
+            raise ValueError(f"llm policy: max_tokens must be an int from 1 to {MAX_MAX_TOKENS}; "
+                             f"got {shown(repr(max_tokens))}")
         if temperature is not None and (isinstance(temperature, bool)
                                         or not isinstance(temperature, (int, float))
                                         or not math.isfinite(temperature)):
@@ -413,16 +417,16 @@ def parse_options(fragment: str, options: dict[str, tuple[str, type]]) -> dict[s
     for pair in fragment.split("&") if fragment else ():
         key, eq, value = pair.partition("=")
         if key not in options or not eq:
-            raise ValueError(f"llm policy spec: unknown option {pair!r} after '#'; known: "
-                             f"{', '.join(sorted(options))} (as key=value)")
+            raise ValueError(f"llm policy spec: unknown option {shown(repr(pair))} after '#'; "
+                             f"known: {', '.join(sorted(options))} (as key=value)")
         name, kind = options[key]
         value = urllib.parse.unquote(value)
         try:
             kwargs[name] = kind(value)
         except ValueError:
-            kind_name = "true or false" if kind is flag else f"a {kind.__name__}"
+            kind_name = {flag: "true or false", int: "an int"}.get(kind, f"a {kind.__name__}")
             raise ValueError(f"llm policy spec: option {key} needs {kind_name}; got "
-                             f"{value!r}") from None
+                             f"{shown(repr(value))}") from None
     return kwargs
 
 
@@ -516,6 +520,11 @@ def api_key(name: str) -> str:
         raise ValueError(f"llm policy: the API key in ${name} holds a line break, a space, a "
                          "control or a non-ASCII character; set the variable to the key alone")
     return key
+
+
+def shown(text: str) -> str:
+    """``text`` cut to :data:`SHOWN_CHARS` for an error line (a spec may be of any length)."""
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."
 
 
 def shown_url(url: str) -> str:
