@@ -101,6 +101,22 @@ def test_a_body_that_trickles_cannot_hold_a_decision_past_its_limit():
 
 
 @pytest.mark.parametrize("streamed", [False, True])
+def test_headers_that_trickle_cannot_hold_a_decision_past_its_limit(streamed):
+    # each read had the whole limit of its own: a header line every 0.2 s held it for ever
+    def handle(h, body, stop):
+        h.wfile.write(b"HTTP/1.1 200 OK\r\n")
+        end = time.monotonic() + HOLD
+        while time.monotonic() < end and not stop.wait(0.2):
+            h.wfile.write(b"X-Slow: 1\r\n")
+            h.wfile.flush()
+
+    with endpoint(handle) as url:
+        content, attempt, took = call(url, limit=1.0, streamed=streamed)
+    assert content is None and attempt["error"] == "no reply within 1 s"
+    assert took < 20, f"a 1 s limit took {took:.1f} s against trickling headers"
+
+
+@pytest.mark.parametrize("streamed", [False, True])
 def test_an_error_body_is_read_only_in_part(streamed):
     # 8 KB at once, then a byte every 0.2 s: the error is said from its start, at once.
     def handle(h, body, stop):

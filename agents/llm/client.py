@@ -8,6 +8,7 @@ place, and the policy only decides what to ask and what to do with the answer. `
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import socket
@@ -78,9 +79,10 @@ class ChatClient:
         deadline = t0 + limit
         attempt: dict[str, Any] = {}
         try:
-            with self._http().stream("POST", f"{self.base_url}/chat/completions", json=body,
-                                     headers={**headers, "Accept-Encoding": ACCEPT_ENCODING},
-                                     timeout=limit) as r:
+            with cut_at(deadline) as extensions, \
+                    self._http().stream("POST", f"{self.base_url}/chat/completions", json=body,
+                                        headers={**headers, "Accept-Encoding": ACCEPT_ENCODING},
+                                        timeout=limit, extensions=extensions) as r:
                 if r.status_code in (401, 403):
                     raise RejectedError(f"HTTP {r.status_code}: the service refused the "
                                         "credentials")
@@ -90,12 +92,8 @@ class ChatClient:
                     return None, done(attempt, t0, error=f"HTTP {r.status_code}: "
                                                          f"{text.decode('utf-8', 'replace')[:200]}")
                 raw = read_body(r, MAX_BODY_BYTES, deadline, limit)
-        except httpx.TimeoutException:
-            return None, done(attempt, t0, error=no_reply(limit))
-        except httpx.HTTPError as e:
-            return None, done(attempt, t0, error=f"request failed: {type(e).__name__}: {e}")
-        except BodyError as e:
-            return None, done(attempt, t0, error=str(e))
+        except (httpx.HTTPError, BodyError) as e:
+            return None, done(attempt, t0, error=failure(e, deadline, limit))
         try:
             data = json.loads(raw)
         except (ValueError, RecursionError):
@@ -129,10 +127,11 @@ class ChatClient:
         parts: list[str] = []
         size = 0
         try:
-            with self._http().stream("POST", f"{self.base_url}/chat/completions",
-                                     json={**body, "stream": True},
-                                     headers={**headers, "Accept-Encoding": ACCEPT_ENCODING},
-                                     timeout=limit) as r:
+            with cut_at(deadline) as extensions, \
+                    self._http().stream("POST", f"{self.base_url}/chat/completions",
+                                        json={**body, "stream": True},
+                                        headers={**headers, "Accept-Encoding": ACCEPT_ENCODING},
+                                        timeout=limit, extensions=extensions) as r:
                 if r.status_code != 200:
                     attempt["status"] = r.status_code
                     text = read_body(r, MAX_ERROR_BYTES, deadline, limit, cut=True)
@@ -159,12 +158,8 @@ class ChatClient:
                     if size > MAX_REPLY_CHARS:  # enough: closing the stream stops the server
                         attempt["cut"] = f"at {MAX_REPLY_CHARS:,} characters"
                         break
-        except httpx.TimeoutException:
-            return None, done(attempt, t0, error=no_reply(limit))
-        except httpx.HTTPError as e:
-            return None, done(attempt, t0, error=f"request failed: {type(e).__name__}: {e}")
-        except BodyError as e:
-            return None, done(attempt, t0, error=str(e))
+        except (httpx.HTTPError, BodyError) as e:
+            return None, done(attempt, t0, error=failure(e, deadline, limit))
         attempt["reply"] = "".join(parts)[:MAX_REPLY_CHARS]
         attempt["pieces"] = len(parts)  # streamed pieces: about one a sampled token
         return attempt["reply"], done(attempt, t0)
@@ -228,13 +223,73 @@ class ChatClient:
 
         with self._lock:
             if self._client is None:
-                self._client = httpx.Client(trust_env=self.trust_env)
+                # no connection kept for the next request: each starts with a connection of
+                # its own, which cut_at can end at the deadline
+                self._client = httpx.Client(trust_env=self.trust_env,
+                                            limits=httpx.Limits(max_keepalive_connections=0))
             return self._client
 
 
 def no_reply(limit: float) -> str:
     """The error of a request that ran out of time."""
     return f"no reply within {limit:g} s"
+
+
+def failure(e: Exception, deadline: float, limit: float) -> str:
+    """The error recorded for a request that raised ``e``: any failure of the connection at or
+    after ``deadline`` is the deadline's (:func:`cut_at` ends the connection then)."""
+    import httpx
+
+    if isinstance(e, httpx.TimeoutException) or \
+            (isinstance(e, httpx.HTTPError) and time.perf_counter() >= deadline):
+        return no_reply(limit)
+    if isinstance(e, BodyError):
+        return str(e)
+    return f"request failed: {type(e).__name__}: {e}"
+
+
+@contextlib.contextmanager
+def cut_at(deadline: float) -> Iterator[dict[str, Any]]:
+    """The httpx request ``extensions`` that end the request's connection at ``deadline``
+    (``time.perf_counter``), whatever it waits on then: its socket is shut down, which wakes a
+    read. httpx's timeouts bound each read alone, so a server that sends its status line and
+    headers a byte at a time, within each read's timeout, held a request for as long as it
+    liked. The socket is taken as the connection is made (a copy of it, so its number is never
+    another's by the time the deadline comes)."""
+    lock = threading.Lock()
+    held: list[socket.socket] = []
+    due: list[bool] = []  # the deadline has come (a connection made later is ended at once)
+
+    def end(sock: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+    def trace(event: str, info: dict[str, Any]) -> None:
+        if event.endswith("connect_tcp.complete"):
+            sock = getattr(info.get("return_value"), "get_extra_info", lambda _: None)("socket")
+            if isinstance(sock, socket.socket):
+                with lock:
+                    held.append(sock.dup())
+                    if due:
+                        end(held[-1])
+
+    def cut() -> None:
+        with lock:
+            due.append(True)
+            for sock in held:
+                end(sock)
+
+    timer = threading.Timer(max(deadline - time.perf_counter(), 0.0), cut)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield {"trace": trace}
+    finally:
+        timer.cancel()
+        with lock:
+            for sock in held:
+                sock.close()
+            held.clear()
 
 
 def body_pieces(r: Any, deadline: float, limit: float) -> Iterator[bytes]:
@@ -263,6 +318,8 @@ def body_pieces(r: Any, deadline: float, limit: float) -> Iterator[bytes]:
             yield piece
             if time.perf_counter() > deadline:
                 raise BodyError(no_reply(limit))
+    if time.perf_counter() > deadline:  # a body ended by the connection's end: cut_at's?
+        raise BodyError(no_reply(limit))
     if inflate is not None:
         yield inflate.flush()  # what the inflater still holds: less than a piece
 
