@@ -479,10 +479,12 @@ try:
         """``GuildVectorEnv`` (flat observation, same-step autoreset) as an SB3 ``VecEnv``.
 
         The batched engine behind a Stable-Baselines3 learner (MaskablePPO reads
-        ``action_masks()``); finished episodes report ``info["episode"]`` (``r``: the final
-        score) and ``info["terminal_observation"]`` as SB3's own ``VecMonitor`` and
-        ``DummyVecEnv`` do.  ``env_kwargs`` go to ``GuildVectorEnv`` (``opponents``, ``seat``,
-        ``turns``...).
+        ``action_masks()``); an episode is done when its game ends or ``max_episode_steps``
+        cuts it, and finished episodes report ``info["episode"]`` (``r``: the return, with the
+        default dense reward the score reached; ``l``: the steps played) and
+        ``info["terminal_observation"]``, and every info ``"TimeLimit.truncated"``, as SB3's own
+        ``VecMonitor`` and ``DummyVecEnv`` do.  ``env_kwargs`` go to ``GuildVectorEnv``
+        (``opponents``, ``seat``, ``turns``, ``max_episode_steps``...).
 
         Seeding is SB3's ``VecEnv`` convention: ``seed`` (env ``i`` gets ``seed + i``) and a
         later :meth:`seed` (``MaskablePPO(seed=...)`` calls it) are used by the next
@@ -499,6 +501,9 @@ try:
             self.env = GuildVectorEnv(num_envs, flatten=True, autoreset_mode="same_step",
                                       **env_kwargs)
             self._actions: np.ndarray | None = None
+            # each env's episode so far, for info["episode"] when it ends
+            self._returns = np.zeros(num_envs, np.float64)
+            self._lengths = np.zeros(num_envs, np.int64)
             super().__init__(num_envs, self.env.single_observation_space,
                              self.env.single_action_space)
             if seed is not None:  # for the first reset, as a seed() before it
@@ -512,6 +517,8 @@ try:
                 raise ValueError(f"seeds must be given for all {self.num_envs} envs or none; "
                                  f"got {self._seeds!r:.80}")
             obs, _ = self.env.reset(seed=[int(s) for s in given] if given else None)
+            self._returns[:] = 0.0
+            self._lengths[:] = 0
             self._reset_seeds()
             self._reset_options()
             return obs
@@ -522,12 +529,22 @@ try:
             self._actions = self.env.check_actions(actions)
 
         def step_wait(self) -> tuple:
-            obs, reward, done, _, info = self.env.step_checked(self._actions)
-            infos: list[dict] = [{} for _ in range(self.num_envs)]
+            """SB3's step: ``done`` where a game ended or ``max_episode_steps`` cut it, each
+            info's ``TimeLimit.truncated`` as ``DummyVecEnv`` sets it (a cut episode's last
+            value is bootstrapped), and a finished env's ``terminal_observation`` and
+            ``episode`` (its return and length, as ``VecMonitor`` counts them)."""
+            obs, reward, terminated, truncated, info = self.env.step_checked(self._actions)
+            done = terminated | truncated
+            self._returns += reward
+            self._lengths += 1
+            cut = truncated & ~terminated
+            infos: list[dict] = [{"TimeLimit.truncated": bool(c)} for c in cut.tolist()]
             for i in np.flatnonzero(done).tolist():
-                score = float(info["final_info"]["score"][i])
-                infos[i] = {"terminal_observation": info["final_obs"][i],
-                            "episode": {"r": score, "l": self.env.engine.turns, "t": 0.0}}
+                infos[i]["terminal_observation"] = info["final_obs"][i]
+                infos[i]["episode"] = {"r": float(self._returns[i]),
+                                       "l": int(self._lengths[i]), "t": 0.0}
+            self._returns[done] = 0.0
+            self._lengths[done] = 0
             return obs, reward.astype(np.float32), done, infos
 
         def action_masks(self) -> np.ndarray:

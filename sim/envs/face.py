@@ -23,12 +23,27 @@ from ..codec.action_table import (
 )
 from ..codec.encode import encode, encode_flat, layout, slices
 from ..game import Game
+from ..language.phrasing import OUTCOMES, outcome_text
+from ..language.textview import render_observation
 from ..policies import POLICIES, is_policy_function
-from ..rules.world import MAX_SENTENCE_LEN, SEATS, World
+from ..rules.world import (
+    COG_NAMES,
+    MAX_NOTES_LEN,
+    MAX_ROOM_LOG,
+    MAX_ROOM_LOG_LEN,
+    MAX_SENTENCE_LEN,
+    QUESTS,
+    SEATS,
+    World,
+    per_world,
+)
 
 DEFAULT_OPPONENTS = ("factor", "magpie", "factor", "magpie", "factor")
 # The longest sentence text mode takes: its action space's ``Text(max_length=...)``.
 MAX_TEXT_ACTION = MAX_SENTENCE_LEN * 4
+# The text observation's ``Text(max_length=...)`` in a town whose longest view is shorter (the
+# standard town's, about a tenth of it): a larger town's space is :func:`text_view_bound`.
+TEXT_VIEW_LENGTH = 60_000
 
 
 # What a text space samples from: newline and the printable Basic Multilingual Plane.
@@ -102,7 +117,8 @@ def seat_spaces(world: World, text_mode: bool, flat: bool) -> tuple[spaces.Space
     lay = layout(world)
     if text_mode:
         # No mask here: the action is a sentence; info["admissible"] lists the legal ones.
-        obs = spaces.Dict({"observation_text": AnyText(max_length=60_000)})
+        obs = spaces.Dict({"observation_text": AnyText(
+            max_length=max(TEXT_VIEW_LENGTH, text_view_bound(world)))})
         return obs, AnyText(max_length=MAX_TEXT_ACTION)
     if flat:
         size = sum(shape[0] for shape, _ in lay.values())
@@ -113,6 +129,58 @@ def seat_spaces(world: World, text_mode: bool, flat: bool) -> tuple[spaces.Space
                            else spaces.Box(0.0, hi, shape, np.float32)
                            for k, (shape, hi) in lay.items()})
     return obs, spaces.Discrete(n_actions(world))
+
+
+@per_world
+def text_view_bound(world: World) -> int:
+    """A length no seat's text view of ``world`` exceeds (as the envs render it: no operator
+    prompt), so that every observation lies in the space.
+
+    The view of a made-up seat with every part at its longest is rendered by the text view
+    itself, so the bound follows its wording: every number as wide as int64's widest; every
+    name (alias, room, keeper, good) and description the town's longest, and one character
+    more for a good's count (the longer of its two forms); every room's exits, the most any
+    room has; every good in the pack and on the ground, the longest price table; the most log
+    lines, offers, retainers at their caps, the longest outcome, sentence and notes; the map
+    as it is.  A seat holds two commissions and hears at most one offer from each other seat.
+    """
+    wide = -(10 ** 19)  # one character wider than any int64 (the parser's, a purse's)
+    alias = max((*COG_NAMES, f"Cog {SEATS}"), key=len)
+    room = max((r.name for r in world.rooms), key=len)
+    keeper = max((k.name for k in world.keepers), key=len)
+    good = max((g.name for g in world.goods), key=len)
+    # no good is called this, so _count shows it as it is, whichever form a count would pick
+    counted = max((n for g in world.goods for n in (g.name, g.plural)), key=len) + "~"
+    outcome = max((outcome_text(r, room) for r in OUTCOMES), key=len)
+    goods = [{"item": counted, "count": wide} for _ in world.goods]
+    quest = {"item": counted, "count": wide, "delivered": -wide, "points": wide,
+             "outstanding": wide, "settledBy": keeper, "at": room,
+             "cheapest": {"npc": keeper, "at": room, "ask": wide}}
+    price = {"item": good, "stock": wide, "ask": wide, "bid": wide}
+    view = {
+        "turn": wide, "turns": wide, "name": alias, "coin": wide, "items": goods, "carried": 0,
+        "carryLimit": wide, "quests": [quest] * QUESTS,
+        "room": {"name": room, "desc": max((r.desc for r in world.rooms), key=len),
+                 "dark": True,
+                 "exits": [{"name": room}] * max(len(r.exits) for r in world.rooms),
+                 "ground": goods, "cogs": [alias] * (SEATS - 1),
+                 "npc": {"name": keeper, "coin": wide,
+                         "goods": [price] * max(len(k.trade) for k in world.keepers)}},
+        "heard": ["x" * MAX_ROOM_LOG_LEN] * MAX_ROOM_LOG,
+        "standing": {"hiredTo": alias, "hiredToTurns": wide,
+                     "retainers": [{"name": alias, "turns": wide}] * (SEATS - 1)},
+        "map": [{"name": r.name, "exits": [world.rooms[e].name for e in r.exits],
+                 "npc": world.keepers[world.keeper_in_room[r.id]].name
+                 if world.keeper_in_room[r.id] >= 0 else "", "dark": r.dark}
+                for r in world.rooms],
+        "lastReason": "ok", "lastSentence": "x" * MAX_SENTENCE_LEN, "lastOutcome": outcome,
+        "notes": "x" * MAX_NOTES_LEN,
+    }
+    offers = ({"kind": "trade", "from": alias, "coin": wide, "item": counted, "qty": wide},
+              {"kind": "hire", "from": alias, "coin": wide})
+    return max(len(render_observation({**view, "offers": [offer] * (SEATS - 1)}, world, "",
+                                      speech))
+               for offer in offers for speech in (True, False))
 
 
 def check_env_seed(seed: object, name: str = "seed") -> int | None:
@@ -244,6 +312,9 @@ class SeatFace:
         if type(action) is int and 0 <= action < self.n_actions:
             return action  # the common case, answered before the general checks
         if isinstance(action, np.ndarray):
+            if action.size != 1:  # .item() would say only that it cannot convert
+                raise ValueError(f"action must be one int index; got an array of shape "
+                                 f"{action.shape}")
             action = action.item()
         if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
             raise ValueError(f"action must be an int index; got {action!r}")

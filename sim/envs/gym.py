@@ -16,7 +16,14 @@ from ..game import Game, GameConfig
 from ..policies import BATCHED_POLICIES, check_town
 from ..rules.scoring import score
 from ..rules.world import SEATS, STANDARD_TOWN, World
-from .face import SeatFace, check_seat, opponent_specs, resolve_policy, seat_spaces
+from .face import (
+    SeatFace,
+    check_env_seed,
+    check_seat,
+    opponent_specs,
+    resolve_policy,
+    seat_spaces,
+)
 from .picture import seat_picture
 from .row import RowEpisode
 
@@ -117,7 +124,9 @@ class GuildEnv(gym.Env):
 
     # --- gymnasium API ---------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        super().reset(seed=seed)
+        # checked as parallel_env and GuildVectorEnv check it: a numpy int is a seed, and a bad
+        # one a ValueError naming the field (Gymnasium's own check takes Python ints only)
+        super().reset(seed=check_env_seed(seed))
         rng = self.np_random
         game_seed = int(rng.integers(0, 2 ** 31 - 1))
         self.seat = int(rng.integers(0, SEATS)) if self.fixed_seat is None else self.fixed_seat

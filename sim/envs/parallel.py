@@ -7,8 +7,12 @@ Agents ``seat_0`` .. ``seat_5``; spaces, observations, masks and rewards as in `
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 from pettingzoo import ParallelEnv
+from pettingzoo.utils.conversions import parallel_to_aec
+from pettingzoo.utils.wrappers import BaseWrapper
 
 from ..codec.action_table import legal_mask, to_intent
 from ..game import Game, GameConfig
@@ -23,35 +27,33 @@ def parallel_env(**kwargs) -> GuildParallelEnv:
     return GuildParallelEnv(**kwargs)
 
 
-def env(**kwargs):
+def env(**kwargs) -> _CheckedSteps:
     """The PettingZoo AEC environment: the parallel one with its seats asked one after another
     (PettingZoo's ``parallel_to_aec``).  The turn still resolves when the last seat has chosen,
     as the rules resolve all six acts at once, so both faces play the same games.  Each seat's
     action is checked when it is given (:class:`_CheckedSteps`): the conversion only stores it,
     so a bad one surfaced at the last seat's step, blamed on nobody, and stayed."""
-    from pettingzoo.utils.conversions import parallel_to_aec
-
     parallel = GuildParallelEnv(**kwargs)
-    return _checked_steps()(parallel_to_aec(parallel), parallel)
+    return _CheckedSteps(parallel_to_aec(parallel), parallel)
 
 
-def _checked_steps():
-    """The AEC wrapper class (PettingZoo is imported only when an AEC env is made)."""
-    from pettingzoo.utils.wrappers import BaseWrapper
+class _CheckedSteps(BaseWrapper):
+    """The AEC env whose ``step`` checks the selected seat's action before storing it.
 
-    class _CheckedSteps(BaseWrapper):
-        def __init__(self, aec, parallel: GuildParallelEnv) -> None:
-            super().__init__(aec)
-            self._face = parallel.face
+    At module level so that the env pickles (a class made inside a function does not)."""
 
-        def step(self, action) -> None:
-            agent = self.agent_selection
-            if action is not None and not (self.terminations.get(agent)
-                                           or self.truncations.get(agent)):
-                self._face.checked(agent, action)
-            super().step(action)
+    def __init__(self, aec, parallel: GuildParallelEnv) -> None:
+        super().__init__(aec)
+        self._face = parallel.face
 
-    return _CheckedSteps
+    def step(self, action) -> None:
+        """A live seat's action is checked like any other (None included: a ``ValueError``
+        naming the seat, nothing stored); only a terminated or truncated seat steps with None,
+        PettingZoo's convention for removing it."""
+        agent = self.agent_selection
+        if not (self.terminations.get(agent) or self.truncations.get(agent)):
+            self._face.checked(agent, action)
+        super().step(action)
 
 
 class GuildParallelEnv(ParallelEnv):
@@ -115,6 +117,9 @@ class GuildParallelEnv(ParallelEnv):
         if not self.agents:
             raise RuntimeError("step() called before reset() or after the episode ended")
         agents = self.possible_agents  # every seat acts until the episode ends
+        if not isinstance(actions, Mapping):
+            raise ValueError(f"actions must be a dict of an action per agent ({agents[0]}.."
+                             f"{agents[-1]}); got the {type(actions).__name__} {actions!r:.80}")
         missing = [a for a in agents if a not in actions]
         if missing:
             raise ValueError(f"step needs an action for every agent; missing {missing}")
@@ -150,7 +155,12 @@ class GuildParallelEnv(ParallelEnv):
         return obs, rewards, terms, truncs, infos
 
     def action_masks(self, agent: str) -> np.ndarray:
-        s = self.possible_agents.index(agent)
+        """The legal-action mask of ``agent``; an unknown agent is named with the known ones."""
+        agents = self.possible_agents
+        if not isinstance(agent, str) or agent not in agents:
+            raise ValueError(f"action_masks: agent must be one of {agents[0]}..{agents[-1]}; "
+                             f"got {agent!r:.80}")
+        s = agents.index(agent)
         if self._row is None:
             if self._game is None:  # as step(): no episode to mask yet
                 raise RuntimeError("action_masks() called before reset(); call reset() first")
