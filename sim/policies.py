@@ -14,8 +14,11 @@ here, in a registry that packages fill in one of two ways:
   The entry point is loaded only when its name is first asked for.  Our own distribution
   declares the baselines this way, so ``gymnasium.make("sim:guild/Guild-v0")`` finds factor
   and magpie in a fresh interpreter.  Batched policies (``act(engine, rows, seats)``) use the
-  group ``guild.batched_policies``.
-* **At run time**: :meth:`PolicyRegistry.register`, e.g. from a package's ``__init__``.
+  group ``guild.batched_policies``.  A name is one policy: another distribution's declaration
+  of a built-in name, or of a name declared before it, is ignored with a warning naming it.
+* **At run time**: :meth:`PolicyRegistry.register`, e.g. from a package's ``__init__``; a
+  name already known is replaced with a warning (as Gymnasium's ``register`` does), unless
+  asked for (``replace=True``).
 
 A name may also prefix a spec (``"sb3:model.zip"``): the factory then receives the rest of the
 spec as ``spec=``.  Anything else with a colon is ``"module.path:Name"``, imported as given.
@@ -53,7 +56,9 @@ import importlib.metadata
 import inspect
 import logging
 import os
+import re
 import sys
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -63,6 +68,8 @@ log = logging.getLogger(__name__)
 
 POLICY_GROUP = "guild.policies"
 BATCHED_POLICY_GROUP = "guild.batched_policies"
+OWN_DISTRIBUTION = "guild-game"  # declares the built-in names (pyproject.toml), which win
+TRUSTED_PREFIX = "trusted"  # a league's spec prefix (league.core.episode.TRUSTED), no policy
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
@@ -90,11 +97,23 @@ class PolicyRegistry:
         self._classes: dict[str, type] = {}
         self._ready: set[type] = set()
 
-    def register(self, name: str, factory: Callable[..., Any]) -> None:
-        """Make ``name`` (case-insensitive) build policies with ``factory(**params)``."""
+    def register(self, name: str, factory: Callable[..., Any], replace: bool = False) -> None:
+        """Make ``name`` (case-insensitive) build policies with ``factory(**params)``.
+
+        A name already known (registered, or declared by an entry point, a built-in among
+        them) is replaced with a ``RuntimeWarning`` unless ``replace``: a silent replacement
+        would change what every later spec of that name plays.  (Not an error: a notebook cell
+        that registers a policy may run again.)
+        """
         if not isinstance(name, str) or not name.strip() or ":" in name:
             raise ValueError(f"a policy name must be a non-empty word without ':'; got {name!r}")
-        self._factories[name.strip().lower()] = factory
+        key = name.strip().lower()
+        if not replace and (self._factories.get(key, factory) is not factory
+                            or key not in self._factories and key in self._declared()):
+            warnings.warn(f"policy name {key!r} was already known (in group {self.group!r}) "
+                          "and now builds another policy; pass replace=True to say so, or "
+                          "choose another name", RuntimeWarning, stacklevel=2)
+        self._factories[key] = factory
         self._classes.clear()
 
     def names(self) -> list[str]:
@@ -181,6 +200,10 @@ class PolicyRegistry:
             factory = self.factory(prefix) if "." not in prefix else None
             if factory is not None:
                 return self._build(factory, spec, {"spec": rest, **params})
+            if prefix.strip().lower() == TRUSTED_PREFIX:
+                raise ValueError(f"policy {spec!r}: trusted: is a guild league prefix (it runs a "
+                                 "policy in the league's own process); here every policy already "
+                                 f"runs in this process: name it without the prefix ({rest!r})")
             return self._build(import_object(key), spec, params, declared=False)
         raise ValueError(f"unknown policy {spec!r}; {self._known()}{self._hint(key)}")
 
@@ -238,19 +261,55 @@ class PolicyRegistry:
         return self.functions(fn, spec if isinstance(spec, str) else "")
 
     def _declared(self) -> dict[str, importlib.metadata.EntryPoint]:
+        """The group's entry points by name, read once, when a name is first looked up."""
         if self._entry_points is None:
             try:
                 eps = importlib.metadata.entry_points(group=self.group)
             except Exception as e:  # broken metadata of some installed distribution
                 log.warning("cannot read entry points of group %r: %s", self.group, e)
                 eps = ()
-            self._entry_points = {ep.name.strip().lower(): ep for ep in eps}
+            self._entry_points = declared_once(self.group, eps)
         return self._entry_points
 
     def _known(self) -> str:
         names = self.names()
         listed = ", ".join(names) if names else "none registered"
         return f"known: {listed}, or 'module.path:Name'"
+
+
+def declared_once(group: str, eps: Iterable[importlib.metadata.EntryPoint]
+                  ) -> dict[str, importlib.metadata.EntryPoint]:
+    """Entry points by name, each name kept once: a name two distributions declare would
+    otherwise resolve to one of them by ``sys.path`` order, unannounced.  A built-in name
+    (declared by :data:`OWN_DISTRIBUTION`) stays the built-in; of other clashes the first
+    declaration is kept.  Each refused declaration is one warning naming its distribution.
+    Distributions are named only for a clash (reading their metadata costs time)."""
+    by_name: dict[str, list[importlib.metadata.EntryPoint]] = {}
+    for ep in eps:
+        by_name.setdefault(ep.name.strip().lower(), []).append(ep)
+    kept: dict[str, importlib.metadata.EntryPoint] = {}
+    for key, declared in by_name.items():
+        if len(declared) > 1:
+            named = sorted(((_distribution(ep), ep) for ep in declared),
+                           key=lambda pair: pair[0] != OWN_DISTRIBUTION)  # stable: path order
+            first_dist, first = named[0]
+            whose = ("the built-in" if first_dist == OWN_DISTRIBUTION
+                     else f"{first_dist}'s ({first.value})")
+            for dist, ep in named[1:]:
+                if (dist, ep.value) != (first_dist, first.value):  # not one seen twice
+                    warnings.warn(f"policy {key!r} in entry-point group {group!r}: {dist}'s "
+                                  f"declaration ({ep.value}) is ignored; {key!r} stays {whose}",
+                                  RuntimeWarning, stacklevel=2)
+            declared = [first]
+        kept[key] = declared[0]
+    return kept
+
+
+def _distribution(ep: importlib.metadata.EntryPoint) -> str:
+    """The normalized name of the distribution that declares ``ep`` ('?' when unknown)."""
+    dist = getattr(ep, "dist", None)
+    name = getattr(dist, "name", None) if dist is not None else None
+    return re.sub(r"[-_.]+", "-", name).lower() if isinstance(name, str) else "?"
 
 
 def required_positional(obj: object) -> int | None:

@@ -133,7 +133,7 @@ def test_a_broken_or_plain_batched_entry_keeps_the_scalar_path(monkeypatch) -> N
     monkeypatch.setattr(BATCHED_POLICIES, "_factories", dict(BATCHED_POLICIES._factories))
     monkeypatch.setattr(BATCHED_POLICIES, "_classes", {})
     for factory in (broken, Plain):
-        BATCHED_POLICIES.register("magpie", factory)
+        BATCHED_POLICIES.register("magpie", factory, replace=True)
         env = GuildEnv()
         env.reset(seed=0)
         assert env._row is None

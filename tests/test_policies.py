@@ -93,7 +93,7 @@ def test_built_again_through_the_fast_paths() -> None:
     class Sleeper(Waiter):
         pass
 
-    registry.register("waiter", Sleeper)
+    registry.register("waiter", Sleeper, replace=True)
     assert type(registry.make("waiter")) is Sleeper
 
 

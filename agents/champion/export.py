@@ -1,6 +1,12 @@
-"""Turn a ``guild train`` run into the shipped champion (needs torch, the ``train`` extra)::
+"""Turn a ``guild train`` run into a champion file (needs torch, the ``train`` extra)::
 
-    python -m agents.champion.export runs/champion [--out agents/champion/champion.npz]
+    python -m agents.champion.export runs/champion [--out FILE]
+
+It writes ``RUN/champion.npz`` unless ``--out`` names another file.  The built-in
+``champion`` is replaced only when ``--out`` names the package's own file
+(``agents/champion/champion.npz``), since every later ``champion`` seat plays whatever that file
+holds: a default that wrote it would swap the built-in opponent, unannounced, in every install
+the command ran in.
 
 Keeps the actor's layers only (the value head plays no part in choosing), as float32, and
 records in ``meta`` what the run's ``summary.json`` says of it: seed, steps, hyperparameters,
@@ -10,13 +16,13 @@ recipe can be checked against the shipped weights.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 from agents.champion import CHAMPION_FILE
 from agents.champion.net import save_net
+from sim.commandline import OneLineParser
 
 KEPT = ("seed", "steps", "train_seconds", "steps_per_second", "envs", "league", "against",
         "threads", "device", "digests", "digest", "hyperparameters", "config", "after")
@@ -49,19 +55,31 @@ def export(run: Path, out: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m agents.champion.export",
-                                description="a guild train run -> the shipped champion")
+    p = OneLineParser(prog="python -m agents.champion.export",
+                      description="a guild train run -> a champion network file")
     p.add_argument("run", type=Path, help="the run's --out folder")
-    p.add_argument("--out", type=Path, default=CHAMPION_FILE)
+    p.add_argument("--out", type=Path, default=None,
+                   help="the file to write (RUN/champion.npz); naming the package's "
+                        f"{CHAMPION_FILE.name} ({CHAMPION_FILE}) replaces the built-in champion")
     args = p.parse_args(argv)
+    out: Path = args.run / "champion.npz" if args.out is None else args.out
     try:
-        meta = export(args.run, args.out)
+        meta = export(args.run, out)
     except (OSError, ValueError, KeyError) as e:
         print(f"export: {e}", file=sys.stderr)
         return 2
-    print(f"wrote {args.out} ({args.out.stat().st_size:,} bytes): {meta['run']['steps']:,} "
-          f"steps, digest {meta['run']['digest'][:16]}")
+    builtin = " (the built-in champion now plays it)" if _same_file(out, CHAMPION_FILE) else ""
+    print(f"wrote {out} ({out.stat().st_size:,} bytes): {meta['run']['steps']:,} "
+          f"steps, digest {meta['run']['digest'][:16]}{builtin}")
     return 0
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one file (through links and relative paths)."""
+    try:
+        return a.samefile(b)
+    except OSError:
+        return False
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sim.commandline import OneLineParser
+
 
 def league_stats(run: Path) -> dict[str, Any]:
     """The figures for the ``llm:`` seats of the league in ``run``."""
@@ -143,11 +145,12 @@ def row_of(path: Path) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     """Print the figures for each league directory named, as JSON lines."""
-    args = sys.argv[1:] if argv is None else argv
-    if not args:
-        print("usage: python -m agents.llm.local_stats RUN_DIR [RUN_DIR...]", file=sys.stderr)
-        return 2
-    for arg in args:
+    parser = OneLineParser(prog="python -m agents.llm.local_stats",
+                           description="How a league's language-model seats did: one JSON "
+                                       "line of figures per league folder (docs/llm.md).")
+    parser.add_argument("runs", nargs="+", metavar="RUN_DIR",
+                        help="a league's --out folder (results.jsonl, ladder.json, replays/)")
+    for arg in parser.parse_args(argv).runs:
         try:
             stats = league_stats(Path(arg))
         except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError,
