@@ -8,6 +8,7 @@ from it; all others are replayed from their sentence.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import NamedTuple
@@ -236,7 +237,7 @@ def _compare(mine: dict, recorded: dict, i: int) -> None:
         raise ReplayMismatch(f"event {i}: not an object", i)
     a = {k: v for k, v in mine.items() if k != "structured"}
     b = {k: v for k, v in recorded.items() if k != "structured"}
-    if a == b:
+    if same(a, b):
         return
     if a.get("kind") != b.get("kind"):
         raise ReplayMismatch(f"event {i}: expected a {a.get('kind')!r} event, recorded "
@@ -262,24 +263,56 @@ class _Absent:
 _ABSENT = _Absent()
 
 
+# JSON text of a value as json writes it (no cycle check: a value of JSON is a tree)
+_ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+
+
+def same(a: object, b: object) -> bool:
+    """Whether ``a`` and ``b`` are one JSON value: equal, and of the same types throughout.
+
+    Python's ``==`` holds ``True == 1 == 1.0``, so a record whose quantity is ``true`` or
+    whose coin is ``4.0`` would pass for the rules' ``1`` and ``4``, and be shown as such.
+    Their JSON texts are compared first (C code; a record keeps the rules' key order), then,
+    when only the order of keys may differ, the values leaf by leaf."""
+    if a != b:
+        return False
+    try:
+        if _ENCODE(a) == _ENCODE(b):
+            return True
+    except (TypeError, ValueError):  # not JSON: compared leaf by leaf
+        pass
+    return _first_difference(a, b) is None
+
+
+def difference(ours: object, theirs: object) -> tuple[str, object, object] | None:
+    """Where ``theirs`` (a record) first differs from ``ours`` (what the rules give), types
+    and all (:func:`same`): the field (``coin[2]``, empty for the whole value) and the two
+    values; ``None`` when they are one value."""
+    found = _first_difference(ours, theirs)
+    return None if found is None else (_path_text(found[0]), found[1], found[2])
+
+
 def _first_difference(a: object, b: object,
                       path: _Path = ()) -> tuple[_Path, object, object] | None:
     """The first place where ``a`` (the rules') and ``b`` (the record's) differ, as (path, a's
     value, b's value), going into dicts (keys in sorted order) and lists of equal length;
-    ``None`` when they are equal."""
-    if a == b:
-        return None
+    ``None`` when they are equal, and of the same types (``True`` is not ``1``, nor ``1.0``
+    ``1``)."""
     if isinstance(a, dict) and isinstance(b, dict):
         for key in sorted(set(a) | set(b), key=str):
             if (key in a) != (key in b):
                 return (*path, key), a.get(key, _ABSENT), b.get(key, _ABSENT)
-            if a[key] != b[key]:
-                return _first_difference(a[key], b[key], (*path, key))
+            found = _first_difference(a[key], b[key], (*path, key))
+            if found is not None:
+                return found
+        return None
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
         for k, (x, y) in enumerate(zip(a, b)):
-            if x != y:
-                return _first_difference(x, y, (*path, k))
-    return path, a, b
+            found = _first_difference(x, y, (*path, k))
+            if found is not None:
+                return found
+        return None
+    return None if type(a) is type(b) and a == b else (path, a, b)
 
 
 def _path_text(path: _Path) -> str:

@@ -30,7 +30,7 @@ from league.core.verify import verify_dir
 from league.core.verify_signature import public_key_arg
 from league.procs.backends import WorkerDiedError
 from league.tournament import MAX_SECONDS, LeagueOptions, default_workers, run_league
-from sim.commandline import OneLineParser, broken_pipe
+from sim.commandline import OneLineParser, broken_pipe, printable
 from sim.rules.world import MAX_TURNS, MIN_TURNS
 
 EPILOG_LEAGUE = """\
@@ -208,8 +208,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"guild: error: choose a command: {', '.join(_commands(parser))} (guild COMMAND "
               "--help says more)", file=sys.stderr)
         return 2
-    except LeagueError as e:
-        print(f"guild {args.command}: error: {e}", file=sys.stderr)
+    except LeagueError as e:  # its paths and names come from anyone: none may act on a terminal
+        print(f"guild {args.command}: error: {printable(str(e))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader of our output left (guild verify DIR | head -1)
         return broken_pipe()
@@ -355,8 +355,8 @@ def _league(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     report = verify_dir(args.dir, public_key=args.public_key)
     if report.torn:
-        print(f"verify: ignoring the unfinished last line of {args.dir}/results.jsonl (an "
-              "interrupted run)", file=sys.stderr)
+        print(f"verify: ignoring the unfinished last line of {printable(args.dir)}/results.jsonl "
+              "(an interrupted run)", file=sys.stderr)
     print("\n".join(report.lines()))
     return 1 if report.problems else 0
 

@@ -20,24 +20,34 @@ import hmac
 import html
 import json
 import os
+import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from importlib import resources
 from pathlib import Path
 
+from league.core import files
 from league.core.atomic import create_private, write_atomic
+from league.core.episode import RESULT_KEYS
 from league.core.errors import LeagueError
-from league.core.files import MAX_REPLAY_BYTES, check_replaceable, read_regular, world_option
-from league.core.signing import default_key_path
+from league.core.files import (
+    MAX_REPLAY_BYTES,
+    REPLAY_PROTOCOL,
+    check_replaceable,
+    read_regular,
+    short,
+    world_option,
+)
+from league.core.signing import default_key_path, value_sha256
 from sim import GameConfig, ReplayMismatch, replay
 from sim.commandline import printable
 from sim.game import Game
 from sim.language.phrasing import outcome_text
-from sim.replay import purse_problem, town_problem
-from sim.rules.errors import ConfigError
+from sim.replay import difference, purse_problem, same, town_problem
+from sim.rules.errors import ConfigError, shown
 from sim.rules.world import MAX_TURNS, SEATS, STANDARD_TOWN, World
 
-PROTOCOL = "cogmud.replay.v1"
+PROTOCOL = REPLAY_PROTOCOL
 HIGHLIGHTS = 8
 TEMPLATE = "viewer.html"
 DATA_MARK = "/*__REPLAY_DATA__*/"
@@ -45,6 +55,7 @@ DOCTYPE = "<!DOCTYPE html>\n"  # the template's first line; the stamp follows it
 MAX_PAGE_BYTES = 4 * MAX_REPLAY_BYTES  # a page read to check it; a larger one is written again
 # in the head of every page (the template's comment), within files.HEAD_BYTES of its start
 VIEW_MARK = b"Written by `guild view`"
+STAMP_START = f"{DOCTYPE}<!-- guild view ".encode()  # a report's viewer page: write_view
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -81,10 +92,11 @@ def run(args: argparse.Namespace) -> int:
     if args.out == "-" and sys.stdout is None:  # started with it closed (>&-): say so first
         raise LeagueError("-o -: standard output is closed; give the page's file name")
     src = Path(args.replay)
-    payload = load_replay(src)  # first: "." or a folder is said to be one, not a page's name
+    raw = read_regular(src, MAX_REPLAY_BYTES, "replay")  # first: "." is said to be a folder
     world = _load_world(args.world) if args.world is not None else None  # "": refused
+    payload = parse_replay(src, raw, world)  # its work bounded by what a game there holds
     if args.out == "-":  # the page needs no file beside it: a pipe may take it
-        page = _utf8(_page_of(src, payload, world), src)
+        page = _utf8(_page_of(src, payload, world)[0], src)
         try:
             sys.stdout.flush()
             sys.stdout.buffer.write(page)
@@ -100,15 +112,16 @@ def run(args: argparse.Namespace) -> int:
         raise LeagueError(f"{printable(str(out))} is the replay being read; the page would "
                           "replace it (give the page another name with -o)")
     check_replaceable(out, is_view_page, "a page guild view wrote", "-o")
-    page = _page_of(src, payload, world)
+    page = _page_of(src, payload, world)[0]
     _write(out, _utf8(page, src))
-    print(f"view: wrote {out}")
+    print(f"view: wrote {printable(str(out))}")
     return 0
 
 
 def is_view_page(head: bytes) -> bool:
-    """Whether ``head``, the start of a file, is that of a page this viewer wrote."""
-    return VIEW_MARK in head
+    """Whether ``head``, the start of a file, is that of a page this viewer wrote: its mark,
+    or the stamp a report's viewer page begins with (:func:`_stamp`)."""
+    return VIEW_MARK in head or head.startswith(STAMP_START)
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -119,46 +132,94 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def write_view(src: Path, out: Path) -> bool:
-    """Write the page of replay ``src`` (standard town) to ``out`` unless ``out`` already is
-    that page; whether it was written. ``LeagueError`` (one line) for a bad replay.
+def write_view(src: Path, out: Path, option: str = "--out") -> bool:
+    """Write the page of a league's replay ``src`` (standard town, never read through a link)
+    to ``out`` unless ``out`` already is that page; whether it was written. ``LeagueError``
+    (one line) for a bad replay, or for a file at ``out`` that is not a viewer page (it is
+    kept; ``option`` names what chose ``out``; a symbolic link there is replaced).
 
     A page begins with a stamp: the digest of the replay and of this viewer (its module and
-    template), then a keyed digest of the rest of the page (:func:`_stamp_key`). A page is up
-    to date exactly when its stamp is the one it would get and the rest is what it was written
-    with: a changed replay, a newer viewer or a page edited by hand rewrites it, and so does a
-    page this user did not write (a league folder from someone else: anyone can compute an
-    unkeyed digest of a page holding a script). Checking costs one read of the replay and one
-    of the page.
+    template), what the replay re-derives to (:func:`facts_of`, for :func:`stamped_facts`),
+    then a keyed digest of all that and the rest of the page (:func:`_stamp_key`). A page is
+    up to date exactly when its stamp is the one it would get and the rest is what it was
+    written with: a changed replay, a newer viewer or a page edited by hand rewrites it, and
+    so does a page this user did not write (a league folder from someone else: anyone can
+    compute an unkeyed digest of a page holding a script). Checking costs one read of the
+    replay and one of the page.
     """
-    raw = read_regular(src, MAX_REPLAY_BYTES, "replay")
+    raw = read_regular(src, MAX_REPLAY_BYTES, "replay", follow=False)
     source = _source_digest(raw)
-    if _unedited(out, source):
+    if _unedited(out, source) is not None:
         return False
-    body = _utf8(_page_of(src, parse_replay(src, raw), None).removeprefix(DOCTYPE), src)
-    _write(out, DOCTYPE.encode() + _stamp(source, body) + b"\n" + body)
+    if not os.path.islink(out):  # a link is replaced, its target never written through
+        check_replaceable(out, is_view_page, "a page guild view wrote", option)
+    page, facts = _page_of(src, parse_replay(src, raw), None)
+    body = _utf8(page.removeprefix(DOCTYPE), src)
+    _write(out, DOCTYPE.encode() + _stamp(source, facts, body) + b"\n" + body)
     return True
 
 
-def _unedited(page: Path, source: str) -> bool:
-    """Whether ``page`` is a regular file that begins with the doctype and the stamp of
-    ``source`` (the replay and the viewer) and of what follows the stamp."""
+# What a replay re-derives to that a results line claims too, each stamped on its page as a
+# digest: a report compares its lines with them without deriving any replay again
+FACT_KEYS = ("seed", "lineup", *(k for k in RESULT_KEYS if k != "names"))
+_FACTS = re.compile(rf"[0-9a-f]{{16}}(?:\.[0-9a-f]{{16}}){{{len(FACT_KEYS) - 1}}}")
+
+
+def facts_of(values: Mapping[str, object]) -> str:
+    """The digests of ``values``' :data:`FACT_KEYS` (a key it lacks is null), one string."""
+    return ".".join(value_sha256(values.get(key))[:16] for key in FACT_KEYS)
+
+
+def differing_facts(facts: str, claim: Mapping[str, object]) -> list[str]:
+    """The :data:`FACT_KEYS` whose value in ``claim`` (a results line) is not the replay's
+    (``facts``: :func:`facts_of` of what it re-derives to), types and all; a key the line
+    lacks or leaves null is not compared."""
+    return [key for key, digest in zip(FACT_KEYS, facts.split("."))
+            if claim.get(key) is not None and value_sha256(claim[key])[:16] != digest]
+
+
+def stamped_facts(page: Path) -> str | None:
+    """What the replay of ``page`` re-derives to (:func:`facts_of`), as its stamp says; None
+    when it is no page with a stamp. Only for a page :func:`write_view` has just written or
+    found up to date: the stamp is not checked again here."""
     try:
-        data = read_regular(page, MAX_PAGE_BYTES, "viewer page")
+        with files.open_regular(page, MAX_PAGE_BYTES, "viewer page", follow=False) as f:
+            head = f.read(len(DOCTYPE) + 512)
+    except (LeagueError, OSError):
+        return None
+    return _facts_in(head.removeprefix(DOCTYPE.encode()).partition(b"\n")[0])
+
+
+def _facts_in(stamp: bytes) -> str | None:
+    """The facts a stamp line (:func:`_stamp`) holds, unchecked; None if it holds none."""
+    parts = stamp.split(b" ")
+    facts = parts[4].decode("ascii", "replace") if len(parts) == 7 else ""
+    return facts if _FACTS.fullmatch(facts) else None
+
+
+def _unedited(page: Path, source: str) -> str | None:
+    """The facts stamped on ``page`` (:func:`facts_of`) when it is a regular file that begins
+    with the doctype and the stamp of ``source`` (the replay and the viewer), of those facts
+    and of what follows the stamp; else None."""
+    try:
+        data = read_regular(page, MAX_PAGE_BYTES, "viewer page", follow=False)
     except (LeagueError, ValueError):  # not there, not a regular file, too large: written again
-        return False
-    if not data.startswith(DOCTYPE.encode()):
-        return False
+        return None
+    if not data.startswith(DOCTYPE.encode()) or _stamp_key() is None:
+        return None
     stamp, _, body = data.removeprefix(DOCTYPE.encode()).partition(b"\n")
-    return _stamp_key() is not None and stamp == _stamp(source, body)
+    facts = _facts_in(stamp)
+    if facts is None or not hmac.compare_digest(stamp, _stamp(source, facts, body)):
+        return None
+    return facts
 
 
-def _stamp(source: str, body: bytes) -> bytes:
+def _stamp(source: str, facts: str, body: bytes) -> bytes:
     """The line after the doctype (an HTML comment); without a key no page is kept."""
     key = _stamp_key()  # over the replay's digest too: a page is one replay's, not another's
-    mac = (hmac.new(key, source.encode() + b"\n" + body, hashlib.sha256).hexdigest() if key
-           else "unkeyed")
-    return f"<!-- guild view {source} {mac} -->".encode()
+    signed = f"{source}\n{facts}\n".encode() + body
+    mac = hmac.new(key, signed, hashlib.sha256).hexdigest() if key else "unkeyed"
+    return STAMP_START.removeprefix(DOCTYPE.encode()) + f"{source} {facts} {mac} -->".encode()
 
 
 STAMP_KEY = "view-stamp.key"
@@ -189,10 +250,11 @@ def _key_at(path: Path) -> bytes | None:
     return key if len(key) == _STAMP_KEY_BYTES else None
 
 
-def _page_of(src: Path, payload: dict, world: World | None) -> str:
-    """The page of ``payload``; a ``LeagueError`` names the replay (a report makes many)."""
+def _page_of(src: Path, payload: dict, world: World | None) -> tuple[str, str]:
+    """The page of ``payload`` and what it re-derives to (:func:`facts_of`); a ``LeagueError``
+    names the replay (a report makes many)."""
     try:
-        return render_page(payload, world)
+        return _render(payload, world)
     except RecursionError:  # a value nested deeper than any replay's, met after loading
         raise LeagueError(f"{src}: a value is nested too deeply for a replay") from None
     except LeagueError as e:
@@ -231,31 +293,16 @@ def _viewer_digest() -> str:
     return digest.hexdigest()
 
 
-def load_replay(path: Path) -> dict:
-    """The replay payload at ``path``; ``LeagueError`` (one line) when it is not one."""
-    return parse_replay(path, read_regular(path, MAX_REPLAY_BYTES, "replay"))
+def load_replay(path: Path, world: World | None = None) -> dict:
+    """The replay payload at ``path`` (played in ``world``; None: the standard town);
+    ``LeagueError`` (one line) when it is not one (``league.core.files.load_replay``)."""
+    return files.load_replay(path, world)
 
 
-def parse_replay(path: Path, raw: bytes) -> dict:
+def parse_replay(path: Path, raw: bytes, world: World | None = None) -> dict:
     """The replay payload in ``raw`` (read from ``path``); ``LeagueError`` (one line) when it
-    is not one."""
-    try:
-        payload = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as e:
-        raise LeagueError(f"{path}: cannot read it ({e})") from None
-    except json.JSONDecodeError as e:
-        raise LeagueError(f"{path} is not JSON (line {e.lineno} column {e.colno}: {e.msg})"
-                          ) from None
-    except ValueError as e:  # e.g. an integer of more digits than Python converts
-        raise LeagueError(f"{path} is not a replay ({_short(e, 120)})") from None
-    except RecursionError:
-        raise LeagueError(f"{path} is nested too deeply to be a replay") from None
-    if not isinstance(payload, dict) or payload.get("protocol") != PROTOCOL:
-        raise LeagueError(f"{path} is not a {PROTOCOL} replay")
-    if not isinstance(payload.get("config"), dict) or not isinstance(payload.get("events"),
-                                                                     list):
-        raise LeagueError(f"{path}: the replay lacks its config or events")
-    return payload
+    is not one (``league.core.files.parse_replay``)."""
+    return files.parse_replay(path, raw, world)
 
 
 def _load_world(path: str) -> World:
@@ -264,13 +311,19 @@ def _load_world(path: str) -> World:
 
 def render_page(payload: dict, world: World | None = None) -> str:
     """The whole HTML page for a replay payload (see :func:`view_model`)."""
-    model = view_model(payload, world)
+    return _render(payload, world)[0]
+
+
+def _render(payload: dict, world: World | None) -> tuple[str, str]:
+    """The page of a replay payload, and what the replay re-derives to (:func:`facts_of`)."""
+    model, facts = _derived(payload, world)
     template = resources.files("league.cli").joinpath("viewer", TEMPLATE).read_text("utf-8")
     # "<" escaped so no sentence in the data can close the <script> element.
     data = json.dumps(model, separators=(",", ":"), ensure_ascii=False).replace("<", "\\u003c")
     title = f"Guild replay: seed {model['seed']}"
     # The title first: the data, inserted last, is never searched for the title mark.
-    return template.replace("__TITLE__", html.escape(title)).replace(DATA_MARK, data)
+    return (template.replace("__TITLE__", html.escape(title)).replace(DATA_MARK, data),
+            facts_of(facts))
 
 
 def view_model(payload: dict, world: World | None = None) -> dict:
@@ -283,6 +336,11 @@ def view_model(payload: dict, world: World | None = None) -> dict:
     replay.  ``LeagueError`` if the replay is too long, does not re-derive or its results
     differ from what its events give.
     """
+    return _derived(payload, world)[0]
+
+
+def _derived(payload: dict, world: World | None) -> tuple[dict, dict]:
+    """:func:`view_model`, and the seed, lineup and results the replay re-derives to."""
     config, events = payload["config"], payload["events"]
     problem = town_problem(config, world)
     if problem is not None:
@@ -291,10 +349,10 @@ def view_model(payload: dict, world: World | None = None) -> dict:
                   "pass the world file it was played in")
         raise LeagueError(f"{problem.why}; {advice}")
     world = world if world is not None else STANDARD_TOWN
-    policies = payload.get("policyNames")
+    policies = payload.get("policyNames", [f"P{i + 1}" for i in range(SEATS)])
     if not (isinstance(policies, list) and len(policies) == SEATS
             and all(isinstance(p, str) for p in policies)):
-        policies = [f"P{i + 1}" for i in range(SEATS)]
+        raise LeagueError(f"the replay's policyNames is not a list of {SEATS} policy names")
     _check_length(config, events)
     try:
         cfg = GameConfig.from_dict({**config, "players": policies}, world)
@@ -319,13 +377,17 @@ def view_model(payload: dict, world: World | None = None) -> dict:
                   for k, game in frames_of]
     except ReplayMismatch as e:
         hint = "" if world is not STANDARD_TOWN else " (a variant town? pass --world FILE)"
-        raise LeagueError(f"the replay does not re-derive{hint}: {_short(e)}") from None
+        raise LeagueError(f"the replay does not re-derive{hint}: {short(e)}") from None
     except (ValueError, TypeError, KeyError, AttributeError, IndexError) as e:
         raise LeagueError(f"the replay's events are malformed ({type(e).__name__}: "
-                          f"{_short(e)})") from None
-    if "results" in payload and payload["results"] != results:
-        raise LeagueError("the replay's results differ from what its events give")
-    return {
+                          f"{short(e)})") from None
+    if "results" in payload and not same(results, payload["results"]):
+        where, ours, theirs = difference(results, payload["results"]) or ("", results, None)
+        raise LeagueError(f"the replay's results differ from what its events give: results"
+                          f"{'.' + where if where[:1].isalpha() else where} is "
+                          f"{shown(theirs, 60)} in the replay, the events give {shown(ours, 60)}")
+    facts = {"seed": cfg.seed, "lineup": policies, **results}
+    model = {
         "seed": cfg.seed, "turns": cfg.turns, "speech": cfg.speech, "thievery": cfg.thievery,
         "names": aliases, "policies": [printable(p) for p in policies],
         "rooms": [{"id": r.id, "name": r.name, "desc": r.desc, "x": r.x, "y": r.y,
@@ -338,6 +400,7 @@ def view_model(payload: dict, world: World | None = None) -> dict:
         "highlights": highlights(frames, world, aliases),
         "results": {**results, "names": [printable(str(n)) for n in results["names"]]},
     }
+    return model, facts
 
 
 def _check_length(config: dict, events: list) -> None:
@@ -365,12 +428,6 @@ def _frame_games(cfg: GameConfig, final: Game, n_frames: int) -> Iterator[tuple[
         scratch.restore({key: v for key, v in snap.items() if key != "kind"})
         yield k, scratch
     yield max(len(snaps) - 1, 0), final
-
-
-def _short(e: BaseException, limit: int = 300) -> str:
-    """An exception's message on one line, cut: a hostile file must not flood the terminal."""
-    text = " ".join(str(e).split())
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _frame(game: Game, k: int, acts: list[dict]) -> dict:

@@ -8,9 +8,10 @@ replay or the viewer changed). Every table is of ``results.jsonl``: the ladder t
 from it (``league.core.ladder.build``), so a page can be made at any time, of a league that is
 still playing or was stopped before it wrote ``ladder.json``, and never shows a ladder that
 its own tables contradict. A ``ladder.json`` that is not the ladder of the results is said in
-one line (run ``guild verify``), and so are more episodes than ``league.json`` plans and a line
-that holds an episode again (the tables count every line); the report is a view, not a check,
-and goes on.
+one line (run ``guild verify``), and so are more episodes than ``league.json`` plans, a line
+that holds an episode again (the tables count every line) and a line whose seed, lineup or
+results are not what its replay re-derives to (each viewer page's stamp says what that is:
+``html_viewer.stamped_facts``); the report is a view, not a check, and goes on.
 
 The viewer pages go to ``DIR/view/`` for the league's own page, and beside any other page
 (``--out site/a.html``: ``site/a-view/``), so a league that cannot be written to (a published
@@ -21,11 +22,13 @@ A league folder is input from anyone: every file is read through a size cap (a r
 only, checked before it is opened: ``league.core.files.open_regular``), ``results.jsonl``
 one capped line at a time, twice (the tallies, then the episodes table, written straight to
 the page). Memory grows with the number of seats, not with the file: what the ladder needs of
-a line is kept in flat arrays (:class:`LadderRows`), and the ladder is computed policy by
-policy over each one's lines, so its time grows with the seats, not with the policies times
-the lines. Anything wrong is a ``LeagueError``: one line, exit 2. The page never replaces a
-file it did not write (``--out results.jsonl``), and every string from the folder is escaped
-(``report_html.esc``).
+a line is kept in flat arrays (:class:`LadderRows`; a seat's faults as totals of the league's
+kinds and of any other), and the ladder is computed policy by policy over each one's lines, so
+its time grows with the seats, not with the policies times the lines; ``league.json`` lists
+at most ``store.MAX_POLICIES`` policies. A replay is read once a run however many lines name
+it, never through a link. Anything wrong is a ``LeagueError``: one line, exit 2. The page never
+replaces a file it did not write (``--out results.jsonl``), nor a viewer page a file that is
+not one, and every string from the folder is escaped (``report_html.esc``).
 """
 
 from __future__ import annotations
@@ -38,13 +41,13 @@ import sys
 from array import array
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from league.cli import report_html
-from league.cli.html_viewer import write_view
+from league.cli.html_viewer import differing_facts, stamped_facts, write_view
 from league.core import ladder as ladders
 from league.core import verify_claims as claims
 from league.core.atomic import replacing
@@ -65,6 +68,7 @@ from league.core.store import (
     MAX_SCORE,  # noqa: F401 - the bound the page's numbers are checked against
     REPLAYS,
     RESULTS,
+    check_policy_count,
     is_count,
     is_number,
     row_problem,
@@ -79,7 +83,9 @@ MAX_LINE_BYTES = 1 << 20  # a results line is under a kilobyte, fault notes and 
 PAGE_MARK = b"Written by `guild report`"  # in the head of every page the report writes
 BY_SEAT = ("questPoints", "delivered", "robberies", "robbed", "fallbacks")  # counts the
 # ladder adds up seat by seat
-MAX_COUNT = (1 << 63) - 1  # what a count's array("q") holds
+# a seat's faults as the ladder adds them up: the league's kinds, then any other kind's
+FAULT_BUCKETS = (*ladders.FAULT_ORDER, "other")
+_T = TypeVar("_T")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -163,9 +169,8 @@ def build_report(out: str | Path, page: str | Path | None = None) -> Built:
     if views.is_symlink():  # a folder from elsewhere must not send the pages elsewhere
         raise LeagueError(f"{views} is a symbolic link; the viewer pages go in a folder of "
                           "their own")
-    written = _write_page(league, target, views)
-    return Built(target, views, league.tally.episodes, written, league.planned,
-                 league.warnings)
+    written, warnings = _write_page(league, target, views)
+    return Built(target, views, league.tally.episodes, written, league.planned, warnings)
 
 
 def views_of(root: Path, target: Path) -> Path:
@@ -278,7 +283,7 @@ def read_league(root: Path) -> League:
     claimed, unread = None, None  # ladder.json, or why it cannot be read: a view goes on
     if os.path.lexists(root / LADDER):
         try:
-            claimed = _ladder(root / LADDER)
+            claimed = _ladder(root / LADDER, len(manifest["policies"]))
         except LeagueError as e:
             unread = str(e)
     tally = Tally(list(manifest["policies"]))
@@ -323,28 +328,37 @@ def read_league(root: Path) -> League:
 
 
 class _Seen:
-    """Which of the league's episode ids (``e000012``) the lines hold, a bit each (the memory
-    of a league's largest count, not of the file), so that a line holding one again shows."""
+    """Which episode ids the lines hold, so that a line holding one again shows (and its
+    replay is read once): a league's ids (``e000012``) a bit each, the memory of a league's
+    largest count, not of the file; any other id (no league's: guild verify names it) in a
+    set."""
 
     def __init__(self) -> None:
         self.bits = bytearray()
+        self.others: set[str] = set()
         self.first: tuple[int, str] | None = None  # the first line that repeats an episode
         self.repeats = 0  # lines that repeat an episode
 
-    def add(self, n: int, rid: str) -> None:
-        """Line ``n`` holds episode ``rid``."""
-        if not (rid[:1] == "e" and rid[1:].isdigit() and rid[1:].isascii()):
-            return  # no league's id: guild verify names it
-        index = int(rid[1:])
-        if index >= MAX_EPISODES or rid != f"e{index:06d}":
-            return
+    def add(self, n: int, rid: str) -> bool:
+        """Line ``n`` holds episode ``rid``; whether an earlier line held it."""
+        again = self._again(rid)
+        if again:
+            self.repeats += 1
+            self.first = self.first or (n, rid)
+        return again
+
+    def _again(self, rid: str) -> bool:
+        index = int(rid[1:]) if rid[:1] == "e" and rid[1:].isdigit() and rid[1:].isascii() else -1
+        if not 0 <= index < MAX_EPISODES or rid != f"e{index:06d}":
+            again = rid in self.others
+            self.others.add(rid)
+            return again
         byte, bit = divmod(index, 8)
         if byte >= len(self.bits):
             self.bits.extend(bytes(max(byte + 1 - len(self.bits), len(self.bits))))
-        if self.bits[byte] >> bit & 1:
-            self.repeats += 1
-            self.first = self.first or (n, rid)
+        again = bool(self.bits[byte] >> bit & 1)
         self.bits[byte] |= 1 << bit
+        return again
 
 
 def _count_warnings(episodes: int, planned: int | None, ids: _Seen, root: Path) -> list[str]:
@@ -384,7 +398,10 @@ class LadderRows(Sequence[dict]):
         self.lineup = array("I")  # SEATS policy numbers a line: indexes of ``names``
         self.scores = array("d")
         self.by_seat = {key: array("q") for key in BY_SEAT}
-        self.faults: dict[int, list[dict]] = {}  # only the lines with a fault
+        # only the lines with a fault, in order, and their seats' FAULT_BUCKETS totals: a
+        # line's own fault kinds are not kept (a line may hold thousands of them)
+        self.fault_lines = array("Q")
+        self.fault_counts = array("q")
         self.names: list[str] = []
         self.number: dict[str, int] = {}
         self.fallback_play = False  # some line has it: ranked by the rule (ladder_differences)
@@ -394,12 +411,11 @@ class LadderRows(Sequence[dict]):
     def problem(row: dict) -> str | None:
         """What the ladder needs that a line (already :func:`row_problem`-checked) lacks."""
         for key, what in (("group", "rotation group"), ("turns", "number of turns")):
-            if not (is_count(row.get(key)) and row[key] <= MAX_COUNT):
+            if not is_count(row.get(key)):  # at most store.MAX_COUNT: an array("q") holds it
                 return f"has no {what}"
         for key in BY_SEAT:
             v = row.get(key)
-            if not (isinstance(v, list) and len(v) == SEATS
-                    and all(is_count(x) and x <= MAX_COUNT for x in v)):
+            if not (isinstance(v, list) and len(v) == SEATS and all(map(is_count, v))):
                 return f"has no {key} by seat"
         if row.get("faults") is None:  # its shape, when it is there: row_problem
             return "has no faults by seat"
@@ -422,8 +438,11 @@ class LadderRows(Sequence[dict]):
         self.scores.extend(float(x) for x in row["scores"])
         for key, values in self.by_seat.items():
             values.extend(row[key])
-        if any(row["faults"]):
-            self.faults[n] = row["faults"]
+        if any(row["faults"]):  # each seat's kinds are few, and sum to a count: row_problem
+            self.fault_lines.append(n)
+            for faults in row["faults"]:
+                known = [faults.get(kind, 0) for kind in ladders.FAULT_ORDER]
+                self.fault_counts.extend([*known, sum(faults.values()) - sum(known)])
         self.fallback_play = self.fallback_play or "fallbackPlay" in row
 
     def __len__(self) -> int:
@@ -437,7 +456,17 @@ class LadderRows(Sequence[dict]):
                 "lineup": [self.names[k] for k in self.lineup[seats]],
                 "scores": list(self.scores[seats]),
                 **{key: list(values[seats]) for key, values in self.by_seat.items()},
-                "faults": self.faults.get(i, self._NO_FAULTS)}
+                "faults": self._faults(i)}
+
+    def _faults(self, i: int) -> Sequence[dict]:
+        """Line ``i``'s faults by seat, as totals by kind (:data:`FAULT_BUCKETS`)."""
+        k = bisect_left(self.fault_lines, i)
+        if k == len(self.fault_lines) or self.fault_lines[k] != i:
+            return self._NO_FAULTS
+        width = len(FAULT_BUCKETS)
+        counts = self.fault_counts[k * SEATS * width:(k + 1) * SEATS * width]
+        return [{kind: c for kind, c in zip(FAULT_BUCKETS, counts[s * width:(s + 1) * width])
+                 if c} for s in range(SEATS)]
 
 
 class _Some(Sequence[dict]):
@@ -462,10 +491,16 @@ def ladder_of(rows: LadderRows, manifest: dict, first: int | None = None,
     seed = ladders.bootstrap_seed(manifest.get("seed"), _commitments(manifest))
     n = len(rows) if first is None else min(first, len(rows))
     entries = []
+    seatless = None  # the entry of a policy without a seat: one for all of them, but the name
     for name in manifest["policies"]:
         lines = rows.lines_of.get(name, array("Q"))
-        entries += ladders.build(_Some(rows, lines[:bisect_left(lines, n)]), [name],
-                                 seed, kind)["policies"]
+        mine = lines[:bisect_left(lines, n)]
+        if mine or seatless is None:
+            entry = ladders.build(_Some(rows, mine), [name], seed, kind)["policies"][0]
+            seatless = seatless if mine else entry
+            entries.append(entry)
+        else:
+            entries.append({**seatless, "policy": name})
     sizes = Counter(rows.group[:n])
     return {**ladders.build([], [], seed, kind), "episodes": n, "groups": len(sizes),
             "completeGroups": sum(1 for k in sizes.values() if k == SEATS),  # a rotation a seat
@@ -508,6 +543,7 @@ def _json_file(path: Path, what: str) -> Any:
 def _manifest(path: Path) -> dict:
     data = _json_file(path, "league manifest")
     policies = data.get("policies") if isinstance(data, dict) else None
+    check_policy_count(path, policies)  # each costs a ladder entry and a row of the page
     if not (isinstance(policies, list) and policies and all(isinstance(p, str) for p in policies)):
         raise LeagueError(f"{path} does not describe a league (no list of policies)")
     long = next((p for p in policies if len(p) > MAX_NAME_CHARS), None)
@@ -524,13 +560,17 @@ def _quoted(text: str, limit: int = 40) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
-def _ladder(path: Path) -> dict:
+def _ladder(path: Path, policies: int) -> dict:
     """``ladder.json``, each entry checked for what the page shows (when the lines cannot
-    give the ladder) and the comparison reads."""
+    give the ladder) and the comparison reads; it ranks no more than ``policies``, those of
+    ``league.json`` (each is a row of the page)."""
     data = _json_file(path, "ladder")
     entries = data.get("policies") if isinstance(data, dict) else None
     if not isinstance(entries, list):
         raise LeagueError(f"{path} is not a ladder (no list of policies)")
+    if len(entries) > policies:
+        raise LeagueError(f"{path} ranks {len(entries):,} policies, more than the {policies:,} "
+                          f"{MANIFEST} lists; not this league's ladder")
     for n, e in enumerate(entries, start=1):
         problem = _entry_problem(e)
         if problem:
@@ -614,31 +654,56 @@ def _episode(row: dict) -> Episode:
 
 
 # --- writing ---------------------------------------------------------------------------------
-def _write_page(league: League, target: Path, views: Path) -> int:
-    """Write the page, the episodes table streamed from a second read of the results (the
-    viewer pages written on the way); how many viewer pages were written."""
+def _write_page(league: League, target: Path, views: Path) -> tuple[int, tuple[str, ...]]:
+    """Write the viewer pages (a read of the results), then the page, its episodes table
+    streamed from another read; how many viewer pages were written, and what the page warns
+    of."""
     base = Path(os.path.relpath(views, target.parent if str(target.parent) else "."))
     name = league.root.resolve().name
     head, tail = report_html.frame(name)
-    written = 0
+    policies = frozenset(league.manifest["policies"])
     try:
         with replacing(target) as tmp, open(tmp, "w", encoding="utf-8") as f:
             _make(views)  # once the page's folder is known to take a file: it is beside it
+            written, unlike = _write_views(league, views)
+            warnings = (*league.warnings, *unlike)
             f.write(head)
             f.write(report_html.summary(name, league.manifest, league.ladder, league.tally,
-                                        warnings=league.warnings, planned=league.planned))
+                                        warnings=warnings, planned=league.planned))
             f.write(report_html.episodes_head())
-            for ep in _first(episodes(league.root / RESULTS,
-                                      frozenset(league.manifest["policies"])),
-                             league.tally.episodes):
-                replay = league.root / REPLAYS / f"{ep.id}.json"
-                written += write_view(replay, views / f"{ep.id}.html")
+            for ep in _first(episodes(league.root / RESULTS, policies), league.tally.episodes):
                 f.write(report_html.episode_row(ep, (base / f"{ep.id}.html").as_posix()))
             f.write(report_html.episodes_tail())
             f.write(tail)
     except OSError as e:
         raise LeagueError(f"cannot write {target} ({e.strerror or e})") from None
-    return written
+    return written, warnings
+
+
+def _write_views(league: League, views: Path) -> tuple[int, list[str]]:
+    """Write each episode's viewer page, once however many lines hold it, and compare each
+    line with what its replay re-derives to, as the page's stamp says; how many pages were
+    written, and the warning (one line) when a line is not its replay's."""
+    seen = _Seen()
+    written, unlike = 0, 0
+    first: tuple[int, str, list[str]] | None = None
+    lines = _lines(league.root / RESULTS, frozenset(league.manifest["policies"]))
+    for n, row, ep in _first(lines, league.tally.episodes):
+        page = views / f"{ep.id}.html"
+        if not seen.add(n, ep.id):
+            written += write_view(league.root / REPLAYS / f"{ep.id}.json", page)
+        facts = stamped_facts(page)
+        differs = [] if facts is None else differing_facts(facts, row)
+        if differs:
+            unlike += 1
+            first = first or (n, ep.id, differs)
+    if first is None:
+        return written, []
+    n, rid, keys = first
+    more = f" ({unlike} lines are not their replay's)" if unlike > 1 else ""
+    return written, [f"{RESULTS} line {n} ({rid}) claims other {', '.join(keys)} than "
+                     f"{REPLAYS}/{rid}.json re-derives to{more}; the page shows the lines as "
+                     f"they are: run guild verify {_shown(league.root)}"]
 
 
 def _make(views: Path) -> None:
@@ -648,7 +713,7 @@ def _make(views: Path) -> None:
         raise LeagueError(f"cannot make {views} ({e.strerror or e})") from None
 
 
-def _first(items: Iterator[Episode], n: int) -> Iterator[Episode]:
+def _first(items: Iterable[_T], n: int) -> Iterator[_T]:
     """The first ``n`` items: the episodes tallied, even if more were appended since."""
     for k, item in enumerate(items):
         if k >= n:

@@ -15,6 +15,7 @@ from importlib import resources
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
+from league.core.store import is_number
 from sim.rules.world import SEATS
 
 if TYPE_CHECKING:
@@ -29,6 +30,9 @@ CHART_W, LABEL_W, PAD_R, TOP, ROW_H, AXIS_H = 900, 200, 20, 10, 64, 34
 BINS = 24  # about this many score bins, at a round width
 LABEL_CHARS = 26
 MAX_HEAD_TO_HEAD = 60  # policies in the head-to-head table: its cells grow as their square
+# policies that held no seat shown one by one (a row, a reason; in the header, every policy
+# named): a league.json may list a hundred thousand, and the rest are counted
+SHOWN_SEATLESS = 100
 
 
 def esc(value: object) -> str:
@@ -79,8 +83,11 @@ def _header(name: str, manifest: dict, tally: Tally, planned: int | None) -> str
     draw = f"seed {seed} (public draw)" if seed is not None else "secret draw"
     count = (f"{tally.episodes} of {planned} episodes (unfinished)"
              if unfinished(tally.episodes, planned) else f"{tally.episodes} episodes")
+    policies = manifest["policies"]
+    more = len(policies) - SHOWN_SEATLESS
     facts = [
-        f"policies: {', '.join(str(p) for p in manifest['policies'])}",
+        f"policies: {', '.join(str(p) for p in policies[:SHOWN_SEATLESS])}"
+        + (f" and {more:,} more" if more > 0 else ""),
         count, draw,
         f"{manifest.get('turns', '?')} turns",
         "thievery allowed" if manifest.get("thievery", True) else "honest town",
@@ -97,7 +104,7 @@ LADDER_HEAD = ("rank", "policy", "mean", "95% interval", "episodes", "seats", "c
 
 
 def ladder_section(ladder: dict, tally: Tally, planned: int | None = None) -> str:
-    entries = ladder["policies"]
+    entries, benched = _without_bench(ladder["policies"])
     notes = [ladder.get(k) for k in ("statistic", "interval", "ranking")]
     rows = "".join(_ladder_row(e) for e in entries)
     unranked = "".join(f"<li><b>{esc(e['policy'])}</b>: {esc(e['unranked'])}</li>"
@@ -118,9 +125,27 @@ def ladder_section(ladder: dict, tally: Tally, planned: int | None = None) -> st
                         rows))
     if unranked:
         parts.append(f'<p class="note">Unranked:</p><ul class="unranked">{unranked}</ul>\n')
+    if benched:
+        parts.append(f'<p class="note" id="benched">And {benched:,} more policies that held no '
+                     "seat (too few episodes to seat every policy): unranked, not listed one "
+                     "by one.</p>\n")
     parts += [f'<p class="note">{esc(n)}</p>\n' for n in notes if isinstance(n, str)]
     parts.append("</section>\n")
     return "".join(parts)
+
+
+def _without_bench(entries: Sequence[dict]) -> tuple[list[dict], int]:
+    """``entries`` but those of policies that held no seat after the first
+    :data:`SHOWN_SEATLESS` of them, and how many were left out."""
+    shown: list[dict] = []
+    benched = 0
+    for e in entries:
+        if e.get("seats") == 0:
+            benched += 1
+            if benched > SHOWN_SEATLESS:
+                continue
+        shown.append(e)
+    return shown, max(benched - SHOWN_SEATLESS, 0)
 
 
 def _ladder_row(e: dict) -> str:
@@ -388,4 +413,6 @@ def _fixed(x: object) -> str:
 
 
 def _finite(x: object) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    """A number the page can format (an unchecked ladder.json may hold an int of hundreds
+    of digits, which no float holds)."""
+    return is_number(x)

@@ -2,21 +2,26 @@
 of bytes, decided before anything is read (``/dev/zero`` never ends, a FIFO blocks its reader,
 a huge sparse file would be read whole into memory). Every reader of a league's folder uses it:
 ``guild verify``, a resume, the signature, ``guild report``, ``guild view`` and ``guild
-export-sft``; so does the reader of a league's signing key.  And writing over one: a command
-replaces only a file it wrote itself (:func:`check_replaceable`)."""
+export-sft``; so does the reader of a league's signing key.  A replay is read and parsed in one
+place (:func:`load_replay`): a league's own is never read through a link (one link per line
+would make one replay cost as many), and the work of parsing is bounded before it starts.  And
+writing over one: a command replaces only a file it wrote itself (:func:`check_replaceable`)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import os
+import re
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from league.core.errors import LeagueError
 from sim.commandline import printable
-from sim.rules.world import MAX_TURNS, World
+from sim.rules.world import MAX_TURNS, SEATS, STANDARD_TOWN, World
 
 # A replay of MAX_TURNS turns is a few MB (every sentence, say and note at its longest, a
 # 64-room town's snapshots: under 32 MB); a bigger file is not a replay, and is not read.
@@ -27,16 +32,29 @@ MAX_REPLAY_BYTES = 64 << 20
 READ_CHUNK = 1 << 20
 HEAD_BYTES = 8192  # the start of a file a command checks is its own before writing over it
 
+REPLAY_PROTOCOL = "cogmud.replay.v1"
+# A replay's keys: RULES §15.5's, and what a league adds (league.core.episode: how each seat
+# ran, what played its fallbacks, a language model's records). Any other is no replay's.
+REPLAY_KEYS = frozenset({"protocol", "names", "policyNames", "config", "events", "results",
+                         "trusted", "sandbox", "fallbackPlay", "llm"})
+# JSON values a turn's six acts may hold beyond its snapshot: an act event holds about 25, its
+# language-model record (league.core.episode) under 100
+ACT_VALUES = 256
+OUTER_VALUES = 1024  # the config without its town, the results, names and marks by seat
+# a JSON string, quotes and escapes and all (possessive: no backtracking on a hostile file)
+_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
 
-def read_regular(path: Path, cap: int, what: str) -> bytes:
+
+def read_regular(path: Path, cap: int, what: str, follow: bool = True) -> bytes:
     """The bytes of ``path`` when it is a regular file of at most ``cap`` bytes; otherwise
-    ``LeagueError`` (one line), decided before any read (see :func:`open_regular`).
+    ``LeagueError`` (one line), decided before any read (see :func:`open_regular`; ``follow``
+    False: a symbolic link is refused, not followed).
 
     It asks for the size ``fstat`` gives (and a byte more, to see the file grew), never for
     ``cap`` at once: a buffered read reserves what it is asked for, so asking for a cap of
     gigabytes would fail under a memory limit on a file of a few bytes. A file that grows is
     read on in chunks up to ``cap + 1`` bytes, so the cap holds exactly."""
-    with open_regular(path, cap, what) as f:
+    with open_regular(path, cap, what, follow) as f:
         try:
             raw = _read_capped(f, cap)
         except OSError as e:
@@ -83,19 +101,23 @@ def sha256_regular(path: Path, cap: int, what: str) -> str:
     return digest.hexdigest()
 
 
-def open_regular(path: Path, cap: int, what: str) -> BinaryIO:
+def open_regular(path: Path, cap: int, what: str, follow: bool = True) -> BinaryIO:
     """``path`` opened for reading when it is a regular file of at most ``cap`` bytes;
     otherwise ``LeagueError`` (one line), decided before any read: ``/dev/zero`` never ends, a
     FIFO blocks its reader and a huge file would be read whole into memory. The file is
     checked by ``stat`` before it is opened (opening a FIFO blocks until a writer comes),
     opened without blocking and checked again (it may have been swapped). The caller reads at
-    most ``cap`` bytes of it."""
-    check_regular(path, cap, what)
+    most ``cap`` bytes of it. ``follow`` False: a symbolic link is refused (``lstat``, then
+    ``O_NOFOLLOW``: one swapped in since is refused too)."""
+    check_regular(path, cap, what, follow)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(path, flags if follow else flags | getattr(os, "O_NOFOLLOW", 0))
     except FileNotFoundError:
         raise LeagueError(f"{path}: no such file") from None
     except OSError as e:
+        if not follow and os.path.islink(path):
+            raise LeagueError(_a_link(path, what)) from None
         raise LeagueError(f"{path}: cannot read it ({e.strerror or e})") from None
     f = os.fdopen(fd, "rb")
     try:
@@ -106,17 +128,24 @@ def open_regular(path: Path, cap: int, what: str) -> BinaryIO:
     return f
 
 
-def check_regular(path: Path, cap: int, what: str) -> None:
+def check_regular(path: Path, cap: int, what: str, follow: bool = True) -> None:
     """``LeagueError`` unless ``path`` is a regular file of at most ``cap`` bytes (``stat``:
-    nothing is opened)."""
+    nothing is opened; ``follow`` False: ``lstat``, so a symbolic link is refused)."""
     try:
-        st = os.stat(path)
+        st = os.stat(path) if follow else os.lstat(path)
     except FileNotFoundError:
         raise LeagueError(f"{path}: no such file") from None
     except (OSError, ValueError) as e:  # ValueError: a NUL in the path
         raise LeagueError(f"{path}: cannot read it ({getattr(e, 'strerror', None) or e})"
                           ) from None
+    if stat.S_ISLNK(st.st_mode):
+        raise LeagueError(_a_link(path, what))
     _check_mode(path, st, cap, what)
+
+
+def _a_link(path: Path, what: str) -> str:
+    return (f"{path} is a symbolic link; a {what} of a league is read from a file of its own, "
+            "never through a link")
 
 
 def _check_mode(path: Path, st: os.stat_result, cap: int, what: str) -> None:
@@ -134,6 +163,81 @@ def _too_large(path: Path, cap: int, what: str) -> str:
         return (f"{path} is over {cap >> 20} MB, more than any game of at most {MAX_TURNS} "
                 f"turns writes; not a replay")
     return f"{path} is over {cap:,} bytes, the most a {what} may hold"
+
+
+def load_replay(path: Path, world: World | None = None, follow: bool = True) -> dict:
+    """The replay at ``path`` (:func:`parse_replay`), read bounded (:data:`MAX_REPLAY_BYTES`, a
+    regular file; ``follow`` False: a league's own replay, never through a link)."""
+    return parse_replay(path, read_regular(path, MAX_REPLAY_BYTES, "replay", follow), world)
+
+
+def parse_replay(path: Path, raw: bytes, world: World | None = None) -> dict:
+    """The replay payload in ``raw`` (read from ``path``), played in ``world`` (None: the
+    standard town); ``LeagueError`` (one line) when it is not one.
+
+    Parsed JSON costs tens of bytes of memory per value, whatever its text costs: 64 MB of
+    ``{},`` are 21 million objects, gigabytes. So the values are counted in the text first
+    (:func:`json_values`) and one holding more than a game of :data:`MAX_TURNS` turns in the
+    town can (:func:`most_values`) is refused unparsed; after parsing, a key that no replay
+    has is refused too (``"junk"`` would be parsed for nothing)."""
+    most = most_values(STANDARD_TOWN if world is None else world)
+    if json_values(raw) > most and json_values(_STRING.sub(b'""', raw)) > most:
+        raise LeagueError(f"{path} holds more JSON values than a game of at most {MAX_TURNS} "
+                          f"turns in this town writes ({most:,}); not a replay")
+    try:
+        payload = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise LeagueError(f"{path}: cannot read it ({e})") from None
+    except json.JSONDecodeError as e:
+        raise LeagueError(f"{path} is not JSON (line {e.lineno} column {e.colno}: {e.msg})"
+                          ) from None
+    except ValueError as e:  # e.g. an integer of more digits than Python converts
+        raise LeagueError(f"{path} is not a replay ({short(e, 120)})") from None
+    except RecursionError:
+        raise LeagueError(f"{path} is nested too deeply to be a replay") from None
+    if not isinstance(payload, dict) or payload.get("protocol") != REPLAY_PROTOCOL:
+        raise LeagueError(f"{path} is not a {REPLAY_PROTOCOL} replay")
+    foreign = sorted((k for k in payload if k not in REPLAY_KEYS), key=str)
+    if foreign:
+        more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
+        raise LeagueError(f"{path} holds a key no replay has: {printable(repr(foreign[0][:60]))}"
+                          f"{more}; not a replay")
+    if not isinstance(payload.get("config"), dict) or not isinstance(payload.get("events"),
+                                                                     list):
+        raise LeagueError(f"{path}: the replay lacks its config or events")
+    return payload
+
+
+def json_values(raw: bytes) -> int:
+    """The JSON values and containers in ``raw``, about: its commas, braces and brackets
+    (outside strings once the strings are taken out), counted by C loops, not a parser."""
+    return raw.count(b",") + raw.count(b"{") + raw.count(b"[")
+
+
+def values_of(value: Any) -> int:
+    """:func:`json_values` of ``value``'s JSON text, counted on the value."""
+    if isinstance(value, dict):
+        value = list(value.values())
+    if not isinstance(value, list):
+        return 0
+    return 1 + max(len(value) - 1, 0) + sum(map(values_of, value))
+
+
+@functools.lru_cache(maxsize=8)
+def most_values(world: World) -> int:
+    """The most :func:`json_values` a replay of :data:`MAX_TURNS` turns in ``world`` holds: a
+    snapshot of the town and six acts a turn (:data:`ACT_VALUES`), the town once, and what
+    surrounds them. The standard town's is about three times a real 1000-turn replay's."""
+    from sim.game import Game, GameConfig  # here: reading a league's files needs no game
+
+    per_turn = values_of(Game(GameConfig(world=world)).events[1]) + 1 + SEATS * ACT_VALUES
+    return (MAX_TURNS + 2) * per_turn + values_of(world.to_json()) + OUTER_VALUES
+
+
+def short(e: BaseException, limit: int = 300) -> str:
+    """An exception's message on one line, cut: a hostile file must not flood the terminal."""
+    text = " ".join(str(e).split())
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def world_option(path: str | None, turns: int | None = None) -> tuple[World, int]:

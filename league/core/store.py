@@ -33,7 +33,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import math
 import os
 import re
 import reprlib
@@ -94,6 +93,15 @@ _BEFORE_MANIFEST_TEMP = re.compile(r"\.(?:league|secret)\.json\.[^/]*\.tmp")
 _SHOWN_NAMES = 3  # of a foreign folder's names in the refusal
 _HEX = re.compile(r"(?:[0-9a-f]{2})+")
 MAX_SCORE = 1e6  # far beyond any score the rules give; a bigger number is not a score
+# the largest count a file may give (what an array("q") holds): far beyond any real count, and
+# small enough that sums over a million lines still print and convert to a float
+MAX_COUNT = (1 << 63) - 1
+# distinct fault kinds a seat of a results line may count: a league writes four
+# (league.core.episode.FAULT_KINDS); a reader keeps totals, never a line's own kinds
+MAX_FAULT_KINDS = 8
+# policies league.json may list: --policies is one command-line argument (at most 128 KiB on
+# Linux), so the league's command names at most 65,536 of them; real leagues name a few dozen
+MAX_POLICIES = 100_000
 ROW_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # ids name files: nothing else is accepted
 SHOWN_SETTING = 300  # characters of a setting in a refused resume: league.json may hold anything
 SHOWN_NAME = 300  # characters of a policy name in a problem or note (a spec may be a long path)
@@ -156,7 +164,16 @@ def read_manifest(path: Path) -> dict | None:
         raise LeagueError(f"{path} is not valid JSON (or is nested too deeply)") from None
     if not isinstance(data, dict):
         raise LeagueError(f"{path} is not a JSON object")
+    check_policy_count(path, data.get("policies"))
     return data
+
+
+def check_policy_count(path: Path, policies: object) -> None:
+    """``LeagueError`` (one line) when ``league.json`` at ``path`` lists more policies than
+    :data:`MAX_POLICIES`: every reader does work (a ladder entry, a page row) per policy."""
+    if isinstance(policies, list) and len(policies) > MAX_POLICIES:
+        raise LeagueError(f"{path} lists {len(policies):,} policies; a league names at most "
+                          f"{MAX_POLICIES:,}")
 
 
 def check_out(out: str | os.PathLike) -> None:
@@ -312,10 +329,17 @@ def row_problem(row: dict) -> str | None:
     if fallbacks is not None and not (isinstance(fallbacks, list) and len(fallbacks) == SEATS
                                       and all(map(is_count, fallbacks))):
         return "has fallbacks that are not counts by seat"
-    if faults is not None and not (isinstance(faults, list) and len(faults) == SEATS and all(
-            isinstance(d, dict) and all(map(is_count, d.values())) for d in faults)):
-        return "has faults that are not counts by seat"
+    if faults is not None and not (isinstance(faults, list) and len(faults) == SEATS
+                                   and all(map(are_fault_counts, faults))):
+        return (f"has faults that are not counts by seat (at most {MAX_FAULT_KINDS} kinds a "
+                "seat)")
     return None
+
+
+def are_fault_counts(d: object) -> bool:
+    """Whether ``d`` is a seat's faults: a few kinds, each a count, all of them a count."""
+    return (isinstance(d, dict) and len(d) <= MAX_FAULT_KINDS and all(map(is_count, d.values()))
+            and sum(d.values()) <= MAX_COUNT)
 
 
 # How a value that is not a string is shown: a short repr, however long or deep the value is
@@ -361,15 +385,18 @@ def is_number(x: object, none: bool = False) -> bool:
     """A finite number no larger than any score can be (``none``: None too)."""
     if x is None:
         return none
-    return (isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-            and abs(x) <= MAX_SCORE)
+    # abs(x) <= MAX_SCORE first: it is False for NaN and the infinities, and math.isfinite
+    # of an int of hundreds of digits raises OverflowError
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and abs(x) <= MAX_SCORE
 
 
 def is_count(x: object, none: bool = False) -> bool:
-    """A whole number, 0 or more (``none``: None too)."""
+    """A whole number from 0 to :data:`MAX_COUNT` (``none``: None too): a file's count of
+    thousands of digits would not print (Python refuses to turn it into text) or sum into a
+    float."""
     if x is None:
         return none
-    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+    return isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= MAX_COUNT
 
 
 def code_change(old: Any, new: Any) -> str | None:

@@ -37,7 +37,12 @@ from league.core import replay_seats, verify_signature
 from league.core import verify_claims as claims
 from league.core.episode import RESULT_KEYS, Settings, trusted
 from league.core.errors import LeagueError
-from league.core.files import MAX_REPLAY_BYTES, check_regular, read_regular
+from league.core.files import (
+    MAX_REPLAY_BYTES,  # noqa: F401 - the cap of a replay verify reads, as callers know it
+    REPLAY_PROTOCOL,
+    check_regular,
+    load_replay,
+)
 from league.core.lineups import SECRET_SCHEME, Draw, EpisodeSpec, SecretDraw, episode_spec
 from league.core.signing import SIGNATURE
 from league.core.store import (
@@ -52,9 +57,10 @@ from league.core.store import (
     shown,
 )
 from sim import GameConfig, ReplayMismatch, replay
+from sim.replay import same
 from sim.rules.world import SEATS, STANDARD_TOWN
 
-PROTOCOL = "cogmud.replay.v1"
+PROTOCOL = REPLAY_PROTOCOL
 ROW_KEYS = ("id", "index", "group", "rotation", "seed", "lineup", *RESULT_KEYS, "fallbacks",
             "faults", "faultNotes")
 # Keys the league writes that lines of older leagues lack (fallbackPlay, trusted) or that no
@@ -129,7 +135,7 @@ def verify_dir(root: str | Path, public_key: str | None = None) -> Report:
     if len(bad) > SHOWN_LINES:
         problems.append(f"{len(bad) - SHOWN_LINES} more lines of {RESULTS} do not verify (the "
                         f"first {SHOWN_LINES} are named above)")
-    if all(not any(k not in r for k in ROW_KEYS) for r in rows):
+    if all(not any(k not in r for k in ROW_KEYS) and row_problem(r) is None for r in rows):
         problems += _guarded(lambda: claims.ladder_problems(root, rows, manifest),
                              claims.LADDER)
     notes = []
@@ -373,21 +379,13 @@ def _check_replay(root: Path, row: dict, seats: replay_seats.Seats | None = None
                   ) -> tuple[str | None, claims.Marks | None]:
     path = root / REPLAYS / f"{row['id']}.json"
     where = f"{REPLAYS}/{path.name}"
-    if not path.exists():
+    if not os.path.lexists(path):
         return f"replay {where} is missing", None
-    try:  # a regular file of a replay's size only: a FIFO or /dev/zero in its place is refused
-        payload = json.loads(read_regular(path, MAX_REPLAY_BYTES, "replay").decode("utf-8"))
+    try:  # a regular file of the league's own, no link, FIFO or /dev/zero; parsed bounded
+        payload = load_replay(path, follow=False)
     except LeagueError as e:
         return str(e).replace(str(path), f"replay {where}", 1), None
-    except RecursionError:
-        return f"replay {where} is not a replay: {NESTED}", None
-    except (OSError, ValueError) as e:
-        return f"replay {where} cannot be read as JSON ({e})", None
-    if not isinstance(payload, dict) or payload.get("protocol") != PROTOCOL:
-        return f"replay {where} is not a {PROTOCOL} payload", None
-    config, events = payload.get("config"), payload.get("events")
-    if not isinstance(config, dict) or not isinstance(events, list):
-        return f"replay {where} lacks its config or events", None
+    config, events = payload["config"], payload["events"]
     if config.get("world") != STANDARD_TOWN.to_json():
         return (f"replay {where} is not played in the standard town, which every league "
                 "episode is"), None
@@ -415,11 +413,11 @@ def _check_replay(root: Path, row: dict, seats: replay_seats.Seats | None = None
     if not game.done:
         return f"replay {where} stops before the episode ends", None
     derived = game.results()
-    for key in RESULT_KEYS:
-        if row[key] != derived[key]:
+    for key in RESULT_KEYS:  # of the same JSON types too: a score of 1 is not 1.0
+        if not same(derived[key], row[key]):
             return (f"{RESULTS} claims {key} {shown(row[key], 200, quoted=True)} but replay "
                     f"{where} gives {shown(derived[key], 200, quoted=True)}"), None
-    if payload.get("results") != derived:
+    if not same(derived, payload.get("results")):
         return f"replay {where}'s own results differ from what its events give", None
     if "fallbackPlay" in row and payload.get("fallbackPlay") != row["fallbackPlay"]:
         return f"replay {where}'s fallbackPlay differs from the results line's", None

@@ -23,7 +23,16 @@ from league.core.episode import FAULT_KINDS, fallback_play
 from league.core.errors import LeagueError
 from league.core.files import read_regular
 from league.core.lineups import EpisodeSpec
-from league.core.store import LADDER, MANIFEST, MAX_LADDER_BYTES, RESULTS, SHOWN_NAME, shown
+from league.core.store import (
+    LADDER,
+    MANIFEST,
+    MAX_LADDER_BYTES,
+    RESULTS,
+    SHOWN_NAME,
+    are_fault_counts,
+    is_count,
+    shown,
+)
 from sim.rules.world import SEATS
 
 # Whether the built-in policies mark every act scripted (RULES §6.6, §21). Other policies are
@@ -171,12 +180,11 @@ def fallback_play_problems(rows: Sequence[dict], manifest: dict) -> dict[int, st
 
 def _shape_problem(row: dict) -> str | None:
     fb, faults, notes = row["fallbacks"], row["faults"], row["faultNotes"]
-    if not (isinstance(fb, list) and len(fb) == SEATS
-            and all(isinstance(x, int) and x >= 0 for x in fb)):
+    if not (isinstance(fb, list) and len(fb) == SEATS and all(map(is_count, fb))):
         return f"fallbacks {shown(fb, 100, quoted=True)} is not six counts"
     if not (isinstance(faults, list) and len(faults) == SEATS and all(
-            isinstance(f, dict) and all(k in FAULT_KINDS and isinstance(v, int) and v > 0
-                                        for k, v in f.items()) for f in faults)):
+            are_fault_counts(f) and all(k in FAULT_KINDS and v > 0 for k, v in f.items())
+            for f in faults)):
         return (f"faults {shown(faults, 200, quoted=True)} is not six counts by kind "
                 f"({', '.join(FAULT_KINDS)})")
     if not (isinstance(notes, list) and len(notes) == SEATS
@@ -230,7 +238,7 @@ def ladder_problems(root: Path, rows: Sequence[dict], manifest: dict) -> list[st
                                ladder.bootstrap_seed(manifest["seed"],
                                                      manifest.get("commitments")),
                                ladder.kind_of(claimed))
-    except (KeyError, TypeError, IndexError, ValueError) as e:
+    except (KeyError, TypeError, IndexError, ValueError, OverflowError) as e:
         return [f"{LADDER} cannot be recomputed: {RESULTS} lacks what the ladder needs "
                 f"({type(e).__name__}: {shown(str(e), 200)})"]
     diffs = ladder_differences(claimed, derived, any("fallbackPlay" in r for r in rows))
