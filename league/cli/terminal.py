@@ -230,7 +230,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="play a world file's town (docs/feasibility.md) instead of the standard "
                         "one; guild view --world FILE shows its replay")
     p.add_argument("--replay", metavar="FILE",
-                   help="also save the episode as a replay (for guild view) when it ends")
+                   help="also save the episode as a replay (for guild view) when it ends; an "
+                        "earlier replay there is replaced, any other file kept")
     p.add_argument("--trust", action="store_true",
                    help="load sb3: opponents in this process (a model zip is a pickle: loading "
                    "it runs its code; only for files you trust); by default each is loaded in "
