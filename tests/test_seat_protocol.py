@@ -230,6 +230,7 @@ def test_a_zygote_that_stops_answering_costs_one_seat_start_not_the_league(
         first.close()
         second.close()
         close_all()
+        seat_zygote.close_zygotes()  # the new one was made with ANSWER_S at 0.5 s
 
 
 def _state(pid: int) -> str:

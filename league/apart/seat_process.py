@@ -223,10 +223,13 @@ class SeatProcess:
         if self._pidfd >= 0:
             with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
                 signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
-        # outside a sandbox, its group too (os.kill: in case it has not left the zygote's yet)
-        for kill in (os.killpg, os.kill) if self._group else ():
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                kill(self.pid, signal.SIGKILL)
+        # A program started here: outside a sandbox, its group too, while it is not reaped
+        # (until then its pid is nobody else's).  A forked seat's group is killed by the zygote
+        # as it reaps the seat (league.seat.zygote.serve): by now its pid may be another's.
+        if self._group and self._popen is not None and self._popen.returncode is None:
+            for kill in (os.killpg, os.kill):  # os.kill: it may not have left our group yet
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    kill(self.pid, signal.SIGKILL)
         for fd in (self._in, self._out):
             with contextlib.suppress(OSError):
                 os.close(fd)

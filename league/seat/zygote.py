@@ -388,16 +388,29 @@ def serve(sock: socket.socket, scratch_mb: int | None = None,
     ended: dict[int, int] = {}
 
     def reap(*_: Any) -> None:
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            ended[pid] = os.waitstatus_to_exitcode(status)
-            if len(ended) > MAX_ENDED:
-                ended.pop(next(iter(ended)))
+        """Reap the seats that have ended, each after killing what is left of its process
+        group: its pid, held until it is reaped, is nobody else's group yet (the league
+        signals a seat through its pidfd alone, so never a pid that may be another's by then).
+        """
+        # one reap at a time: a SIGCHLD's handler may run inside another's, which must not
+        # reap the seat this one has seen and is about to (its pid would be free again)
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+        try:
+            while True:
+                try:
+                    found = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+                except ChildProcessError:
+                    return
+                if found is None:
+                    return
+                with contextlib.suppress(OSError):  # a seat is its group's leader (setsid)
+                    os.killpg(found.si_pid, signal.SIGKILL)
+                _, status = os.waitpid(found.si_pid, 0)
+                ended[found.si_pid] = os.waitstatus_to_exitcode(status)
+                if len(ended) > MAX_ENDED:
+                    ended.pop(next(iter(ended)))
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
     signal.signal(signal.SIGCHLD, reap)
     me = os.getpid()
@@ -409,16 +422,22 @@ def serve(sock: socket.socket, scratch_mb: int | None = None,
         pidfds: list[int] = []
         if ("spawn" in request or "exec" in request) and len(fds) == 3:
             sys.stderr.flush()
+            # not reaped before its pidfd is taken: a seat that ends at once is still ours to
+            # hold (its pid could be another process's by the time pidfd_open came)
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
             try:
                 pid = os.fork()
             except OSError as e:  # out of processes (a seat's fork bomb): this seat only
                 reply: dict = {"error": f"cannot fork a seat: {e.strerror}"}
             else:
                 if pid == 0:
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
                     _seat(request, fds, sock, me, scratch_mb, keep)
                 reply = {"pid": pid}
                 with contextlib.suppress(OSError):
                     pidfds.append(os.pidfd_open(pid))
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
         elif "self" in request:  # the league finds this process's pid on its side
             reply = {"pid": me}
             with contextlib.suppress(OSError):
