@@ -285,6 +285,28 @@ def test_speech_is_heard_next_turn_and_switch_blanks_it() -> None:
     assert all("says" not in line for line in mute.observe(1)["heard"])
 
 
+def test_a_structured_say_of_any_length_is_spoken_stored_and_replayed_as_a_sentence_is() -> None:
+    """§12.2 speaks cut(oneLine(text), 160); the act's sentence and record keep to it, within a
+    stored sentence's 240 runes (§19): a longer text was recorded whole (a sentence of 1 MB)
+    and made a replay that could not be played again."""
+    from sim.replay import replay
+
+    game = staged(everyone=0)
+    long = "x" * 5000
+    acts = game.play_turn([Intent("say", text=long), Intent("say", text="a\nb")]
+                          + [Intent("wait")] * 4)
+    assert acts[0]["sentence"] == f'I say "{long[:160]}"' and len(acts[0]["sentence"]) <= 240
+    assert acts[0]["structured"]["spoken"] == long[:160]
+    assert acts[1]["sentence"] == 'I say "a b"'
+    heard = game.observe(2)["heard"]
+    assert f'{game.aliases[0]} says: "{long[:160]}"' in heard
+    played = Game(GameConfig(seed=5))  # a town as its config makes it, to be replayed
+    for _ in range(3):
+        played.play_turn([Intent("say", text=long)] + ["I wait."] * 5)
+    payload = played.replay_payload(["p"] * 6)
+    assert replay(payload["config"], payload["events"]).events == played.events
+
+
 def test_room_log_keeps_the_newest_12_lines() -> None:
     game = staged(everyone=0)
     game.play_turn([Intent("say", text="x" * 3)] * 6, says=["y"] * 6)

@@ -15,7 +15,8 @@ from dataclasses import replace
 from .errors import IntentError
 from .intents import Intent
 from .offers import Offer
-from .world import SEATS, World
+from .text import cut, one_line
+from .world import MAX_SAY_LEN, SEATS, World
 
 # Which of the slots (room, good, keeper, cog) the parser found ambiguous (§6).
 NO_AMBIGUITY = (False, False, False, False)
@@ -108,7 +109,14 @@ def live_offerer(offers: Sequence[Offer], seat: int, turn: int) -> int:
 
 def check_structured(it: Intent, world: World, seat: int, room: int,
                      offers: Sequence[Offer], turn: int) -> Intent:
-    """:func:`check_slots` on a hand-built intent: the checked intent, ``none`` on failure."""
+    """:func:`check_slots` on a hand-built intent: the checked intent, ``none`` on failure.
+
+    Its text is taken as the rules speak it (§12.2: one line, cut to MaxSayLen), so that the
+    intent recorded, and the sentence written for it (``I say "..."``), stay within a stored
+    sentence's 240 runes (§19): a longer one made a replay that could not be played again."""
+    spoken = cut(one_line(it.text), MAX_SAY_LEN)
+    if spoken != it.text:
+        it = replace(it, text=spoken)
     npc, other, coin, reason = check_slots(it.kind, it.to_room, it.item, it.npc, it.other,
                                            it.coin, world, seat, room, offers, turn)
     if reason != "ok":
