@@ -200,11 +200,16 @@ class PolicyRegistry:
             factory = self.factory(prefix) if "." not in prefix else None
             if factory is not None:
                 return self._build(factory, spec, {"spec": rest, **params})
-            if prefix.strip().lower() == TRUSTED_PREFIX:
+            try:
+                found = import_object(key)
+            except ValueError:
+                if prefix.strip().lower() != TRUSTED_PREFIX:  # a module of that name comes first
+                    raise
                 raise ValueError(f"policy {spec!r}: trusted: is a guild league prefix (it runs a "
                                  "policy in the league's own process); here every policy already "
-                                 f"runs in this process: name it without the prefix ({rest!r})")
-            return self._build(import_object(key), spec, params, declared=False)
+                                 f"runs in this process: name it without the prefix ({rest!r})"
+                                 ) from None
+            return self._build(found, spec, params, declared=False)
         raise ValueError(f"unknown policy {spec!r}; {self._known()}{self._hint(key)}")
 
     def _hint(self, key: str) -> str:

@@ -211,6 +211,14 @@ def test_a_trusted_prefix_outside_a_league_names_its_fix(make) -> None:
         make("trusted:factor")
 
 
+def test_a_module_named_trusted_is_still_a_policy(tmp_path: Path, monkeypatch) -> None:
+    # the hint is for a spec that names no module: a module of that name comes first
+    (tmp_path / "trusted.py").write_text("def courier(view):\n    return 'I wait.'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    game = Game(GameConfig(seed=0))
+    assert POLICIES.make("trusted:courier").act(game, 0) == "I wait."
+
+
 @pytest.mark.parametrize("args", [["evaluate", "trusted:factor", "--seeds", "0..1"],
                                   ["evaluate", "factor", "--against", "trusted:magpie",
                                    "--seeds", "0..1"]], ids=["policy", "against"])

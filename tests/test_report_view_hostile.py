@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 import tracemalloc
 from pathlib import Path
 
@@ -254,6 +255,17 @@ def test_a_replay_padded_past_any_game_is_refused_unparsed(out: Path, tmp_path: 
     _fails(["report", str(out)], capsys, "holds a key no replay has: 'junk'")
     assert main(["verify", str(out)]) == 1
     assert "replay replays/e000000.json holds a key no replay has" in capsys.readouterr().out
+
+
+def test_a_file_of_strings_left_open_is_refused_at_once(tmp_path: Path, capsys) -> None:
+    # the strings were taken out by a pattern that, from each of 1,800,000 quotes that close
+    # nothing, scanned on to the end of the file: hours (40,000 of them took 41 s)
+    evil = tmp_path / "open.json"
+    evil.write_bytes(b'{"protocol":"' + b'\\",' * 1_800_000)
+    assert files.json_values(evil.read_bytes()) > files.most_values(STANDARD_TOWN)
+    started = time.monotonic()
+    _fails(["view", str(evil)], capsys, "is not JSON")
+    assert time.monotonic() - started < 60
 
 
 def test_the_bound_is_well_above_a_real_replay() -> None:

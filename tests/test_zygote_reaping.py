@@ -100,6 +100,50 @@ def test_what_a_forked_seat_left_running_in_its_group_ends_with_it() -> None:
         seat.kill()
 
 
+def _left_pid(seat: SeatProcess) -> int:
+    """The pid the seat's shell printed: the process it left running."""
+    line = b""
+    end = time.monotonic() + 30
+    while not line.endswith(b"\n") and time.monotonic() < end:
+        try:
+            line += os.read(seat._out, 64)
+        except BlockingIOError:
+            time.sleep(0.01)
+    return int(line)
+
+
+def _ends(pid: int) -> bool:
+    end = time.monotonic() + 20
+    while Path(f"/proc/{pid}").exists() and _state(pid) != "Z" and time.monotonic() < end:
+        time.sleep(0.05)
+    return not Path(f"/proc/{pid}").exists() or _state(pid) == "Z"
+
+
+LEAVES = "sleep 300 </dev/null >/dev/null 2>&1 & echo $!; exit 3"
+
+
+def test_a_program_that_ended_on_its_own_has_what_it_left_killed_with_it() -> None:
+    """An exec: seat outside a sandbox, found ended (and reaped) before it is killed: its
+    group is killed all the same (its pid is held while the group has members)."""
+    seat = SeatProcess.command(["/bin/sh", "-c", LEAVES], 512, 60)
+    left = _left_pid(seat)
+    assert seat.exit_code(20) == 3 and not seat.alive()  # reaped
+    seat.kill()
+    assert _ends(left), "the program's sleep outlived it"
+
+
+def test_a_forked_seats_group_is_killed_before_its_zygote_is_closed() -> None:
+    """A seat killed, then its zygote closed at once (a league's end): the zygote has reaped
+    it, and killed its group, before kill returns."""
+    seat = SeatProcess.forked("x", 512, 60, env=dict(os.environ),
+                              argv=["/bin/sh", "-c", "sleep 300 </dev/null >/dev/null 2>&1 & "
+                                                     "echo $!; sleep 300"])
+    left = _left_pid(seat)
+    seat.kill()
+    seat_zygote.close_zygotes()
+    assert _ends(left), "the seat's sleep outlived its zygote"
+
+
 def _state(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]

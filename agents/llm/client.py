@@ -44,7 +44,12 @@ class BodyError(Exception):
 
 
 class ChatClient:
-    """``POST {base_url}/chat/completions``, over one lazily opened, thread-shared connection.
+    """``POST {base_url}/chat/completions``, through one lazily made, thread-shared client.
+
+    Each request has a connection of its own, none kept for the next: :func:`cut_at` must hold
+    the socket to end it at the deadline, and a kept connection is reused without being made
+    again.  Over https that costs a handshake a decision (tens of milliseconds beside replies
+    of seconds).
 
     A loopback server is never reached through a proxy from the environment (``trust_env`` is
     off for it), so a local model works behind a corporate ``HTTP_PROXY``.

@@ -223,13 +223,19 @@ class SeatProcess:
         if self._pidfd >= 0:
             with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
                 signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
-        # A program started here: outside a sandbox, its group too, while it is not reaped
-        # (until then its pid is nobody else's).  A forked seat's group is killed by the zygote
-        # as it reaps the seat (league.seat.zygote.serve): by now its pid may be another's.
-        if self._group and self._popen is not None and self._popen.returncode is None:
-            for kill in (os.killpg, os.kill):  # os.kill: it may not have left our group yet
+        # A program started here, outside a sandbox: its group too.  Its pid is nobody else's
+        # while it is not reaped; once it is, while its group has members (a pid is not given
+        # out while a group holds it), so the group is killed unless a process has the pid
+        # again.  A forked seat's group is killed by the zygote as it reaps the seat
+        # (league.seat.zygote.serve; asked below), never from here.
+        if self._group and self._popen is not None:
+            reaped = self._popen.returncode is not None
+            if not (reaped and os.path.exists(f"/proc/{self.pid}")):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
-                    kill(self.pid, signal.SIGKILL)
+                    os.killpg(self.pid, signal.SIGKILL)
+            if not reaped:  # it may not have left our group yet
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(self.pid, signal.SIGKILL)
         for fd in (self._in, self._out):
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -237,7 +243,8 @@ class SeatProcess:
         if self._popen is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._popen.wait(timeout=5)
-        elif self._pidfd >= 0:  # the zygote reaps it
-            select.select([self._pidfd], [], [], 5)
+        elif self._pidfd >= 0:  # the zygote reaps it, and then kills its group
+            if select.select([self._pidfd], [], [], 5)[0] and self._status is not None:
+                self._status(self.pid)  # reaped now: the zygote may be closed next
             os.close(self._pidfd)
             self._pidfd = -1

@@ -41,8 +41,10 @@ REPLAY_KEYS = frozenset({"protocol", "names", "policyNames", "config", "events",
 # language-model record (league.core.episode) under 100
 ACT_VALUES = 256
 OUTER_VALUES = 1024  # the config without its town, the results, names and marks by seat
-# a JSON string, quotes and escapes and all (possessive: no backtracking on a hostile file)
-_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
+# a JSON string, quotes and escapes and all, or one left open to the end (possessive, and never
+# failing once a quote opens: a failed match from every quote of a file of unclosed strings
+# scanned to its end each time, hours for a few MB)
+_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)', re.DOTALL)
 
 
 def read_regular(path: Path, cap: int, what: str, follow: bool = True) -> bytes:
