@@ -79,23 +79,13 @@ def test_a_seat_that_ends_at_once_still_gets_its_pidfd() -> None:
 
 
 def test_what_a_forked_seat_left_running_in_its_group_ends_with_it() -> None:
+    """The zygote kills an ended seat's group as it reaps it, unasked."""
     seat = SeatProcess.forked("x", 512, 60, env=dict(os.environ),
-                              argv=["/bin/sh", "-c", "sleep 300 & echo $!; exit 3"])
+                              argv=["/bin/sh", "-c", LEAVES])
     try:
-        line = b""
-        end = time.monotonic() + 30
-        while not line.endswith(b"\n") and time.monotonic() < end:
-            try:
-                line += os.read(seat._out, 64)
-            except BlockingIOError:
-                time.sleep(0.01)
-        left = int(line)
+        left = _left_pid(seat)
         assert seat.exit_code(20) == 3
-        end = time.monotonic() + 20
-        while Path(f"/proc/{left}").exists() and _state(left) != "Z" and time.monotonic() < end:
-            time.sleep(0.05)
-        assert not Path(f"/proc/{left}").exists() or _state(left) == "Z", \
-            "the seat's sleep outlived it"
+        assert _ends(left), "the seat's sleep outlived it"
     finally:
         seat.kill()
 
