@@ -524,6 +524,7 @@ def plan(seed: int, turns: int, seat: int, opponents: list[str]
 
 def test_a_whole_game_to_the_end_then_guild_view_shows_it(tmp_path: Path) -> None:
     from league.cli import html_viewer as viewer
+    from league.core import files
 
     seed, turns, seat = 21, 14, 0
     opponents = terminal.opponent_specs(terminal.DEFAULT_OPPONENTS)
@@ -547,7 +548,7 @@ def test_a_whole_game_to_the_end_then_guild_view_shows_it(tmp_path: Path) -> Non
     assert parse_results(out) == expected(game)
     assert json.loads(saved.read_text())["events"] == game.events
     # The saved replay re-derives and its last frame has the same scores.
-    model = viewer.view_model(viewer.load_replay(saved))
+    model = viewer.view_model(files.load_replay(saved))
     assert [c["score"] for c in model["frames"][-1]["cogs"]] == game.results()["scores"]
 
 

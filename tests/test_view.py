@@ -18,6 +18,7 @@ from leagues import one_error_line
 from agents import play_episode
 from league.cli import html_viewer as viewer
 from league.cli.guild import main
+from league.core import files
 from league.core.errors import LeagueError
 from league.core.verify import MAX_REPLAY_BYTES
 from sim import Game, GameConfig
@@ -279,9 +280,9 @@ def test_view_reads_regular_files_only_refused_before_reading(replay_path: Path,
     assert not Path(page).exists()
     # in this process too: refused by stat, nothing opened
     with pytest.raises(LeagueError, match="not a regular file"):
-        viewer.load_replay(fifo)
+        files.load_replay(fifo)
     with pytest.raises(LeagueError, match="is a directory"):
-        viewer.load_replay(tmp_path)
+        files.load_replay(tmp_path)
     assert main(["view", str(replay_path), "-o", page]) == 0  # a replay file still is one
 
 

@@ -76,6 +76,7 @@ from agents.llm.prompt import (
 from agents.policy import Decision
 from sim import Game
 from sim.commandline import NotRegularFileError, read_head
+from sim.rules.errors import shown
 from sim.rules.world import MAX_PROMPT_LEN
 
 __all__ = ["ASCII_SPACE", "CORRECTIVE", "DEFAULT_KEY_ENV", "DEFAULT_MAX_TOKENS",
@@ -172,7 +173,7 @@ class LLMPolicy:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) \
                 or not 1 <= max_tokens <= MAX_MAX_TOKENS:
             raise ValueError(f"llm policy: max_tokens must be an int from 1 to {MAX_MAX_TOKENS}; "
-                             f"got {shown(repr(max_tokens))}")
+                             f"got {shown(max_tokens, SHOWN_CHARS)}")
         if temperature is not None and (isinstance(temperature, bool)
                                         or not isinstance(temperature, (int, float))
                                         or not math.isfinite(temperature)):
@@ -417,8 +418,8 @@ def parse_options(fragment: str, options: dict[str, tuple[str, type]]) -> dict[s
     for pair in fragment.split("&") if fragment else ():
         key, eq, value = pair.partition("=")
         if key not in options or not eq:
-            raise ValueError(f"llm policy spec: unknown option {shown(repr(pair))} after '#'; "
-                             f"known: {', '.join(sorted(options))} (as key=value)")
+            raise ValueError(f"llm policy spec: unknown option {shown(pair, SHOWN_CHARS)} after "
+                             f"'#'; known: {', '.join(sorted(options))} (as key=value)")
         name, kind = options[key]
         value = urllib.parse.unquote(value)
         try:
@@ -426,7 +427,7 @@ def parse_options(fragment: str, options: dict[str, tuple[str, type]]) -> dict[s
         except ValueError:
             kind_name = {flag: "true or false", int: "an int"}.get(kind, f"a {kind.__name__}")
             raise ValueError(f"llm policy spec: option {key} needs {kind_name}; got "
-                             f"{shown(repr(value))}") from None
+                             f"{shown(value, SHOWN_CHARS)}") from None
     return kwargs
 
 
@@ -520,11 +521,6 @@ def api_key(name: str) -> str:
         raise ValueError(f"llm policy: the API key in ${name} holds a line break, a space, a "
                          "control or a non-ASCII character; set the variable to the key alone")
     return key
-
-
-def shown(text: str) -> str:
-    """``text`` cut to :data:`SHOWN_CHARS` for an error line (a spec may be of any length)."""
-    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."
 
 
 def shown_url(url: str) -> str:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.llm.seat import OPTIONS, LLMPolicy, parse_options, read_prompt_file, shown
+from agents.llm.seat import OPTIONS, SHOWN_CHARS, LLMPolicy, parse_options, read_prompt_file
+from sim.rules.errors import shown
 
 __all__ = ["from_spec", "is_local"]
 
@@ -47,7 +48,7 @@ def from_spec(spec: str, **params: Any) -> LLMPolicy:
         more, sep, url = url.partition("@")
         model = f"{model}@{more}"
     if not sep or not model.strip() or not url:
-        raise ValueError(f"llm policy spec {shown(repr('llm:' + spec))} must look like "
+        raise ValueError(f"llm policy spec {shown('llm:' + spec, SHOWN_CHARS)} must look like "
                          "llm:MODEL@http(s)://HOST[:PORT]/PATH")
     kwargs = parse_options(fragment, OPTIONS)
     kwargs.update(params)

@@ -38,11 +38,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from league.cli.html_viewer import load_replay
 from league.cli.report import VIEWS
 from league.core.atomic import replacing, write_atomic
 from league.core.errors import LeagueError
-from league.core.files import check_outside
+from league.core.files import check_outside, load_replay
 from league.core.store import MANIFEST, REPLAYS, RESULTS, load_results, row_problem, shown
 from league.core.verify import league_manifest
 from sim import Game, GameConfig, ReplayMismatch, replay

@@ -34,6 +34,7 @@ from league.core.files import (
     MAX_REPLAY_BYTES,
     REPLAY_PROTOCOL,
     check_replaceable,
+    parse_replay,
     read_regular,
     short,
     world_option,
@@ -291,18 +292,6 @@ def _viewer_digest() -> str:
     digest = hashlib.sha256(Path(__file__).read_bytes())
     digest.update(resources.files("league.cli").joinpath("viewer", TEMPLATE).read_bytes())
     return digest.hexdigest()
-
-
-def load_replay(path: Path, world: World | None = None) -> dict:
-    """The replay payload at ``path`` (played in ``world``; None: the standard town);
-    ``LeagueError`` (one line) when it is not one (``league.core.files.load_replay``)."""
-    return files.load_replay(path, world)
-
-
-def parse_replay(path: Path, raw: bytes, world: World | None = None) -> dict:
-    """The replay payload in ``raw`` (read from ``path``); ``LeagueError`` (one line) when it
-    is not one (``league.core.files.parse_replay``)."""
-    return files.parse_replay(path, raw, world)
 
 
 def _load_world(path: str) -> World:
