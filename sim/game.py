@@ -240,10 +240,12 @@ class Game:
         else:
             stored_says = [cut(one_line(s), MAX_SAY_LEN) if s and st.speech else ""
                            for s in says]
-        if any(notes):  # most turns carry no notes: skip the six-seat loop
+        if stored:  # a replay: each act's recorded text is its seat's notes after the turn
+            st.notes[:] = notes  # (notes of blanks clear them, RULES §6.1: the record has none)
+        elif any(notes):  # most turns carry no notes: skip the six-seat loop
             for seat, n in enumerate(notes):
                 if n:
-                    st.notes[seat] = n if stored else cut(one_line(n), MAX_NOTES_LEN)
+                    st.notes[seat] = cut(one_line(n), MAX_NOTES_LEN)
         acts = _resolve_turn(st, intents, sentences, stored_says, scripted, self.events)
         if structured:
             for seat, action in enumerate(actions):

@@ -43,12 +43,17 @@ SETTINGS = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 
-def play(cfg: GameConfig, turns: list[list]) -> Game:
+# Notes as seats write them: none (keeps the last), text, and blanks that clear them (§6.1).
+six_notes = st.lists(st.sampled_from(["", "plan A", " ", "\n", "\u00a0", "x" * 700]),
+                     min_size=6, max_size=6)
+
+
+def play(cfg: GameConfig, turns: list[list], notes: list[list[str]] | None = None) -> Game:
     game = Game(cfg)
-    for acts in turns:
+    for t, acts in enumerate(turns):
         if game.done:
             break
-        game.play_turn(acts, says=["hi"] * 6, notes=["n"] * 6)
+        game.play_turn(acts, says=["hi"] * 6, notes=notes[t] if notes else ["n"] * 6)
     return game
 
 
@@ -89,7 +94,8 @@ def test_same_inputs_same_events(cfg: GameConfig, turns: list[list]) -> None:
 @given(configs, turns_of_actions, st.data())
 def test_any_episode_replays_and_tampering_is_caught(cfg: GameConfig, turns: list[list],
                                                      data: st.DataObject) -> None:
-    game = play(cfg, turns)
+    game = play(cfg, turns, data.draw(st.lists(six_notes, min_size=len(turns),
+                                               max_size=len(turns))))
     if data.draw(st.booleans()):
         game.end_early()
     again = replay(cfg.to_dict(), game.events)
