@@ -70,12 +70,15 @@ def parse_sentence(text: str, game: Game, seat: int) -> Intent:
 
     Pure and total: never raises on any string.  The game's 240-rune cut and one-lining are
     applied first, exactly as ``play_turn`` does.  A ``game`` that is not a ``Game`` or a seat
-    that is not an int 0..5 raises ``TurnError`` (a bool or -1 is never read as a seat).
+    that is not an int 0..5, or a ``text`` that is not a str (``None`` or bytes would be read
+    as the words of their repr), raises ``TurnError``.
     """
     if not isinstance(game, Game):
         raise TurnError(f"parse_sentence: game must be a Game; got {type(game).__name__}")
+    if not isinstance(text, str):
+        raise TurnError(f"parse_sentence: text must be a str; got {type(text).__name__}")
     check_seat(seat)
-    return game.intent_for(text if isinstance(text, str) else str(text), seat)[0]
+    return game.intent_for(text, seat)[0]
 
 
 __all__ = [

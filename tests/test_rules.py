@@ -307,6 +307,48 @@ def test_a_structured_say_of_any_length_is_spoken_stored_and_replayed_as_a_sente
     assert replay(payload["config"], payload["events"]).events == played.events
 
 
+@pytest.mark.parametrize("text, spoken", [
+    ("", "I say."), (" \n ", "I say."), ('he said "hi"', "he said 'hi'"),
+    ("\u00abx\u00bb and \u201cy\u201d \u201ez", "'x' and 'y' 'z"), ("plain", "plain")])
+def test_a_structured_say_records_a_sentence_that_reads_back_as_the_same_act(
+        text: str, spoken: str) -> None:
+    """The sentence recorded for a hand-built say parses to the line it spoke (SENTENCES §4: the
+    first two quote marks lift a line, so none may be inside it; §12: a say with nothing to
+    lift speaks its whole sentence). "he said "hi"" was recorded, heard "he said "hi"" and
+    read back as "he said"; an empty say was heard as nothing and read back as 'I say ""'."""
+    from sim import parse_sentence
+
+    game = staged(everyone=0)
+    act = game.play_turn([Intent("say", text=text)] + [Intent("wait")] * 5)[0]
+    assert act["structured"]["spoken"] == spoken
+    again = parse_sentence(act["sentence"], game, 0)
+    assert (again.kind, again.text) == ("say", spoken)
+    assert f'{game.aliases[0]} says: "{spoken}"' in game.observe(1)["heard"]
+
+
+@pytest.mark.parametrize("kind, reason", [("none", "ok"), ("none", "robbery_failed"),
+                                          ("none", "waited"), ("wait", "no_verb"),
+                                          ("move", "carry_limit")])
+def test_a_hand_built_intent_with_a_reason_no_sentence_is_read_with_is_refused(
+        kind: str, reason: str) -> None:
+    """An act of ``none`` carries the reason its sentence was read with (RULES §8, §9.13), and
+    any other kind ``ok``: Intent("none", reason="ok") played as an act no rule produces."""
+    game = staged(everyone=0)
+    with pytest.raises(IntentError, match=f"reason must be .*got '{reason}'"):
+        game.play_turn([Intent(kind, to_room=1, reason=reason)] + [Intent("wait")] * 5)
+    act = game.play_turn([Intent("none", reason="no_verb")] + [Intent("wait")] * 5)[0]
+    assert (act["intent"], act["reason"]) == ("none", "no_verb")
+
+
+@pytest.mark.parametrize("text", [None, b"I go to the docks", 3])
+def test_parse_sentence_refuses_what_is_not_text(text: object) -> None:
+    """bytes were read as their repr ("b'I go to the docks'": a move) and None as "None"."""
+    from sim import parse_sentence
+
+    with pytest.raises(TurnError, match="text must be a str"):
+        parse_sentence(text, staged(everyone=0), 0)
+
+
 def test_room_log_keeps_the_newest_12_lines() -> None:
     game = staged(everyone=0)
     game.play_turn([Intent("say", text="x" * 3)] * 6, says=["y"] * 6)

@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from ..rules.text import QUOTE_CHARS
 from ..rules.world import QTY_ALL, Good, World, per_world
 
 # ---------------------------------------------------------------------------------------------
 # §4 speech lifting: the characters that count as a straight double quote.
-QUOTE_CHARS = "\u201c\u201d\u201e\u00ab\u00bb"
 QUOTE_MAP = {ord(c): '"' for c in QUOTE_CHARS}
 
 # ---------------------------------------------------------------------------------------------

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from .errors import IntentError
-from .intents import Intent
+from .intents import PARSER_REASONS, Intent
 from .offers import Offer
-from .text import cut, one_line
+from .text import cut, one_line, unquoted
 from .world import MAX_SAY_LEN, SEATS, World
 
 # Which of the slots (room, good, keeper, cog) the parser found ambiguous (§6).
@@ -107,14 +107,27 @@ def live_offerer(offers: Sequence[Offer], seat: int, turn: int) -> int:
     return found if count == 1 else -1
 
 
+# What an empty hand-built ``say`` speaks: the parse of the bare sentence "I say." (§12.2)
+EMPTY_SAY = "I say."
+
+
 def check_structured(it: Intent, world: World, seat: int, room: int,
                      offers: Sequence[Offer], turn: int) -> Intent:
     """:func:`check_slots` on a hand-built intent: the checked intent, ``none`` on failure.
 
     Its text is taken as the rules speak it (§12.2: one line, cut to MaxSayLen), so that the
     intent recorded, and the sentence written for it (``I say "..."``), stay within a stored
-    sentence's 240 runes (§19): a longer one made a replay that could not be played again."""
-    spoken = cut(one_line(it.text), MAX_SAY_LEN)
+    sentence's 240 runes (§19): a longer one made a replay that could not be played again.
+    Quote marks become single quotes and an empty ``say`` says ``I say.``, so that the sentence
+    written for it (``I say "..."``) is read back as the same line: no lifted quote holds a
+    quote mark, and a ``say`` with nothing to lift speaks its whole sentence (§12.2)."""
+    if it.reason != "ok" if it.kind != "none" else it.reason not in PARSER_REASONS:
+        want = "one of " + ", ".join(PARSER_REASONS) if it.kind == "none" else "'ok'"
+        raise IntentError(f"a hand-built {it.kind} intent's reason must be {want} (the "
+                          f"reasons a sentence can be read with); got {it.reason!r}")
+    spoken = cut(one_line(unquoted(it.text)), MAX_SAY_LEN)
+    if not spoken and it.kind == "say":
+        spoken = EMPTY_SAY
     if spoken != it.text:
         it = replace(it, text=spoken)
     npc, other, coin, reason = check_slots(it.kind, it.to_room, it.item, it.npc, it.other,

@@ -22,6 +22,10 @@ UNICODE_WS = ("\u0009\u000a\u000b\u000c\u000d\u0020\u0085\u00a0\u1680"
               + "".join(chr(c) for c in range(0x2000, 0x200B))
               + "\u2028\u2029\u202f\u205f\u3000")
 
+# The quote marks speech is lifted by (SENTENCES §4 step 1), besides the straight one.
+QUOTE_CHARS = "\u201c\u201d\u201e\u00ab\u00bb"
+_UNQUOTE = str.maketrans({c: "'" for c in '"' + QUOTE_CHARS})
+
 _FLATTEN = str.maketrans({"\n": " ", "\r": " ", "\t": " "})
 _SURROGATES = re.compile(f"[{chr(0xD800)}-{chr(0xDFFF)}]")  # chr: mypyc takes no surrogate literal
 
@@ -51,3 +55,9 @@ def no_surrogates(text: str) -> str:
 def cut(text: str, n: int) -> str:
     """Keep the first ``n`` runes (code points); never splits a character."""
     return text if len(text) <= n else text[:n]
+
+
+def unquoted(text: str) -> str:
+    """``text`` with each quote mark a straight single quote: spoken text a sentence can quote
+    whole (no lifted line holds one; SENTENCES §4)."""
+    return text.translate(_UNQUOTE) if '"' in text or not text.isascii() else text
