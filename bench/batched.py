@@ -8,16 +8,18 @@ Autoreset is on, so episode starts (the vectorised Nim setup) are included.
 
 ``python -m bench.batched [--quick] [--n N]`` prints the figures with their ratios to the
 scalar engine (``bench_structured`` of ``python -m bench``) and to the original's seat-steps/s.
+``N`` is 1 to the engine's ``MAX_ENVS``, checked before anything runs (a usage error is one
+line, exit status 2).
 """
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
 
 from bench import ORIGINAL_SEAT_STEPS_PER_S
+from sim.commandline import OneLineParser
 
 SEATS = 6
 
@@ -84,10 +86,15 @@ def bench_vector_env(seconds: float, n: int = 4096) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.batched", description=__doc__)
+    from sim.batched.engine import MAX_ENVS
+
+    ap = OneLineParser(prog="python -m bench.batched", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="about 1 s per figure")
-    ap.add_argument("--n", type=int, default=4096, help="episodes in lockstep (4096)")
+    ap.add_argument("--n", type=int, default=4096,
+                    help=f"episodes in lockstep, 1 to {MAX_ENVS:,} (4096)")
     args = ap.parse_args(argv)
+    if not 1 <= args.n <= MAX_ENVS:  # before the scalar figure's second of work
+        ap.error(f"--n must be 1 to {MAX_ENVS:,}; got {args.n}")
     secs = 1.0 if args.quick else 5.0
     from bench.workloads import SEAT_STEPS, bench_structured
 

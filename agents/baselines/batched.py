@@ -26,8 +26,8 @@ import numpy as np
 
 from agents.baselines.batched_kernels import KernelCall, baseline_tables
 from agents.baselines.scripted import factor_params, magpie_params
-from sim.batched.observe import legal_masks
-from sim.envs.face import check_env_seed
+from sim.batched.observe import check_pairs, legal_masks
+from sim.batched.setup import check_env_seed
 
 if TYPE_CHECKING:
     from sim.batched.engine import BatchedGuild
@@ -57,7 +57,9 @@ class BatchedFactor:
         self._kernel = KernelCall("factor_rows")
 
     def act(self, e: BatchedGuild, r: np.ndarray, s: np.ndarray) -> np.ndarray:
-        """The factor's action index for each seat ``s[i]`` of row ``r[i]`` (compiled)."""
+        """The factor's action index for each seat ``s[i]`` of row ``r[i]`` (compiled; the
+        pairs checked first, as the kernel reads without bounds checks)."""
+        r, s = check_pairs(e, r, s)
         return self._kernel(r, s, e.state, baseline_tables(e.world),
                             _kernel_int(self.sell_margin), _kernel_int(self.pickup_value))
 
@@ -78,7 +80,9 @@ class BatchedMagpie:
         self._kernel = KernelCall("magpie_rows")
 
     def act(self, e: BatchedGuild, r: np.ndarray, s: np.ndarray) -> np.ndarray:
-        """The magpie's action index for each seat ``s[i]`` of row ``r[i]`` (compiled)."""
+        """The magpie's action index for each seat ``s[i]`` of row ``r[i]`` (compiled; the
+        pairs checked first, as the kernel reads without bounds checks)."""
+        r, s = check_pairs(e, r, s)
         return self._kernel(r, s, e.state, baseline_tables(e.world), e.thievery,
                             _kernel_int(self.hawk_period), _kernel_int(self.sell_margin),
                             _kernel_int(self.buy_margin))
@@ -97,6 +101,8 @@ class BatchedRandom:
         self.rng = np.random.default_rng(check_env_seed(seed, "random: seed"))
 
     def act(self, e: BatchedGuild, r: np.ndarray, s: np.ndarray) -> np.ndarray:
+        """A legal index for each seat ``s[i]`` of row ``r[i]`` (``legal_masks`` checks the
+        pairs)."""
         return sample_legal(self.rng, legal_masks(e, r, s))
 
 

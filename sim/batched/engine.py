@@ -29,12 +29,17 @@ from ..rules.world import (
     World,
 )
 from . import jit, source
-from .observe import all_seats, encode, legal_masks
-from .setup import check_seeds, towns_of
+from .observe import all_seats, check_index, check_out, encode, legal_masks
+from .setup import check_env_seed, check_seeds, towns_of
 from .state import BatchState, allocate, export_row, load_game, row_offers, scratch_for
 from .tables import Tables, tables_for
 
 SEED_HIGH = 2 ** 31 - 1  # game seeds drawn for new episodes: 0 <= seed < 2**31 - 1, as GuildEnv
+# The most episodes one engine (and so one batched face) holds: a row of the standard town's
+# state is about 2.5 kB and each seat's observation 1.8 kB; a larger batch is a typo, refused
+# before numpy is asked for gigabytes.  ``guild train``'s bound on its envs
+# (``agents.learn.train_options.MAX_ENVS``) must not exceed it.
+MAX_ENVS = 16_384
 
 
 class BatchedGuild:
@@ -44,18 +49,22 @@ class BatchedGuild:
     ``e.items``...): the arrays themselves, changed in place by each step.
 
     Args:
-        n: number of episodes (rows).
+        n: number of episodes (rows), 1 to :data:`MAX_ENVS`.
         turns: the horizon of every episode (RULES §6.7; 6 to ``MAX_TURNS``, as ``GameConfig``).
         thievery: False plays the honest-town variant (§6.8).
         world: the town (default the standard one).
         seed: seeds the stream of game seeds drawn for new episodes (``reset()`` without
-            explicit seeds, and autoreset).
+            explicit seeds, and autoreset): None or an int >= 0, as the faces' seeds.
     """
 
     def __init__(self, n: int, turns: int = 14, thievery: bool = True,
                  world: World | None = None, seed: int | None = None) -> None:
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-            raise ValueError(f"n must be a positive int; got {n!r}")
+
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"n must be a positive int; got {n!r:.40}")
+        if n > MAX_ENVS:
+            raise ValueError(f"n must be at most {MAX_ENVS:,} (MAX_ENVS); got {n!r:.40}")
+        seed = check_env_seed(seed)
         if isinstance(turns, bool) or not isinstance(turns, int):
             raise ValueError(f"turns must be an int; got {turns!r}")
         if not MIN_TURNS <= turns <= MAX_TURNS:  # GameConfig's bound: the observation's too
@@ -121,19 +130,10 @@ class BatchedGuild:
         st.points[at] = source.scoring.score_points(
             self.world.start_coin, [0] * tb.n_goods, tb.values, [COMMISSION_COUNT] * 2, [0, 0])
 
-    def _check_rows(self, rows) -> np.ndarray:
+    def _check_rows(self, rows: object) -> np.ndarray:
         """``rows`` as int64, or ValueError: a negative row would wrap to the end, a float be
         cut, a repeated row start twice (the last seed winning)."""
-        r = np.asarray(rows)
-        if r.ndim != 1 or not (r.dtype.kind in "iu" or r.size == 0):  # ints, signed or not
-            raise ValueError(f"rows must be a 1-d array of ints; got {r.dtype} {r.shape}")
-        if r.size == 0:
-            return r.astype(np.int64)
-        bad = (r < 0) | (r >= self.n)
-        if bad.any():
-            raise ValueError(f"rows must be from 0 to {self.n - 1}; got row "
-                             f"{int(r[np.argmax(bad)])}")
-        r = r.astype(np.int64, copy=False)
+        r = check_index(rows, "rows", self.n, "row")
         if r.size > 1 and not (r[1:] > r[:-1]).all():  # increasing rows are distinct: no sort
             s = np.sort(r)
             twice = s[1:] == s[:-1]
@@ -250,9 +250,16 @@ class BatchedGuild:
     # --- views ----------------------------------------------------------------------------------
     def observe(self, out: np.ndarray | None = None) -> np.ndarray:
         """Every seat's observation, ``[n, 6, obs_dim]`` float32, row for row equal to
-        ``sim.codec.encode.encode_flat``; ``out`` may be a reused buffer of that shape."""
+        ``sim.codec.encode.encode_flat``; ``out`` may be a reused buffer of that shape,
+        C-contiguous (anything else would be reshaped into a copy, and stay unfilled)."""
         r, s = all_seats(self.n)
-        flat = None if out is None else out.reshape(self.n * SEATS, -1)
+        flat = None
+        if out is not None:
+            check_out(out, (self.n, SEATS, self.tables.obs_width))
+            if not out.flags.c_contiguous:
+                raise ValueError("out must be C-contiguous (filled through a flat view of it); "
+                                 "got a strided or Fortran-order array")
+            flat = out.reshape(self.n * SEATS, -1)
         return encode(self, r, s, flat).reshape(self.n, SEATS, -1)
 
     def masks(self) -> np.ndarray:
@@ -262,7 +269,10 @@ class BatchedGuild:
 
     # --- conversion to and from the scalar engine (tests, curricula) ----------------------------
     def load_games(self, games: list, rows: np.ndarray | None = None) -> None:
-        """Copy the states of scalar ``Game`` objects into ``rows`` (default ``0..len-1``)."""
+        """Copy the states of scalar ``Game`` objects into ``rows`` (default ``0..len-1``).
+
+        Every game is checked before any row changes: a refusal leaves the engine as it was.
+        """
         from ..game import Game  # here: the engine itself needs no scalar game
 
         games = list(games)
@@ -275,10 +285,16 @@ class BatchedGuild:
             if not isinstance(game, Game):
                 raise ValueError(f"load_games: games[{k}] must be a sim.Game; got "
                                  f"{type(game).__name__}")
-        for i, game in zip(rows.tolist(), games):
             gs = game.state
-            if gs.turns != self.turns or gs.thievery != self.thievery or gs.world != self.world:
-                raise ValueError("load_games: the game's turns, thievery or world differ")
+            for field, theirs, ours in (("turns", gs.turns, self.turns),
+                                        ("thievery", gs.thievery, self.thievery)):
+                if theirs != ours:
+                    raise ValueError(f"load_games: games[{k}] has {field}={theirs!r}; this "
+                                     f"engine plays {field}={ours!r}")
+            if gs.world != self.world:
+                raise ValueError(f"load_games: games[{k}] is played in another world than "
+                                 "this engine's")
+        for i, game in zip(rows.tolist(), games):
             load_game(self.state, self.tables, i, game)
 
     def export(self, i: int) -> dict:

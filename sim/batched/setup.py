@@ -19,6 +19,17 @@ import numpy as np
 from ..rules.setup import EXTRA_RELIC_ROOM, GROUND_ROOMS, INT64_MAX, INT64_MIN, RELIC, draw_town
 from ..rules.world import SEATS, STANDARD_TOWN, World
 
+
+def check_env_seed(seed: object, name: str = "seed") -> int | None:
+    """A reset seed as numpy's generators take it: None, or an int >= 0 (1.5 would be cut,
+    -1 refused by numpy without naming the field)."""
+    if seed is None:
+        return None
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"{name} must be an int >= 0 or None; got {seed!r:.40}")
+    return int(seed)
+
+
 MASK64 = (1 << 64) - 1
 _JUMP = (0xBEAC0467EBA5FACB, 0xD86B048B86AA9922)
 _U = np.uint64
@@ -99,11 +110,28 @@ def _step(a0: np.ndarray, a1: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nd
     return out, n0, n1
 
 
+def int_vector(a: object, name: str) -> np.ndarray:
+    """``a`` as a 1-d array of ints (signed or not), or ValueError naming ``name``: a float
+    would be cut, a bool taken for 0 or 1.  Python ints that fit no one 64-bit type together
+    (numpy makes them float64 or objects) stay Python ints, in an object array, so that the
+    caller's range check names the value as given."""
+    arr = np.asarray(a)
+    if arr.ndim == 1 and not isinstance(a, np.ndarray):  # a list or tuple: read its items
+        items = list(a)
+        at = next((i for i, x in enumerate(items) if isinstance(x, (bool, np.bool_))), None)
+        if at is not None and arr.dtype.kind != "b":  # np.asarray([True, 1]) is int64
+            raise ValueError(f"{name} must be a 1-d array of ints; got {items[at]!r} "
+                             f"({name}[{at}])")
+        if arr.dtype.kind in "fO" and all(isinstance(x, (int, np.integer)) for x in items):
+            return np.array([int(x) for x in items], dtype=object)
+    if arr.ndim != 1 or not (arr.dtype.kind in "iu" or arr.size == 0):
+        raise ValueError(f"{name} must be a 1-d array of ints; got {arr.dtype} {arr.shape}")
+    return arr
+
+
 def check_seeds(seeds: np.ndarray) -> np.ndarray:
     """``seeds`` as int64, refusing any whose ``seed * 7919 + 17`` overflows (RULES §4)."""
-    arr = np.asarray(seeds)
-    if arr.ndim != 1 or not (arr.dtype.kind in "iu" or arr.size == 0):  # ints, signed or not
-        raise ValueError(f"seeds must be a 1-d array of ints; got {arr.dtype} {arr.shape}")
+    arr = int_vector(seeds, "seeds")
     bad = (arr < SEED_MIN) | (arr > SEED_MAX)
     if bad.any():
         raise ValueError(f"seed {int(arr[np.argmax(bad)])} is out of range: seed * 7919 + 17 "

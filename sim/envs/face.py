@@ -183,16 +183,6 @@ def text_view_bound(world: World) -> int:
                for offer in offers for speech in (True, False))
 
 
-def check_env_seed(seed: object, name: str = "seed") -> int | None:
-    """A reset seed as numpy's generators take it: None, or an int >= 0 (1.5 would be cut,
-    -1 refused by numpy without naming the field)."""
-    if seed is None:
-        return None
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"{name} must be an int >= 0 or None; got {seed!r:.40}")
-    return int(seed)
-
-
 def check_flags(**flags: object) -> None:
     """Each flag True or False: a string such as ``"no"`` is truthy, and would turn it on."""
     for name, value in flags.items():

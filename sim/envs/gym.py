@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import gymnasium as gym
 import numpy as np
 
+from ..batched.setup import check_env_seed
 from ..codec.action_table import legal_mask, to_intent
 from ..game import Game, GameConfig
 from ..policies import BATCHED_POLICIES, check_town
@@ -18,7 +19,6 @@ from ..rules.scoring import score
 from ..rules.world import SEATS, STANDARD_TOWN, World
 from .face import (
     SeatFace,
-    check_env_seed,
     check_seat,
     opponent_specs,
     resolve_policy,

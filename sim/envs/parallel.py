@@ -14,11 +14,12 @@ from pettingzoo import ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec
 from pettingzoo.utils.wrappers import BaseWrapper
 
+from ..batched.setup import check_env_seed
 from ..codec.action_table import legal_mask, to_intent
 from ..game import Game, GameConfig
 from ..rules.scoring import score
 from ..rules.world import SEATS, STANDARD_TOWN, World
-from .face import SeatFace, check_env_seed, seat_spaces
+from .face import SeatFace, seat_spaces
 from .row import RowEpisode
 
 

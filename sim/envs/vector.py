@@ -35,15 +35,16 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from ..batched.engine import SEED_HIGH, BatchedGuild
+from ..batched.engine import MAX_ENVS, SEED_HIGH, BatchedGuild
 from ..batched.observe import all_seats, encode, offsets
+from ..batched.setup import check_env_seed
 from ..codec.encode import slices
 from ..game import GameConfig
 from ..policies import BATCHED_POLICIES, POLICIES, check_town
 from ..rules.commissions import points_of
 from ..rules.scoring import RESULT_KEYS, wealth_of
 from ..rules.world import SEATS, World
-from .face import check_env_seed, check_flags, check_seat, opponent_specs, seat_spaces
+from .face import check_flags, check_seat, opponent_specs, seat_spaces
 
 # The keys of GuildVectorEnv's ``info``, each beside its ``_``-mask (no others, ever): what
 # GuildEnv's info holds every step, what it adds at an episode's end, and what SAME_STEP adds.
@@ -90,7 +91,7 @@ class GuildVectorEnv(VectorEnv):
     operator's view.
 
     Args:
-        num_envs: number of episodes in lockstep.
+        num_envs: number of episodes in lockstep, 1 to ``MAX_ENVS`` (``sim.batched.engine``).
         seat: the learning seat (0..5), or None to draw one per episode.
         opponents: five batched policy specs (see :func:`make_batched_policy`); an
             ``"sb3:model.zip"`` is loaded in this process (a pickle: it runs the zip's code;
@@ -410,7 +411,7 @@ class GuildSelfPlay:
     are the buffers themselves, overwritten by the next step (copy them to keep them).
 
     Args:
-        num_envs: episodes; ``num_agents = 6 * num_envs``.
+        num_envs: episodes, 1 to ``MAX_ENVS``; ``num_agents = 6 * num_envs``.
         turns, thievery, world: as ``GuildEnv``.
         reward: ``"dense"`` (score change each turn) or ``"terminal"``; float32 here (the
             engine's float64 rewards are ``engine.step``'s).
@@ -486,10 +487,14 @@ class GuildSelfPlay:
 
 
 def _check_num_envs(num_envs: object) -> None:
-    """Checked here, not by the engine, which would name it ``n``."""
+    """Checked here, not by the engine, which would name it ``n``; at most ``MAX_ENVS``,
+    the engine's bound, before any buffer is allocated."""
     if (isinstance(num_envs, (bool, np.bool_)) or not isinstance(num_envs, (int, np.integer))
             or num_envs < 1):
         raise ValueError(f"num_envs must be a positive int; got {num_envs!r:.40}")
+    if num_envs > MAX_ENVS:
+        raise ValueError(f"num_envs must be at most {MAX_ENVS:,} (MAX_ENVS); got "
+                         f"{num_envs!r:.40}")
 
 
 def _rows_of(obs: dict | np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
