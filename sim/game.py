@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -217,6 +218,8 @@ class Game:
             scripted = [False] * SEATS
         else:
             _check_six(scripted, "scripted")
+            if not stored:  # a replay's are compared with the record, types and all
+                _check_bools(scripted, "scripted")
             scripted = list(map(bool, scripted))
         intents, sentences = [], []
         structured = False  # whether an action is an Intent (its act records it, below)
@@ -251,7 +254,9 @@ class Game:
             for seat, action in enumerate(actions):
                 if isinstance(action, Intent):
                     acts[seat]["structured"] = intents[seat].to_json()
-        return acts
+            return [{**a, "structured": dict(a["structured"])} if "structured" in a else dict(a)
+                    for a in acts]
+        return [dict(a) for a in acts]  # copies: a caller's edits stay out of the record
 
     def end_early(self) -> None:
         """Settle now, between turns, with reason ``deadline`` (RULES §6.4); idempotent."""
@@ -350,12 +355,34 @@ def check_seat(seat: int) -> None:
         raise TurnError(f"seat must be an int from 0 to {SEATS - 1}; got {shown(seat)}")
 
 
+def seat_index(seat: object) -> int:
+    """``seat`` as a plain int (a numpy integer too), or ``TurnError``: as :func:`check_seat`,
+    for the policies' ``act(game, seat)``, which batched callers give numpy integers."""
+    if type(seat) is int and 0 <= seat < SEATS:  # the common case
+        return seat
+    if not isinstance(seat, bool) and hasattr(seat, "__index__"):
+        try:
+            seat = operator.index(seat)  # type: ignore[arg-type]
+        except TypeError:
+            pass
+    check_seat(seat)  # type: ignore[arg-type]
+    return seat  # type: ignore[return-value]
+
+
 def _check_six(xs, name: str) -> None:
     if type(xs) in (list, tuple) and len(xs) == SEATS:  # the common case, without the ABC
         return
     if isinstance(xs, (str, bytes)) or not isinstance(xs, Sequence) or len(xs) != SEATS:
-        got = len(xs) if isinstance(xs, Sequence) else type(xs).__name__
+        got = (f"{len(xs)} items" if isinstance(xs, Sequence) and not isinstance(xs, (str, bytes))
+               else f"a {type(xs).__name__}")
         raise TurnError(f"{name} must be a list of {SEATS} items (one per seat); got {got}")
+
+
+def _check_bools(xs, name: str) -> None:
+    """Each item a bool (numpy's too): "no" or [0] would be recorded as True."""
+    for i, x in enumerate(xs):
+        if x is not True and x is not False and type(x).__name__ != "bool_":
+            raise TurnError(f"{name}[{i}] must be a bool; got {type(x).__name__}")
 
 
 def _six_strings(xs, name: str) -> list[str]:

@@ -248,6 +248,57 @@ def test_bad_seats_are_refused_everywhere(seat) -> None:
         one_line(err.value)
 
 
+@pytest.mark.parametrize("spec", ["factor", "magpie", "random", "champion"])
+@pytest.mark.parametrize("seat", [-1, 6, True, "1", 1.0])
+def test_the_built_in_policies_refuse_a_bad_seat(spec: str, seat) -> None:
+    """-1 decided for seat 5 and True for seat 1 (a list looked up), 6 was an IndexError."""
+    from agents import make_policy
+
+    with pytest.raises(TurnError, match="seat must be an int"):
+        make_policy(spec).act(Game(GameConfig(seed=2)), seat)
+
+
+def test_the_built_in_policies_take_a_numpy_seat() -> None:
+    import numpy as np
+
+    from agents import make_policy
+
+    game = Game(GameConfig(seed=2))
+    for spec in ("factor", "magpie", "random", "champion"):
+        assert make_policy(spec).act(game, np.int64(3)) == make_policy(spec).act(game, 3)
+
+
+@pytest.mark.parametrize("scripted", [["no"] * 6, [0] * 6, [None] * 6, [[0]] * 6])
+def test_scripted_flags_must_be_bools(scripted: list) -> None:
+    """"no" and [0] were recorded as scripted, 0 and None as not: the replay keeps the flag."""
+    game = Game(GameConfig(seed=2))
+    with pytest.raises(TurnError, match=r"scripted\[0\] must be a bool"):
+        game.play_turn(["I wait."] * 6, scripted=scripted)
+    assert game.turn == 0
+    acts = game.play_turn(["I wait."] * 6, scripted=[True, False] * 3)
+    assert [a["scripted"] for a in sorted(acts, key=lambda a: a["seat"])] == [True, False] * 3
+
+
+def test_a_string_of_six_is_not_six_actions() -> None:
+    with pytest.raises(TurnError, match="6 items .* got a str"):
+        Game(GameConfig(seed=2)).play_turn("abcdef")
+
+
+def test_the_acts_play_turn_returns_are_the_callers_own() -> None:
+    """They were the record's own dicts: a caller that tagged or trimmed them rewrote
+    game.events, and the game's own payload no longer replayed."""
+    game = Game(GameConfig(seed=2))
+    while not game.done:
+        for act in game.play_turn([sim.Intent("say", text="hi")] + ["I buy a hide."] * 5):
+            act["policy"] = "mine"
+            del act["sentence"]
+            act.get("structured", {}).clear()
+    assert all("policy" not in e and (e["kind"] != "act" or "sentence" in e)
+               for e in game.events)
+    payload = game.replay_payload(["p"] * 6)
+    assert sim.replay(payload["config"], payload["events"]).events == game.events
+
+
 def test_parse_sentence_needs_a_game() -> None:
     with pytest.raises(TurnError, match="game"):
         parse_sentence("I wait.", "not a game", 0)

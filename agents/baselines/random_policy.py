@@ -6,6 +6,7 @@ import random
 
 from agents.baselines.view import SeatView
 from sim import Game, Intent
+from sim.game import seat_index
 
 SAY_LINE = "Fair trading to all."
 
@@ -79,6 +80,7 @@ class RandomPolicy:
         self._rngs = {}
 
     def act(self, game: Game, seat: int) -> Intent:
+        seat = seat_index(seat)  # before its generator is made for it
         rng = self._rngs.get(seat)
         if rng is None:
             rng = self._rngs[seat] = random.Random(self._base * 7 + seat)

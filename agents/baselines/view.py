@@ -20,13 +20,13 @@ are confined here and used by ``Factor`` and ``Magpie`` only:
 
 from __future__ import annotations
 
-from operator import index
 from typing import Any, SupportsIndex
 
 from mypy_extensions import mypyc_attr
 
 from sim import Game
-from sim.rules.world import World
+from sim.game import seat_index
+from sim.rules.world import SEATS, World
 
 # SeatView's fields, in the order _rebuild takes them.
 _FIELDS = ("world", "seat", "turn", "room", "coin", "items", "free", "keeper", "stock", "_state")
@@ -51,7 +51,7 @@ class SeatView:
     __slots__ = _FIELDS
 
     def __init__(self, game: Game, seat: SupportsIndex) -> None:
-        seat = seat if type(seat) is int else index(seat)  # numpy integers too
+        seat = seat if type(seat) is int and 0 <= seat < SEATS else seat_index(seat)
         st = game.state
         self._state = st
         w = st.world

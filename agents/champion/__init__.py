@@ -29,6 +29,7 @@ from sim.batched.observe import encode as encode_rows
 from sim.batched.tables import tables_for
 from sim.codec.action_table import TABLE_VERSION, legal_mask, to_intent
 from sim.codec.encode import encode_flat
+from sim.game import seat_index
 from sim.rules.world import STANDARD_TOWN
 
 CHAMPION_FILE = Path(__file__).with_name("champion.npz")
@@ -65,6 +66,7 @@ class Champion:
         opponent: both faces then draw the same game seeds episode after episode."""
 
     def act(self, game: Game, seat: int) -> Intent:
+        seat = seat_index(seat)
         st = game.state
         return to_intent(self.index(game, seat), st.world, seat, st.room[seat])
 
@@ -82,6 +84,8 @@ class Champion:
         _check_town(world)
 
     def observation(self, game: Game, seat: int) -> np.ndarray:
+        """Its input for ``seat`` (``index`` and ``logits`` read it: the seat is checked here)."""
+        seat = seat_index(seat)
         st = game.state
         _check_town(st.world)
         return np.asarray(encode_flat(st, seat, legal_mask(st, seat)), np.float32)[None]
@@ -104,6 +108,8 @@ class BatchedChampion:
         _check_town(world)
 
     def act(self, engine: Any, rows: np.ndarray, seats: np.ndarray) -> np.ndarray:
+        """Its index for each seat ``seats[i]`` of row ``rows[i]`` (``encode`` checks the
+        pairs)."""
         _check_town(engine.world)
         return self.net.best(encode_rows(engine, rows, seats))
 

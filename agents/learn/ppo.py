@@ -37,6 +37,7 @@ from sim.batched.observe import encode as encode_rows
 from sim.codec.action_table import TABLE_VERSION, legal_mask, to_intent
 from sim.codec.encode import encode_flat
 from sim.commandline import printable
+from sim.game import seat_index
 
 try:
     import torch
@@ -429,11 +430,13 @@ class PPOPolicy(_Policy):
     scripted = False
 
     def act(self, game: Game, seat: int) -> Intent:
+        seat = seat_index(seat)
         st = game.state
         return to_intent(self.index(game, seat), st.world, seat, st.room[seat])
 
     def index(self, game: Game, seat: int) -> int:
         """The action-table index the model chooses for ``seat`` (always a legal one)."""
+        seat = seat_index(seat)
         st = game.state
         mask = legal_mask(st, seat)
         obs = np.asarray(encode_flat(st, seat, mask), np.float32)[None]
