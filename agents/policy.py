@@ -56,6 +56,17 @@ class Decision:
     notes: str = ""
     scripted: bool = False
 
+    def __post_init__(self) -> None:
+        """Refused where it is made (a seat's fault) rather than at ``play_turn``, which would
+        refuse the whole turn: ``scripted="no"`` would be recorded as True."""
+        for name in ("say", "notes"):
+            if type(getattr(self, name)) is not str:
+                raise ValueError(f"Decision.{name} must be a str; got "
+                                f"{type(getattr(self, name)).__name__}")
+        if self.scripted is not True and self.scripted is not False:
+            raise ValueError(f"Decision.scripted must be a bool; got "
+                            f"{type(self.scripted).__name__}")
+
 
 _is_decision = Decision.__instancecheck__  # isinstance(a, Decision) without a call frame
 

@@ -382,3 +382,15 @@ def test_both_spellings_of_a_slot_must_agree() -> None:
         Intent("move", to_room=np.array([1, 2]), toRoom=3)
     with pytest.raises(IntentError, match="give one of the two spellings"):
         Intent("say", text=np.array(["a", "b"]), spoken="a")
+
+
+@pytest.mark.parametrize("field, value", [("scripted", "no"), ("scripted", 0), ("say", None),
+                                          ("notes", b"x")])
+def test_a_decision_is_checked_where_it_is_made(field: str, value) -> None:
+    """A policy's Decision(scripted="no") reached play_turn, which refused the whole turn (a
+    league's retry then refused it again, for every seat); now the seat that made it fails."""
+    from agents import Decision
+
+    with pytest.raises(ValueError, match=f"Decision.{field} must be a"):
+        Decision("I wait.", **{field: value})
+    assert Decision("I wait.", say="hi", notes="n", scripted=True).scripted is True
