@@ -117,3 +117,13 @@ class LongRaiser:
 
     def act(self, game: Game, seat: int) -> str:
         raise KeyError("k" * 500)
+
+
+class Reader:
+    """Well-behaved and quick, but reads its view each turn: a seat apart asks the league for
+    it (a ``need``), and waits until the league serves it."""
+
+    def act(self, game: Game, seat: int) -> str:
+        legal = game.admissible
+        legal = legal() if callable(legal) else legal
+        return legal[-1] if legal else WAIT

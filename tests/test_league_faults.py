@@ -68,6 +68,23 @@ def test_faulty_policies_fall_back_to_waiting_and_the_league_finishes(tmp_path, 
     assert main(["verify", str(out)]) == 0
 
 
+def test_a_slow_rival_costs_the_seats_after_it_no_time(tmp_path) -> None:
+    """Seats apart are all sent their request at once, but the league serves a seat's requests
+    for its view only when it turns to it: a Reader seated after a Sleeper waited out the
+    Sleeper's whole limit, and was charged timeouts (two end its play: unranked)."""
+    out = tmp_path / "slow"
+    assert main(league_args(out, 6, "--turns", "6", "--decision-timeout", "0.7",
+                            policies=f"{F}Sleeper,{F}Reader,factor,magpie,random,champion",
+                            workers=1)) == 0
+    after = 0  # episodes where the league turns to the Reader after waiting on the Sleeper
+    for row in rows(out):
+        reader, sleeper = row["lineup"].index(f"{F}Reader"), row["lineup"].index(f"{F}Sleeper")
+        after += sleeper < reader
+        assert row["faults"][reader] == {} and row["fallbacks"][reader] == 0, row
+        assert row["faults"][sleeper] == {"timeout": MAX_TIMEOUTS}
+    assert after >= 3
+
+
 def test_the_episode_timeout_ends_episodes_with_reason_deadline(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("GUILD_TEST_SLOW", "0.01")
     out = tmp_path / "deadline"

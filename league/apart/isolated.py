@@ -237,7 +237,8 @@ class IsolatedPolicy:
 
     def post(self, game: Game, seat: int) -> None:
         """Send this turn's request now, so the program thinks while the league asks the other
-        seats; :meth:`act` then waits for the answer (the time limit runs from here)."""
+        seats; :meth:`act` then waits for the answer (the time limit runs from here, or from
+        when the league turns to the seat if later: :meth:`_answer`)."""
         try:
             self._ask(game, seat)
         except SeatFaultError as e:
@@ -336,8 +337,17 @@ class IsolatedPolicy:
 
     def _answer(self, game: Game, seat: int) -> Decision:
         """Read the answer (the reset's first, when one is out), serving the program's requests
-        for more of its view meanwhile."""
+        for more of its view meanwhile.
+
+        The time limit runs from when the league turns to this seat, when that is later than
+        its post: the league serves a seat's requests for its view only now, so a seat that
+        asked for one was kept waiting by the seats before it (a slow rival's whole limit)."""
         assert self._proc is not None
+        if self.timeout is not None and self._until is not None:
+            now = time.monotonic() + self.timeout
+            self._until = max(self._until, now)
+            if self._resetting is not None:
+                self._resetting = max(self._resetting, now)
         until = _due(self._until)
         if self._resetting is not None:
             self._reset_answer()
