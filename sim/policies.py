@@ -69,7 +69,7 @@ log = logging.getLogger(__name__)
 POLICY_GROUP = "guild.policies"
 BATCHED_POLICY_GROUP = "guild.batched_policies"
 OWN_DISTRIBUTION = "guild-game"  # declares the built-in names (pyproject.toml), which win
-TRUSTED_PREFIX = "trusted"  # a league's spec prefix (league.core.episode.TRUSTED), no policy
+TRUSTED_PREFIX = "trusted"  # a league's spec prefix (league.core.lineups.TRUSTED), no policy
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 

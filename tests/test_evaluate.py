@@ -321,3 +321,9 @@ def test_evaluate_and_a_league_tell_policies_apart_alike() -> None:
             parse_policies(",".join(same))
     assert evaluation._key("casey:Bot") != evaluation._key("casey:bot")
     assert parse_policies("casey:Bot,casey:bot") == ["casey:Bot", "casey:bot"]
+    # through the league's trusted: prefix too (trusted:FACTOR made a second ladder entry)
+    for same in (["trusted:factor", "trusted:FACTOR"], ["TRUSTED:Magpie", "trusted:magpie"]):
+        with pytest.raises(LeagueError, match="one policy twice"):
+            parse_policies(",".join(["factor", *same]))
+    assert parse_policies("trusted:casey:Bot,trusted:casey:bot") == ["trusted:casey:Bot",
+                                                                      "trusted:casey:bot"]

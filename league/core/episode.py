@@ -57,7 +57,7 @@ from league.apart.calls import (
 from league.apart.isolated import DEFAULT_MEMORY_MB, SeatFaultError, hosted, town_refusal
 from league.apart.isolated import from_spec as exec_policy
 from league.core.atomic import write_atomic
-from league.core.lineups import EpisodeSpec
+from league.core.lineups import TRUSTED, EpisodeSpec
 from league.core.replay_json import STDLIB, encode
 from sim import Game, GameConfig, Intent
 from sim.policies import check_town
@@ -101,7 +101,6 @@ APART_DECISION_TIMEOUT = 10.0  # seconds a seat that runs apart has per decision
 BASELINES = ("factor", "magpie", "random")   # ours, pure Python (no numpy to load)
 IN_PROCESS = (*BASELINES, "champion")        # ours: the engine's side
 IN_PROCESS_PREFIXES = ("ppo:", "llm:")
-TRUSTED = "trusted:"
 
 
 def trusted(name: str, settings: Settings) -> bool:

@@ -309,10 +309,12 @@ def plot(ladder: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     entries = [e for e in ladder["policies"] if e["meanScore"] is not None][::-1]
-    names = [e["policy"] + (" (unranked)" if e.get("unranked") else "") for e in entries]
+    names = [e["policy"] + (" (unranked)" if e.get("unranked") else "")
+             + ("" if e["ci95"] else " (no interval)") for e in entries]
     means = [e["meanScore"] for e in entries]
-    err = [[m - e["ci95"][0] if e["ci95"] else 0.0 for m, e in zip(means, entries)],
-           [e["ci95"][1] - m if e["ci95"] else 0.0 for m, e in zip(means, entries)]]
+    nan = float("nan")  # no bar drawn: a zero-width one would look certain
+    err = [[m - e["ci95"][0] if e["ci95"] else nan for m, e in zip(means, entries)],
+           [e["ci95"][1] - m if e["ci95"] else nan for m, e in zip(means, entries)]]
     fig, ax = plt.subplots(figsize=(7, 0.5 * len(entries) + 1.5))
     ax.barh(names, means, xerr=err, capsize=4, color="#4c72b0")
     ax.axvline(0.0, color="black", linewidth=0.8)

@@ -76,13 +76,25 @@ def parse_policies(text: str) -> list[str]:
                           f"{MAX_NAME_CHARS:,}")
     seen: dict[str, str] = {}
     for n in names:
-        key = POLICIES.key(n)  # (trusted:factor beside factor is two: a control)
+        key = _key(n)  # (trusted:factor beside factor is two: a control)
         if key in seen:
             twice = f"{n!r} twice" if seen[key] == n else \
                 f"one policy twice, as {seen[key]!r} and {n!r}"
             raise LeagueError(f"--policies names {twice}; list each policy once")
         seen[key] = n
     return names
+
+
+TRUSTED = "trusted:"  # a policy the league runs in its own process (league.core.episode)
+
+
+def _key(name: str) -> str:
+    """``POLICIES.key``, through a ``trusted:`` prefix (``trusted:FACTOR`` is
+    ``trusted:factor``: one policy, one ladder entry)."""
+    name = name.strip()
+    if name.lower().startswith(TRUSTED):
+        return TRUSTED + POLICIES.key(name[len(TRUSTED):])
+    return POLICIES.key(name)
 
 
 @dataclass(frozen=True)
