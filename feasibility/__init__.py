@@ -1,4 +1,4 @@
-"""The feasibility gate: can a competent seat finish both commissions in time and purse?
+"""The feasibility gate: can a competent seat, alone, finish both commissions in time and purse?
 
 RULES §18 makes this the enforcement test for every rule constant: change a room, an exit, a
 stock level, a base value, the starting coin or the turn count, and the gate says, before anyone

@@ -1,10 +1,14 @@
 """``python -m feasibility``: the CI gate for every rule constant (RULES §18).
 
 Exit status: 0 when every plan fits, 1 when any does not, 2 for bad arguments or a bad world
-file (one line on stderr, no traceback).  The turn count is ``--turns``, else the world file's
-``turns``, else 14; it is 6..``MAX_TURNS`` (1000), the bound on every game.  ``--seeds -5..-1``
-and ``--seeds=-5..-1`` are the same.  ``--search-steps`` bounds the optimal plans' search (the
-verdict is the greedy plans'); ``--json`` is written one failure at a time.
+file (one line on stderr, no traceback).  Each plan is one seat's alone on the keepers' opening
+stock, and the help says so: 0 does not promise that six seats at once finish, and 1 means "not
+provably feasible on the opening stock", not "impossible" (:mod:`feasibility.gate`).
+
+The turn count is ``--turns``, else the world file's ``turns``, else 14; it is
+6..``MAX_TURNS`` (1000), the bound on every game.  ``--seeds -5..-1`` and ``--seeds=-5..-1`` are
+the same.  ``--search-steps`` bounds the optimal plans' search (the verdict is the greedy
+plans'); ``--json`` is written one failure at a time.
 """
 
 from __future__ import annotations
@@ -106,8 +110,16 @@ def accept_negative_seeds(parser: argparse.ArgumentParser) -> argparse.ArgumentP
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m feasibility",
-                description="Check that every seat can finish both commissions within the turn "
-                            "horizon and its purse (RULES §18).  Exit 0 pass, 1 fail, 2 error.")
+                description="Check that every seat, alone, can finish both commissions within "
+                            "the turn horizon and its purse (RULES §18), by a plan priced on the "
+                            "keepers' opening stock.  Exit 0 pass, 1 fail, 2 error.",
+                epilog="Each plan is one seat's alone: the other five seats wait and the shops "
+                       "hold their opening stock.  A pass does not say that six seats at once "
+                       "all finish (they compete for the same shelves; RULES §18's 2 suppliers "
+                       "of every commission good are the only guard).  A fail says no fitting "
+                       "plan on the opening stock: restock (RULES §6.2), goods handed to "
+                       "keepers (§9.4) and loose goods are not counted, so the town may still "
+                       "be playable (docs/feasibility.md).")
     p.add_argument("--turns", type=parse_turns, default=None,
                    help=f"episode length, {MIN_TURNS}..{MAX_TURNS} (default: the world file's, "
                         "else 14)")

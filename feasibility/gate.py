@@ -1,4 +1,5 @@
-"""The feasibility gate: every seat must be able to finish both commissions (RULES §18).
+"""The feasibility gate: every seat, alone, must have a plan that finishes both commissions
+(RULES §18).
 
 Two sets of cases are checked against one world and one turn count:
 
@@ -10,7 +11,15 @@ Two sets of cases are checked against one world and one turn count:
 For each case the greedy plan of RULES §18 must fit in ``turns - 2`` turns and in the starting
 coin (and, for variant towns, the four units it carries at once must fit the carry limit).  The
 optimal plan (:mod:`feasibility.optimal`) is reported beside it, with the slack of each, so a
-failure says whether the town is impossible or only the greedy route is too slow or too dear.
+failure says whether even the best plan fails or only the greedy route is too slow or too dear.
+
+Both plans are one seat's alone, priced on the keepers' opening stock, as RULES §18 prices them:
+the other five seats wait, and restock (RULES §6.2), goods handed to keepers (§9.4) and loose
+goods are not counted.  Restock and hand-overs only add stock, so a plan that fits here fits
+in the game for a seat alone; a plan that does not, or no plan, is "not provably feasible on
+the opening stock", not "impossible": the seat may still finish in the game.  Nor does a pass
+say that six seats at once all finish: they compete for the same shelves, and RULES §18's two
+suppliers of every commission good are the only guard against that.
 
 The verdict is the greedy plans' alone; the optimal plans only explain it.  Their search is
 bounded by :data:`DEFAULT_SEARCH_STEPS` (``search_steps``): a town too large to search within
@@ -86,8 +95,9 @@ class Case:
 class Outcome:
     """The verdict on one case: both plans and, if the greedy plan fails, why.
 
-    ``optimal`` is ``None`` when no plan fits the purse, or when the search's steps ran out
-    before this case (``searched`` false: the optimal plan is not known)."""
+    ``optimal`` is ``None`` when no plan on the keepers' opening stock fits the purse (the game's
+    restock and hand-overs may still make one), or when the search's steps ran out before this
+    case (``searched`` false: the optimal plan is not known)."""
 
     case: Case
     greedy: Plan | None
@@ -324,7 +334,8 @@ class Summary:
 
 @dataclass
 class GateReport:
-    """Everything the gate found; ``ok`` is the verdict (every greedy plan fits).
+    """Everything the gate found; ``ok`` is the verdict (every greedy plan fits, each seat's
+    alone on the keepers' opening stock, and every commission good has 2 suppliers).
 
     ``world_name`` heads the text report (``"standard town"``, ``"world lean.toml"``);
     ``world_file`` is the world file's path as given (``--world``), ``None`` for a town read
@@ -475,7 +486,11 @@ def _summary_json(world: World, s: Summary) -> dict:
 def failure_json(report: GateReport, o: Outcome) -> dict:
     """One failure: which seat and seed (``null`` for an exhaustive case), the goods, turns
     needed vs allowed, coin needed vs held, units carried at once vs the carry limit, the
-    reason, and both plans."""
+    reason, and both plans.
+
+    Both plans are priced on the opening stock, one seat alone: ``optimal`` ``null`` (searched)
+    and ``optimal_fits`` false say that no plan on the opening stock fits, not that the game
+    cannot be finished (restock and hand-overs are not counted)."""
     w = report.world
     d = _case_json(w, o.case) or {}
     d.update(
@@ -502,6 +517,10 @@ def run_gate(world: World = STANDARD_TOWN, turns: int = DEFAULT_TURNS,
              search_steps: int | None = DEFAULT_SEARCH_STEPS,
              world_file: str | os.PathLike[str] | None = None) -> GateReport:
     """Run the gate of RULES §18 (seeded cases, and the exhaustive ones unless disabled).
+
+    Each case is one seat alone on the keepers' opening stock (the module docstring says what
+    that leaves out): ``ok`` proves each seat can finish by itself, not that six seats at once
+    can, and a failure proves no plan on the opening stock, not that the game cannot be won.
 
     ``world_file`` is the path ``world`` was read from, as given (the JSON's ``world``;
     ``None``: no file).  ``world_name`` heads the text report; by default ``"world FILE"``,

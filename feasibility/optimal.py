@@ -10,7 +10,15 @@ Restock is deliberately *not* modelled.  It is deterministic (RULES §6.2: from 
 adds one unit of ``trade[turn mod len]``, up to 12), but it only ever raises stock, so it only
 lowers asks and never empties a shelf: any plan priced on opening stock is at least as cheap and
 as short when restock happens.  Ignoring it keeps the check conservative (a pass stays a pass in
-the real game, other seats aside) and comparable with the greedy figures.
+the real game, other seats aside) and comparable with the greedy figures.  Goods handed to a
+keeper (RULES §9.4 puts them in its stock) and loose goods on the floors are left out too.
+
+The converse does not hold: no plan here, or none that fits, is no plan *on the opening stock*,
+and the game may still have one.  In the lean year (``examples/towns/lean_year.toml``) the
+search finds no plan within 32 coin for a seat at the Smithy with nails and rope (the cheapest
+costs 34), while in the engine the Guildmaster restocks rope on turns 2 and 4, his two units
+cost 17 on turn 4, and the seat finishes in 7 turns for 32 coin.  So the gate's words for a
+missing plan name the opening stock.
 
 The search is a dynamic programme over decision states ``(room, units got per commission,
 units bought per shelf of the commissions still short, units delivered per commission, coin
@@ -179,13 +187,14 @@ class OptimalSearch:
         """Whether the guild keeper and enough units of each commission good lie in rooms
         reachable from ``start``: a plan with coin enough exists exactly then (a pack of one
         unit still delivers them one by one).  When :meth:`plan` finds none, this says
-        whether the purse or the town (:meth:`shortfalls`) is to blame."""
+        whether the purse or the town (:meth:`shortfalls`) is to blame, on the opening stock."""
         return not self.shortfalls(start)
 
     def shortfalls(self, start: int) -> tuple[str, ...]:
-        """Why no plan from ``start`` exists at any purse, each cause once: the guild keeper
-        beyond the roads, a good the keepers' opening stock holds too few of in the whole town,
-        or one whose units lie beyond the roads; empty when coin enough makes a plan."""
+        """Why no plan on the opening stock from ``start`` exists at any purse, each cause once:
+        the guild keeper beyond the roads, a good the keepers' opening stock holds too few of in
+        the whole town, or one whose units lie beyond the roads; empty when coin enough makes a
+        plan.  In the game, restock (RULES §6.2) may still supply a good the opening stock lacks."""
         w, dist = self.world, self.world.dist[check_start(self.world, start)]
         why = []
         if dist[self.guild_room] < 0:
@@ -203,7 +212,8 @@ class OptimalSearch:
         return tuple(why)
 
     def plan(self, start: int) -> Plan | None:
-        """The optimal plan from ``start``, or ``None`` when no plan fits the purse at all.
+        """The optimal plan from ``start``, or ``None`` when no plan on the opening stock fits
+        the purse (the game's restock may still make one).
 
         :class:`OutOfEffort` when the search's effort runs out first (the states searched so
         far stay in the memo: they are exact); ``ValueError`` for a ``start`` that is no
@@ -242,5 +252,6 @@ class OptimalSearch:
 def optimal_plan(world: World, start: int, goods: tuple[int, int],
                  budget: int | None = None) -> Plan | None:
     """Fewest turns, then least coin, for one seat (see the module docstring); ``None`` when
-    no plan completes both commissions within ``budget`` (default: the starting coin)."""
+    no plan on the opening stock completes both commissions within ``budget`` (default: the
+    starting coin)."""
     return OptimalSearch(world, goods, budget).plan(start)

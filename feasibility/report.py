@@ -1,4 +1,8 @@
-"""The gate's compact text table (RULES §18): worst case, distribution, failures."""
+"""The gate's compact text table (RULES §18): worst case, distribution, failures.
+
+Every plan in it is one seat's alone, priced on the keepers' opening stock, and its failure
+lines say so ("no plan on the opening stock"): the game's restock and hand-overs, which the
+plans leave out, may still let the seat finish."""
 
 from __future__ import annotations
 
@@ -31,17 +35,22 @@ def describe_case(world: World, case: Case) -> str:
 
 
 def describe_failure(report: GateReport, o: Outcome) -> str:
-    """One line: the case, why the greedy plan fails, and what the optimal plan would need."""
+    """One line: the case, why the greedy plan fails, and what the optimal plan would need.
+
+    The optimal plan is searched on the keepers' opening stock alone, so the line says so: a
+    plan the search does not find may still exist in the game, where restock (RULES §6.2),
+    goods handed to keepers (§9.4) and loose goods add units the search does not count."""
     if not o.searched:
         best = "optimal plan not searched (the search's steps ran out)"
     elif o.optimal is None:
         search = OptimalSearch(report.world, (o.case.goods[0], o.case.goods[1]))
         short = search.shortfalls(o.case.start)
-        best = ("no plan at all: " + "; ".join(short) if short else
-                f"no plan at all within {report.world.start_coin} coin")
+        best = ("no plan on the opening stock: " + "; ".join(short) if short else
+                f"no plan on the opening stock within {report.world.start_coin} coin")
     else:
         fits = "fits" if o.optimal.turns <= report.allowed else "does not fit either"
-        best = f"optimal plan {o.optimal.turns} turns / {o.optimal.coin} coin {fits}"
+        best = (f"optimal plan on opening stock ({o.optimal.turns} turns / {o.optimal.coin} "
+                f"coin) {fits}")
     return f"{describe_case(report.world, o.case)}: {'; '.join(o.problems)}; {best}"
 
 

@@ -205,7 +205,7 @@ def test_a_deep_paths_error_keeps_its_reason_whole(tmp_path: Path, capsys) -> No
     assert err.count("\n") == 1 and len(err) < 250
 
 
-# --- why there is no plan at all --------------------------------------------------------------
+# --- why there is no plan on the opening stock ------------------------------------------------
 
 def _town(**changes):
     """The standard town with ``changes`` (keyword: a keeper's id -> its opening stock, or
@@ -235,8 +235,8 @@ def test_no_hide_at_opening_is_blamed_on_the_stock_not_the_roads() -> None:
     # its roads"
     w = _town(opening={0: (0, 0), 3: (0, 0, 0)})  # Tanner Oda's and Dockmaster Fen's hides
     assert _why(w, 5, (0, 1)) == (
-        "no keeper holds 2 hides at opening (greedy needs one source of 2); no plan at all: "
-        "the keepers' opening stock holds 0 hides in all, 2 needed")
+        "no keeper holds 2 hides at opening (greedy needs one source of 2); no plan on the "
+        "opening stock: the keepers' opening stock holds 0 hides in all, 2 needed")
 
 
 def test_every_good_lacking_a_source_is_named() -> None:
@@ -244,13 +244,14 @@ def test_every_good_lacking_a_source_is_named() -> None:
     w = _town(opening={0: (0, 5), 3: (3, 1, 1), 1: (1, 6)})  # 1 hide and 1 + 1 nails in all
     assert _why(w, 5, (1, 0)) == (
         "no keeper holds 2 nails or 2 hides at opening (greedy needs one source of 2); no plan "
-        "at all: the keepers' opening stock holds 1 hide in all, 2 needed")
+        "on the opening stock: the keepers' opening stock holds 1 hide in all, 2 needed")
 
 
 def test_goods_beyond_the_roads_are_blamed_on_the_roads() -> None:
     w = _town(cut=(2, 5))  # Tanner's Row and the Docks, the two hide shops, are islands
     assert _why(w, 0, (0, 1)).endswith(
-        "no plan at all: 13 hides of the keepers' 13 lie beyond its roads, 2 needed within them")
+        "no plan on the opening stock: 13 hides of the keepers' 13 lie beyond its roads, 2 "
+        "needed within them")
 
 
 # --- what the Python API refuses --------------------------------------------------------------
