@@ -100,9 +100,6 @@ def test_every_batched_entry_point_refuses_pairs_outside_the_engine(entry: str) 
 
 def test_batch_size_is_bounded_before_anything_is_allocated() -> None:
     """BatchedGuild(10**7) committed 25 GB; 10**12 envs ended in numpy's MemoryError."""
-    from agents.learn.train_options import MAX_ENVS as TRAIN_MAX_ENVS
-
-    assert TRAIN_MAX_ENVS <= MAX_ENVS  # every run guild train allows fits one engine
     with pytest.raises(ValueError, match=rf"^n must be at most {MAX_ENVS:,} .*got 16385$"):
         BatchedGuild(MAX_ENVS + 1)
     with pytest.raises(ValueError, match=r"^n must be at most .*got 1000000000000$"):

@@ -63,7 +63,7 @@ class NumpyNet:
 
 def save_net(path: Path, layers: list[tuple[np.ndarray, np.ndarray]],
              actor: tuple[np.ndarray, np.ndarray], meta: dict) -> None:
-    """Write a network file (module docstring)."""
+    """Write a network file (module docstring), atomically; OSError naming ``path``."""
     arrays: dict[str, Any] = {}
     for i, (w, b) in enumerate(layers):
         arrays[f"layer{i}.weight"] = np.asarray(w, np.float32)
@@ -72,8 +72,10 @@ def save_net(path: Path, layers: list[tuple[np.ndarray, np.ndarray]],
     arrays["actor.bias"] = np.asarray(actor[1], np.float32)
     meta = {"format": FORMAT, "format_version": FORMAT_VERSION, **meta}
     arrays["meta"] = np.array(json.dumps(meta, sort_keys=True))
-    with open(path, "wb") as f:
-        np.savez_compressed(f, **arrays)
+    from agents.learn.ppo import atomic_write  # (only an export writes: a plain install reads)
+
+    # atomically: a full disk or a kill mid-write leaves the file that was there, whole
+    atomic_write(Path(path), lambda f: np.savez_compressed(f, **arrays))
 
 
 def load_net(path: str | os.PathLike, table_version: int, obs_width: int,

@@ -48,6 +48,26 @@ class EvaluationError(ValueError):
     """A bad argument of :func:`paired_evaluation`; the message names the field and value."""
 
 
+def checked_actions(answer: Any, seats: int, n_actions: int) -> np.ndarray:
+    """A batched policy's answer for ``seats`` seats as action indices: integers, one per seat,
+    each from 0 to ``n_actions - 1``; ValueError saying what it answered otherwise (the caller
+    names the policy). numpy would broadcast one number to every seat and cut floats to
+    integers, so a malformed answer would play silently, and wrongly. Training's opponents
+    (``agents.learn.ppo_arena``) and the evaluation's policies are held to this one check."""
+    try:
+        answer = np.asarray(answer)
+    except Exception as e:  # noqa: BLE001 - the policy's own object (a ragged list, ...)
+        raise ValueError(f"answered a {type(answer).__name__} that is no array of action "
+                         f"indices ({type(e).__name__}); it must answer one action index per "
+                         "seat") from None
+    if (answer.shape != (seats,) or answer.dtype.kind not in "iu"
+            or (answer.size and (answer.min() < 0 or answer.max() >= n_actions))):
+        raise ValueError(f"answered {answer.dtype} indices of shape {answer.shape} for {seats} "
+                         f"seats; it must answer one action index from 0 to {n_actions - 1} "
+                         "per seat")
+    return answer
+
+
 @dataclass(frozen=True)
 class PairedResult:
     """The figures of one paired evaluation (scores as ``sim.rules.scoring.score``, RULES §13).
@@ -145,7 +165,10 @@ def paired_evaluation(policy: Any, *, against: Sequence[Any] = ("factor", "magpi
         if batched is not None:
             engine = "batched"
             check_town([*batched[0], *batched[1]], town)
-            got, base = _play_batched(batched, lineup, seed_list, turns, world)
+            names = [f"against[{specs.index(s)}] {_name(s)!r:.80}" for s in _distinct(specs)]
+            got, base = _play_batched(batched, lineup, seed_list, turns, world,
+                                      ([f"policy {_name(policy)!r:.80}", *names],
+                                       [f"baseline {_name(baseline)!r:.80}", *names]))
         else:
             engine = "scalar"
             # a policy object of its own in every seat, as in a league: one object playing
@@ -210,12 +233,15 @@ def t_quantile(p: float, df: int) -> float:
 # --- the two engines ---------------------------------------------------------------------------
 
 def _play_batched(roles: tuple[list, list], lineup: np.ndarray, seeds: list[int], turns: int,
-                  world: World | None) -> tuple[np.ndarray, np.ndarray]:
+                  world: World | None, names: tuple[list[str], list[str]],
+                  ) -> tuple[np.ndarray, np.ndarray]:
     """Final scores ``[seeds, 6]`` of the evaluated seat, policy side and baseline side.
 
     Seeds go in chunks of ``CHUNK_SEEDS``; each chunk is one engine of ``chunk x 6`` rows (row
     ``6 i + k``: seed ``i``, evaluated seat ``k``) that plays the policy side, then the
-    baseline side.  Each role's policy acts once per turn on every (row, seat) it holds.
+    baseline side.  Each role's policy acts once per turn on every (row, seat) it holds; an
+    answer that is not one legal index per seat (:func:`checked_actions`) raises
+    :class:`EvaluationError` naming the policy (``names``: each role's, per side).
     """
     from sim.batched.engine import BatchedGuild  # the compiled kernels load only when needed
 
@@ -226,15 +252,20 @@ def _play_batched(roles: tuple[list, list], lineup: np.ndarray, seeds: list[int]
         held = np.tile(lineup, (chunk.size, 1))              # [row, seat] -> role
         places = [np.nonzero(held == r) for r in range(lineup.max() + 1)]
         engine = BatchedGuild(n, turns=turns, world=world)
-        for out, policies in zip(sides, roles):
+        for side, (out, policies) in enumerate(zip(sides, roles)):
             for r, p in enumerate(policies):
                 if callable(getattr(p, "reset", None)):
                     p.reset(_stream_seed(int(chunk[0]), r))
             engine.reset(np.repeat(chunk, SEATS))
             joint = np.zeros((n, SEATS), np.int64)
+            n_actions = engine.tables.n_actions
             while not engine.done.all():
-                for (rows, seats), p in zip(places, policies):
-                    joint[rows, seats] = p.act(engine, rows, seats)
+                for r, ((rows, seats), p) in enumerate(zip(places, policies)):
+                    answer = p.act(engine, rows, seats)
+                    try:
+                        joint[rows, seats] = checked_actions(answer, rows.size, n_actions)
+                    except ValueError as e:
+                        raise EvaluationError(f"{names[side][r]} {e}") from None
                 engine.step(joint, autoreset=False)
             final = engine.scores().reshape(chunk.size, SEATS, SEATS)
             out[lo:lo + chunk.size] = np.diagonal(final, axis1=1, axis2=2)
@@ -286,8 +317,7 @@ def _resolve_all(registry: Any, policy: Any, baseline: Any, specs: list[Any],
                  lineup: np.ndarray, strict: bool = False) -> tuple[list, list] | None:
     """The policies of both sides (role order), one object per role and side; None when some
     spec has no form in ``registry`` (unless ``strict``, which raises naming the field)."""
-    distinct = {_key(s): s for s in specs}
-    opponents = [(f"against[{specs.index(s)}]", s) for s in distinct.values()]
+    opponents = [(f"against[{specs.index(s)}]", s) for s in _distinct(specs)]
     sides: tuple[list, list] = ([], [])
     for side, (field, own) in enumerate((("policy", policy), ("baseline", baseline))):
         for name, spec in [(field, own), *opponents]:
@@ -298,6 +328,12 @@ def _resolve_all(registry: Any, policy: Any, baseline: Any, specs: list[Any],
                     return None
                 raise EvaluationError(f"{name}: {_better_error(spec, e)}") from e
     return sides
+
+
+def _distinct(specs: list[Any]) -> list[Any]:
+    """The roles of ``against`` after the evaluated one, in role order (one per distinct
+    spec, as :func:`_lineup` numbers them)."""
+    return list({_key(s): s for s in specs}.values())
 
 
 def _better_error(spec: Any, scalar_error: ValueError) -> str:

@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from agents.learn.evaluation import TRAINING_SEEDS
+from agents.learn.evaluation import TRAINING_SEEDS, checked_actions
 from agents.learn.ppo import PolicyNet, choose
 from agents.learn.ppo_pool import Pool
-from agents.learn.train_options import AGAINST, TrainingError, check_against
+from agents.learn.train_options import AGAINST, Extract, TrainingError, check_against
 from sim.batched.engine import BatchedGuild
 from sim.batched.observe import encode
 from sim.policies import BATCHED_POLICIES, check_town
@@ -47,12 +47,21 @@ SELF_SHARE = 0.5
 MAX_SNAPSHOTS = 5
 
 
-def fixed_players(against: Sequence[str], seed: int) -> list[Any]:
+def is_sb3(spec: str) -> bool:
+    """Whether ``spec`` names a Stable-Baselines3 zip (a pickle: loading it runs its code)."""
+    return spec.partition(":")[0].strip().lower() == "sb3" and ":" in spec
+
+
+def fixed_players(against: Sequence[str], seed: int, extract: Extract | None = None,
+                  ) -> list[Any]:
     """The batched policies of ``against`` (ValueError naming a spec without a batched form),
-    each with a random stream of its own drawn from ``seed``."""
+    each with a random stream of its own drawn from ``seed``. An ``sb3:`` zip is loaded through
+    ``extract`` when given (a sandbox: ``agents.learn.sb3.load_model``), else unpickled here."""
     players = []
     for i, spec in enumerate(against):
-        player = BATCHED_POLICIES.make(spec)
+        player = BATCHED_POLICIES.make(
+            {"name": spec, "extract": extract} if extract is not None and is_sb3(spec)
+            else spec)
         if hasattr(player, "reset"):
             player.reset(int(np.random.SeedSequence([seed, 2, i]).generate_state(1)[0]))
         players.append(player)
@@ -71,11 +80,13 @@ class Arena:
         against: the fixed opponents' specs.
         league: draw lineups from the PFSP pool (module docstring); excludes ``self_play``.
         world: the town (default the standard one).
+        extract: loads ``sb3:`` opponents in a sandbox (:func:`fixed_players`).
     """
 
     def __init__(self, envs: int, self_play: bool, seed: int, generator: Any,
                  turns: int = 14, against: Sequence[str] = AGAINST,
-                 league: bool = False, world: World | None = None) -> None:
+                 league: bool = False, world: World | None = None,
+                 extract: Extract | None = None) -> None:
         if self_play and league:
             raise ValueError("self-play and league training exclude each other")
         self.engine = BatchedGuild(envs, turns=turns, world=world, seed=seed)
@@ -85,7 +96,7 @@ class Arena:
         self.rng = np.random.default_rng([seed, 1])
         self.generator = generator
         self.against = check_against(tuple(against))
-        self.players = fixed_players(self.against, seed)
+        self.players = fixed_players(self.against, seed, extract)
         check_town(self.players, self.engine.world)
         self.pool = Pool(list(self.against))
         self.snapshots: list[PolicyNet] = []
@@ -152,19 +163,16 @@ class Arena:
         naming it: a failing opponent ends the run in one line, never a silently wrong one."""
         spec = self.against[i]
         try:
-            answer = np.asarray(self.players[i].act(self.engine, rows, seats))
+            answer = self.players[i].act(self.engine, rows, seats)
         except (KeyboardInterrupt, MemoryError):
             raise
         except Exception as e:  # noqa: BLE001 - an opponent's own code
             raise OpponentError(f"opponent {spec!r:.80} raised {type(e).__name__}: "
                                 f"{str(e)[:200]}") from None
-        n = self.engine.tables.n_actions
-        if (answer.shape != rows.shape or answer.dtype.kind not in "iu"
-                or (answer.size and (answer.min() < 0 or answer.max() >= n))):
-            raise OpponentError(f"opponent {spec!r:.80} answered {answer.dtype} indices of "
-                                f"shape {answer.shape} for {rows.size} seats; it must answer "
-                                f"one action index from 0 to {n - 1} per seat")
-        return answer
+        try:
+            return checked_actions(answer, rows.size, self.engine.tables.n_actions)
+        except ValueError as e:
+            raise OpponentError(f"opponent {spec!r:.80} {e}") from None
 
     def end(self) -> None:
         """After an episode: league training updates the pool's win shares from it."""
@@ -186,11 +194,16 @@ class Arena:
                 "pool": self.pool.state()}
 
     def load_state(self, state: dict) -> None:
+        """Continue from :meth:`state`, the snapshots already restored (the pool names them);
+        ValueError (or numpy's error for a bad stream) for one of other opponents."""
+        players = state["players"]
+        if not isinstance(players, list) or len(players) != len(self.players):
+            raise ValueError(f"it keeps the streams of other opponents than {self.against}")
+        self.pool.load_state(state["pool"], self.against, len(self.snapshots))
         self.rng.bit_generator.state = state["lineups"]
-        for p, s in zip(self.players, state["players"]):
+        for p, s in zip(self.players, players):
             if s is not None and (rng := _stream(p)) is not None:
                 rng.bit_generator.state = s
-        self.pool.load_state(state["pool"])
 
 
 def _stream(player: Any) -> np.random.Generator | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import math
 import time
 from collections.abc import Sequence
 
@@ -23,7 +24,7 @@ import numpy as np
 import torch
 
 from agents.learn.ppo import MASKED, PolicyNet, model_dict, net_from_dict
-from agents.learn.ppo_arena import AGAINST, Arena
+from agents.learn.ppo_arena import AGAINST, MAX_SNAPSHOTS, Arena, Extract
 from agents.learn.ppo_config import PPOConfig
 from sim.codec.action_table import TABLE_VERSION
 from sim.rules.world import World
@@ -42,15 +43,18 @@ class Learner:
         against: the fixed opponents (batched policy specs).
         league: the arena's league lineups (prioritized fictitious self-play).
         world: the town (default the standard one).
+        extract: loads ``sb3:`` opponents in a sandbox (``agents.learn.ppo_arena``).
     """
 
     def __init__(self, config: PPOConfig, envs: int, self_play: bool, seed: int,
                  device: str = "cpu", turns: int = 14, against: Sequence[str] = AGAINST,
-                 league: bool = False, world: World | None = None) -> None:
+                 league: bool = False, world: World | None = None,
+                 extract: Extract | None = None) -> None:
         self.config = config
         self.device = torch.device(device)
         self.generator = torch.Generator().manual_seed(seed)
-        self.arena = Arena(envs, self_play, seed, self.generator, turns, against, league, world)
+        self.arena = Arena(envs, self_play, seed, self.generator, turns, against, league, world,
+                           extract)
         self.turns = turns
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
@@ -202,18 +206,77 @@ class Learner:
                 "engine_seconds": self.engine_seconds, "learner_seconds": self.learner_seconds}
 
     def load_state(self, state: dict, name: str) -> None:
-        """Continue from :meth:`state`; ``name`` (the file) is for error messages."""
+        """Continue from :meth:`state`; ``name`` (the file) is for error messages. A state this
+        learner cannot continue exactly (a checkpoint damaged or forged: tensors of other
+        shapes, a pool that is not its opponents', snapshots and itself, negative counts)
+        raises ValueError, or the error torch or numpy raise, before any update."""
         from pathlib import Path
 
         net = net_from_dict(state["model"], Path(name))
         self.net.load_state_dict(net.state_dict())
-        self.optimizer.load_state_dict(state["optimizer"])
+        kept = state["snapshots"]
+        if not isinstance(kept, list) or len(kept) > MAX_SNAPSHOTS:
+            raise ValueError(f"it holds {_count(kept)} snapshots; a run keeps at most "
+                             f"{MAX_SNAPSHOTS}")
+        shapes = _shapes(self.net)
+        snapshots = [net_from_dict(s, Path(name)) for s in kept]
+        if any(_shapes(s) != shapes for s in snapshots):
+            raise ValueError("a snapshot's layers are not the shapes of the learner's")
+        self.arena.snapshots = [s.eval() for s in snapshots]
+        self._load_optimizer(state["optimizer"])
         self.generator.set_state(state["generator"])
         self.arena.load_state(state["arena"])
-        self.arena.snapshots = [net_from_dict(s, Path(name)) for s in state["snapshots"]]
-        self.steps, self.updates = int(state["steps"]), int(state["updates"])
-        self.engine_seconds = float(state["engine_seconds"])
-        self.learner_seconds = float(state["learner_seconds"])
+        self.steps, self.updates = _counter(state, "steps"), _counter(state, "updates")
+        self.engine_seconds = _seconds(state, "engine_seconds")
+        self.learner_seconds = _seconds(state, "learner_seconds")
+
+    def _load_optimizer(self, state: dict) -> None:
+        """Adam's state, checked: torch loads moments of any shape, and the first step with
+        them fails mid-run (or, with other settings or non-finite moments, learns wrong)."""
+        def settings() -> list[dict]:
+            return [{k: v for k, v in g.items() if k not in ("params", "lr")}
+                    for g in self.optimizer.param_groups]
+
+        ours = settings()
+        self.optimizer.load_state_dict(state)
+        if settings() != ours:
+            raise ValueError("its optimizer's settings are not this learner's")
+        for p in self.net.parameters():
+            for key, value in self.optimizer.state.get(p, {}).items():
+                if key not in ADAM_STATE or not isinstance(value, torch.Tensor):
+                    raise ValueError(f"its optimizer holds {key!r:.40}, which Adam does not")
+                want = () if key == "step" else p.shape
+                if (value.shape != want or not bool(torch.isfinite(value).all())
+                        or (key != "exp_avg" and bool((value < 0).any()))):
+                    raise ValueError(f"its optimizer's {key} is not a finite tensor of shape "
+                                     f"{tuple(want)}")
+
+
+ADAM_STATE = ("step", "exp_avg", "exp_avg_sq")  # what Adam keeps per parameter
+
+
+def _shapes(net: torch.nn.Module) -> dict[str, tuple[int, ...]]:
+    return {k: tuple(v.shape) for k, v in net.state_dict().items()}
+
+
+def _count(value: object) -> str:
+    return f"{len(value):,}" if isinstance(value, list) else type(value).__name__
+
+
+def _counter(state: dict, key: str) -> int:
+    """A count of a checkpoint (steps, updates): an int, 0 or more."""
+    value = state[key]
+    if type(value) is not int or value < 0:
+        raise ValueError(f"its {key} is {value!r:.40}, not a count")
+    return value
+
+
+def _seconds(state: dict, key: str) -> float:
+    """Seconds of a checkpoint: a finite number, 0 or more."""
+    value = state[key]
+    if type(value) not in (int, float) or not 0 <= value < math.inf:
+        raise ValueError(f"its {key} is {value!r:.40}, not seconds")
+    return float(value)
 
 
 def _advantages(rewards: torch.Tensor, values: torch.Tensor, gamma: float,

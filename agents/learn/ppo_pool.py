@@ -23,6 +23,8 @@ learning seat (its experience is kept, as in self-play).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +33,7 @@ FIXED_SHARE = 0.5  # the fixed opponents' guaranteed share of the opponent seats
 RATE = 0.2         # how far each rollout moves a member's win share toward the rollout's
 FLOOR = 0.02       # keeps every member drawn now and then: its share is measured, not assumed
 SELF = "self"
+SNAPSHOT = re.compile(r"snapshot@\d{1,20}")  # a snapshot member's name: snapshot@STEPS
 
 
 @dataclass
@@ -105,6 +108,28 @@ class Pool:
         """The members, exactly (a resumed run draws the same lineups)."""
         return [{"name": m.name, "fixed": m.fixed, "win": m.win} for m in self.members]
 
-    def load_state(self, state: list[dict]) -> None:
-        self.members = [Member(str(d["name"]), bool(d["fixed"]), float(d["win"]))
-                        for d in state]
+    def load_state(self, state: list[dict], fixed: Sequence[str], snapshots: int) -> None:
+        """Continue from :meth:`state`, whose members must be the fixed opponents ``fixed`` in
+        order, ``snapshots`` snapshots and ``self``, each with a win share in [0, 1]: a pool of
+        others would draw lineups of players that are not there, or weights that are no
+        probabilities (ValueError naming what is wrong)."""
+        if not isinstance(state, list) or len(state) != len(fixed) + snapshots + 1:
+            raise ValueError(f"its pool is not the {len(fixed)} fixed opponents, {snapshots} "
+                             "snapshots and self")
+        members = []
+        for i, d in enumerate(state):
+            name, is_fixed, win = d["name"], d["fixed"], d["win"]
+            if i < len(fixed):
+                right = name == fixed[i] and is_fixed is True
+            elif i == len(state) - 1:
+                right = name == SELF and is_fixed is False
+            else:
+                right = (isinstance(name, str) and SNAPSHOT.fullmatch(name) is not None
+                         and is_fixed is False)
+            if not right:
+                raise ValueError(f"its pool's member {i} is {name!r:.40}, not the run's")
+            if type(win) not in (int, float) or not 0.0 <= win <= 1.0:
+                raise ValueError(f"its pool's member {name!r:.40} has a win share of "
+                                 f"{win!r:.20}, not one in [0, 1]")
+            members.append(Member(name, is_fixed, float(win)))
+        self.members = members

@@ -18,8 +18,9 @@ number of actions; one of another version is refused with a ``ValueError`` namin
 
 **Loading runs the zip's code** (a zip is a pickle), so ``make_policy("sb3:PATH")`` unpickles
 here only because a caller of your own asked for it: load only files you trust.  The command
-line never does, unless told ``--trust``: ``guild evaluate`` and ``guild play`` pass
-``extract=`` (``league.apart.sb3_load``), which loads the zip in a bubblewrap sandbox
+line never does, unless told ``--trust``: ``guild evaluate``, ``guild play`` and ``guild train``
+(its ``--against`` opponents) pass ``extract=`` (``league.apart.sb3_load``), which loads the
+zip in a bubblewrap sandbox
 (``agents.learn.sb3_extract``) and plays the network rebuilt here from its weights alone (from
 Python: ``make_policy({"name": "sb3:PATH", "extract": league.apart.sb3_load.extract})``); a
 league runs an ``sb3:`` seat in a sandboxed seat process.

@@ -45,7 +45,7 @@ from sim.commandline import NotRegularFileError, OneLineParser, read_head
 MAX_CONFIG_BYTES = 64 << 10  # a config file is a few lines: anything larger is not one
 Read = Callable[[Any], Any]
 # Flags that say how this command runs rather than what the run is: not keys of a config file.
-COMMAND_ONLY = ("config", "resume", "quiet")
+COMMAND_ONLY = ("config", "resume", "quiet", "trust")
 
 
 @dataclass(frozen=True)
@@ -139,9 +139,9 @@ RUN_OPTIONS = (
             "--against opponents"),
     _switch("league", "league training: opponents drawn from the --against ones, past "
             "snapshots and the learner itself, weighted toward those it loses to (PFSP)"),
-    Option("against", "the fixed opponents, comma-separated (in a config file a list, its "
-           "model paths relative to the file): factor, magpie, random, champion, ppo:MODEL",
-           _against, _against, "P1,P2,..."),
+    Option("against", "the opponents, comma-separated (a config file's list: paths relative "
+           "to it): factor, magpie, random, champion, ppo:MODEL, sb3:MODEL (sandboxed; see "
+           "--trust), module:Name", _against, _against, "P1,P2,..."),
     Option("world", "train and evaluate in the town of this world file (TOML or JSON; "
            "docs/feasibility.md; in a --config file, relative to that file's folder); a model "
            "trained there plays it with --world (and --turns) in guild evaluate and guild play",
@@ -187,6 +187,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="continue the run in --out from its last checkpoint")
     p.add_argument("--quiet", action="store_true",
                    help="no progress bar or progress lines; results and the summary only")
+    p.add_argument("--trust", action="store_true",
+                   help="load sb3: opponents in this process (a zip is a pickle: loading it "
+                   "runs its code; only for files you trust); by default guild train loads "
+                   "each in a bubblewrap sandbox and plays it from its weights alone (the "
+                   "example script has no sandbox and refuses them). With --resume, also "
+                   "play the module: and sb3: opponents the checkpoint names without their "
+                   "being named again by --against (a checkpoint may come from anyone)")
     _add(p.add_argument_group("PPO hyperparameters (a resumed run keeps its own)"), PPO_OPTIONS,
          PPOConfig())
 
@@ -242,9 +249,22 @@ def options_from_args(args: argparse.Namespace) -> TrainOptions:
     """The options of a parsed command line: the defaults, then ``--config``'s keys, then the
     flags given. Raises :class:`TrainingError` (one line) for a bad config file."""
     values, source = ({}, None) if args.config is None else read_config(args.config)
+    if "world" in values and args.world is None and not args.resume:
+        _check_world(args.config, values["world"])  # (a resume keeps the run's own town)
     values.update({o.name: getattr(args, o.name) for o in OPTIONS
                    if getattr(args, o.name) is not None})
     return make_options(values, resume=args.resume, config_file=source)
+
+
+def _check_world(config: str, world: str) -> None:
+    """A config file's ``world`` names a world file: else one line naming the config file and
+    its key, as any other bad key's (not the world file's error alone, far from its cause)."""
+    from sim.rules.worldfile import WorldFileError, world_and_turns
+
+    try:
+        world_and_turns(world, None)
+    except WorldFileError as e:
+        raise TrainingError(f"--config {config!r}: key 'world': {e}") from None
 
 
 def make_options(values: dict[str, Any], resume: bool = False,

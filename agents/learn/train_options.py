@@ -11,14 +11,19 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from agents.learn.evaluation import MAX_SEEDS
 from agents.learn.knobs import Knob
 from agents.learn.ppo_config import PPOConfig
+from sim.batched.engine import MAX_ENVS
 from sim.commandline import printable
 from sim.rules.world import DEFAULT_TURNS, MAX_TURNS, MIN_TURNS, STANDARD_TOWN, World
 
 Say = Callable[[str], None]
+# An sb3 zip's bytes -> its description, made where its pickles can do no harm
+# (agents.learn.sb3.load_model; league.apart.sb3_load.extract: in a sandbox).
+Extract = Callable[[bytes], bytes]
 
 DEVICES = ("auto", "cpu", "cuda")
 EVAL_SEED0 = 100_000
@@ -26,14 +31,15 @@ EVAL_OPPONENTS = ("factor", "magpie")
 AGAINST = EVAL_OPPONENTS  # the fixed opponents of training, by default those evaluated against
 MAX_AGAINST = 16
 MODEL_KINDS = ("ppo", "sb3")  # the opponents played from a model file, named by its path
+SPEC_KINDS = "factor, magpie, random, champion, ppo:MODEL, sb3:MODEL, a batched module:Name"
 MAX_SPEC = 4096  # a spec's length: a path and a name, not a file's worth of text
 # One torch thread: the network is small, so on a CPU more threads add synchronisation to
 # every pass rather than speed, and the engine shares the same cores (README, 'Train a policy').
 DEFAULT_THREADS = 1
 # Bounds that turn typos into errors before anything is allocated: a row of the engine holds an
-# episode's observations (about 26 kB per learning seat, up to six seats in self-play), torch
-# crashes (SIGSEGV) asked for 10**8 threads, and the seeds feed numpy and torch generators.
-MAX_ENVS = 16_384
+# episode's observations (about 26 kB per learning seat, up to six seats in self-play; at most
+# the engine's MAX_ENVS rows), torch crashes (SIGSEGV) asked for 10**8 threads, and the seeds
+# feed numpy and torch generators.
 MAX_THREADS = 256
 MAX_SEED = 2 ** 63 - 1
 
@@ -137,8 +143,8 @@ def check_against(against: object) -> tuple[str, ...]:
     if (not isinstance(against, (tuple, list)) or not 0 < len(against) <= MAX_AGAINST or
             not all(isinstance(a, str) and a.strip() and len(a) <= MAX_SPEC and "\0" not in a
                     for a in against)):
-        raise TrainingError(f"against must list 1 to {MAX_AGAINST} policy specs (factor, "
-                            f"magpie, random, champion, ppo:MODEL); got {against!r:.80}")
+        raise TrainingError(f"against must list 1 to {MAX_AGAINST} policy specs ({SPEC_KINDS}); "
+                            f"got {against!r:.80}")
     specs = tuple(a.strip() for a in against)
     seen = [a.lower() for a in specs]
     twice = sorted({a for a in seen if seen.count(a) > 1})
@@ -179,13 +185,57 @@ def opponent_digests(against: tuple[str, ...]) -> dict[str, str]:
     return digests
 
 
-def run_options(options: TrainOptions, checkpoint: dict | None, warn: Say) -> TrainOptions:
+def runs_code(spec: str) -> bool:
+    """Whether building the opponent ``spec`` runs code a file brings: a ``module:Name`` is
+    imported, an ``sb3:`` zip is a pickle. Built-in names and ``ppo:`` models (plain tensors)
+    run none."""
+    kind, colon, _ = spec.partition(":")
+    return bool(colon) and kind.strip().lower() != "ppo"
+
+
+def _spec_key(spec: str) -> str:
+    """``spec`` as two namings of one opponent compare (a model kind in any case)."""
+    kind, _, rest = spec.strip().partition(":")
+    kind = kind.strip().lower()
+    return f"{kind}:{rest.strip()}" if kind in MODEL_KINDS else spec.strip()
+
+
+def _check_recorded(options: TrainOptions, against: tuple[str, ...], trust: bool) -> None:
+    """Refuse the opponents a checkpoint names that run code (:func:`runs_code`) unless this
+    command names them too, or ``trust``: a checkpoint is a file anyone may have written, and
+    resuming must not import or unpickle what its user never asked for."""
+    if trust:
+        return
+    named = ({_spec_key(a) for a in options.against}
+             if _asked(options, TrainOptions(), "against", options.asked) else set())
+    unnamed = [a for a in against if runs_code(a) and _spec_key(a) not in named]
+    if unnamed:
+        listed = ", ".join(f"{a!r:.80}" for a in unnamed[:3])
+        raise TrainingError(
+            f"--resume: the run in {str(options.out)!r} plays {listed}, read from its "
+            "checkpoint; such an opponent runs code (a module is imported, an sb3 zip is a "
+            "pickle) and a checkpoint may come from anyone: name the run's opponents again "
+            f"(--against {','.join(against)!r:.200}), or add --trust")
+
+
+def _config_pair(value: object) -> tuple[str, str]:
+    """A checkpoint's record of the run's config file: its ``(path, sha256)``."""
+    if (not isinstance(value, (list, tuple)) or len(value) != 2
+            or not all(isinstance(v, str) for v in value)):
+        raise ValueError(f"its config_file is not a (path, sha256) pair: {value!r:.60}")
+    return value[0], value[1]
+
+
+def run_options(options: TrainOptions, checkpoint: dict | None, warn: Say,
+                trust: bool = False) -> TrainOptions:
     """The options a resumed run continues with: the run's own seed, envs, self-play,
     hyperparameters and evaluation seeds (its "before" figures were played on them), and its
     ``--steps``, ``--minutes`` and config file unless this resume names others. A
     different seed, envs, self-play or evaluation count asked for is named and ignored; a
     different hyperparameter is refused (:class:`TrainingError`): the update would change
-    under the run, and its weights would equal no uninterrupted run's."""
+    under the run, and its weights would equal no uninterrupted run's. So are opponents of
+    the checkpoint that run code and that ``options`` do not name, unless ``trust``
+    (:func:`_check_recorded`)."""
     if checkpoint is None:
         return options
     run = checkpoint["run"]
@@ -201,8 +251,10 @@ def run_options(options: TrainOptions, checkpoint: dict | None, warn: Say) -> Tr
                             "a new --out")
     kept = {"seed": run["seed"], "envs": run["envs"], "self_play": run["self_play"],
             "league": bool(run.get("league", False)),
-            "against": tuple(run.get("against", AGAINST)),
+            "against": run.get("against", AGAINST),
             "ppo": ppo, "eval_episodes": checkpoint["before"]["n_seeds"]}
+    kept["against"] = _recorded(check_against, kept["against"])
+    _check_recorded(options, kept["against"], trust)
     for name in ("seed", "envs", "self_play", "league", "against", "eval_episodes"):
         if getattr(options, name) != kept[name] and _asked(options, TrainOptions(), name,
                                                            options.asked):
@@ -218,12 +270,21 @@ def run_options(options: TrainOptions, checkpoint: dict | None, warn: Say) -> Tr
         if name in run and not _asked(options, TrainOptions(), name, options.asked):
             kept[name] = run[name]
     if options.config_file is None and run.get("config_file"):
-        kept["config_file"] = tuple(run["config_file"])  # where its options came from
+        kept["config_file"] = _config_pair(run["config_file"])  # where its options came from
     threads = run.get("threads", options.threads)
     if threads != options.threads:  # float sums differ with the thread count
         warn(f"train: the run used {threads} torch threads, this resume {options.threads}: "
              f"the weights will not equal those of an uninterrupted run (--threads {threads})")
-    return replace(options, **kept)
+    return _recorded(lambda kept: replace(options, **kept), kept)
+
+
+def _recorded(check: Callable[[Any], Any], value: Any) -> Any:
+    """``check(value)`` for a value read from a checkpoint: its :class:`TrainingError` (made for
+    an option a user gives) becomes the ValueError of a checkpoint damaged inside."""
+    try:
+        return check(value)
+    except TrainingError as e:
+        raise ValueError(str(e)) from None
 
 
 def _asked(options: object, defaults: object, name: str, asked: frozenset[str]) -> bool:
@@ -355,16 +416,18 @@ def run_town(checkpoint: dict, options: TrainOptions, warn: Say) -> Town:
     return kept
 
 
-def resumed_run(options: TrainOptions, checkpoint: dict, where: str,
-                warn: Say) -> tuple[TrainOptions, Town]:
+def resumed_run(options: TrainOptions, checkpoint: dict, where: str, warn: Say,
+                trust: bool = False) -> tuple[TrainOptions, Town]:
     """The options and town a resume continues with (:func:`run_options`, :func:`run_town`);
-    :class:`TrainingError` for a checkpoint damaged inside (``where``: its path) or other
-    hyperparameters asked."""
+    :class:`TrainingError` for a checkpoint damaged inside (``where``: its path), other
+    hyperparameters asked, or opponents that run code it alone names (unless ``trust``)."""
     try:
-        return run_options(options, checkpoint, warn), run_town(checkpoint, options, warn)
+        return (run_options(options, checkpoint, warn, trust),
+                run_town(checkpoint, options, warn))
     except TrainingError:
         raise
-    except (KeyError, TypeError, ValueError, RuntimeError) as e:  # damaged inside
+    except (KeyError, TypeError, ValueError, RuntimeError, ArithmeticError,
+            AttributeError) as e:  # damaged inside
         raise TrainingError(f"--resume: checkpoint {where!r} cannot be restored "
                             f"({type(e).__name__}: {str(e)[:100]})") from None
 

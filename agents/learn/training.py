@@ -14,7 +14,9 @@ The learner plays one seat per row against lineups of the ``--against`` opponent
 magpie by default; ``--self-play``: every place, against itself, its past snapshots and those
 opponents; ``--league``: prioritized fictitious self-play over those opponents, its past
 snapshots and itself; ``agents.learn.ppo_arena``), in towns whose seeds evaluations never use,
-rewarded by its score change each turn. Training stops at ``--steps`` or after ``--minutes``,
+rewarded by its score change each turn. An ``sb3:`` opponent (a zip is a pickle) is loaded in a
+sandbox unless ``--trust``, and a resume plays no ``module:`` or ``sb3:`` opponent that only its
+checkpoint names (:func:`train`). Training stops at ``--steps`` or after ``--minutes``,
 whichever comes first; both count the whole run, so ``--resume`` after a kill finishes the run
 that was asked for. Before and after, the paired, seat-rotated evaluation
 (``agents.learn.evaluation``) says, with a 95% interval, whether the model beats factor.
@@ -38,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import os
 import re
@@ -63,6 +66,7 @@ from agents.learn.train_options import (
     DEVICES,
     SNAPSHOTS,
     TENSORBOARD,
+    Extract,
     Town,
     TrainingError,
     TrainOptions,
@@ -70,7 +74,7 @@ from agents.learn.train_options import (
     read_town,
     resumed_run,
 )
-from sim.commandline import broken_pipe, printable
+from sim.commandline import NotRegularFileError, broken_pipe, printable, read_head
 
 Say = Callable[[str], None]
 Progress = Callable[[float, dict], None]
@@ -94,8 +98,15 @@ def resolve_device(device: str) -> str:
 
 
 def train(options: TrainOptions, *, say: Say = _quiet, log: Say = _quiet, warn: Say = _quiet,
-          progress: Progress = _quiet) -> dict:
+          progress: Progress = _quiet, extract: Extract | None = None,
+          trust: bool = False) -> dict:
     """Evaluate, train, save, evaluate again; return the summary (also ``OUT/summary.json``).
+
+    An ``sb3:`` opponent (a zip is a pickle: loading it runs its code) is loaded through
+    ``extract`` (``league.apart.sb3_load.extract``: in a sandbox, as ``guild train`` does), or
+    unpickled here with ``trust``; with neither it is refused. A resume refuses the opponents
+    its checkpoint names that run code (``module:Name``, ``sb3:``) unless ``options`` name them
+    too, or ``trust`` (a checkpoint may come from anyone).
 
     Nothing is printed: ``say`` gets the result lines, ``log`` the lines about the run's
     course (checkpoints, resuming), ``warn`` what was left out (no matplotlib, no
@@ -115,9 +126,11 @@ def train(options: TrainOptions, *, say: Say = _quiet, log: Say = _quiet, warn: 
         raise TrainingError(f"needs torch (pip install torch==2.13.0, then pip install -e "
                             f"'.[train]'): {e}") from None
     device = resolve_device(options.device)
+    if trust:
+        extract = None  # told to: sb3: opponents are unpickled here
     if not options.resume:  # (a resume checks the run's own, once its checkpoint is read)
         town = read_town(options)
-        _check_run(options, town)
+        _check_run(options, town, extract, trust)
     out = Path(options.out)
     if out.exists() and not out.is_dir():
         raise TrainingError(f"--out {options.out!r} is not a directory")
@@ -138,13 +151,14 @@ def train(options: TrainOptions, *, say: Say = _quiet, log: Say = _quiet, warn: 
                 checkpoint = load_checkpoint(out)
             except CheckpointError as e:
                 raise TrainingError(str(e)) from None
-            options, town = resumed_run(options, checkpoint, str(out / RUN_FILES[0]), warn)
+            options, town = resumed_run(options, checkpoint, str(out / RUN_FILES[0]), warn,
+                                        trust)
             done = _finished(options, checkpoint, out)
             if done is not None:
                 say(f"the run in {printable(str(out))} is complete ({done['steps']:,} steps); "
                     "nothing to resume (ask more --steps or --minutes to go on)")
                 return done
-            _check_run(options, town)
+            _check_run(options, town, extract, trust)
         else:
             checkpoint = None
             kept = [name for name in RUN_FILES if (out / name).exists()]
@@ -161,7 +175,7 @@ def train(options: TrainOptions, *, say: Say = _quiet, log: Say = _quiet, warn: 
             from agents.learn.training_loop import run_training
 
             return run_training(options, town, out, device, checkpoint, say, log, warn,
-                                progress)
+                                progress, extract)
         finally:
             torch.set_num_threads(threads)
 
@@ -177,33 +191,62 @@ def _finished(options: TrainOptions, checkpoint: dict, out: Path) -> dict | None
     if steps < options.steps and seconds < options.minutes * 60.0:
         return None
     try:
-        summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+        summary = read_summary(out / "summary.json")
     except (OSError, ValueError):
         return None
-    if (not isinstance(summary, dict) or summary.get("steps") != steps
-            or not isinstance(summary.get("policy"), str) or not (out / RUN_FILES[1]).is_file()):
+    if (summary.get("steps") != steps or not isinstance(summary.get("policy"), str)
+            or not (out / RUN_FILES[1]).is_file()):
         return None
     return {**summary, "policy": f"ppo:{(out / RUN_FILES[1]).resolve()}"}  # where it is now
+
+
+MAX_SUMMARY_BYTES = 8 << 20  # a summary is a few kB (its snapshots' names may be thousands)
+
+
+def read_summary(path: Path) -> dict:
+    """A run's ``summary.json`` as a dict: read from a regular file of at most
+    :data:`MAX_SUMMARY_BYTES` (a FIFO is not waited on, ``/dev/zero`` not read without end);
+    ValueError naming the file for anything else, OSError when it cannot be read."""
+    try:
+        data = read_head(path, MAX_SUMMARY_BYTES + 1)
+    except NotRegularFileError:
+        raise ValueError(f"{str(path)!r} is not a regular file") from None
+    if len(data) > MAX_SUMMARY_BYTES:
+        raise ValueError(f"{str(path)!r} is larger than {MAX_SUMMARY_BYTES >> 20} MB: not the "
+                         "summary of a guild train run")
+    try:
+        summary = json.loads(data)
+    except ValueError:  # not UTF-8, not JSON
+        raise ValueError(f"{str(path)!r} is not JSON") from None
+    except RecursionError:  # hostile nesting: json recurses once per level
+        raise ValueError(f"{str(path)!r} is nested too deeply for a run's summary") from None
+    if not isinstance(summary, dict):
+        raise ValueError(f"{str(path)!r} is not the summary of a guild train run (not a JSON "
+                         "object)")
+    return summary
 
 
 BATCHED_KINDS = ("factor, magpie, random, champion, ppo:MODEL, sb3:MODEL or a batched "
                  "module:Name")
 
 
-def _check_run(options: TrainOptions, town: Town) -> None:
+def _check_run(options: TrainOptions, town: Town, extract: Extract | None = None,
+               trust: bool = False) -> None:
     """What can be refused before any work: opponents that cannot play the town, an update
     too large for memory."""
     from sim.batched.tables import tables_for
 
-    _check_opponents(options.against, town)
+    _check_opponents(options.against, town, extract, trust)
     check_rollout(options, tables_for(town.world).obs_width, town.turns)
 
 
-def _check_opponents(against: Sequence[str], town: Town) -> None:
+def _check_opponents(against: Sequence[str], town: Town, extract: Extract | None = None,
+                     trust: bool = False) -> None:
     """Every ``--against`` spec builds a batched policy that plays ``town``, or one line naming
     it (a policy of a kind that plays the scalar engine only, a model of another town's shapes,
-    ``champion`` in a world file's town, or one whose own code fails, included)."""
-    from agents.learn.ppo_arena import fixed_players
+    ``champion`` in a world file's town, one whose own code fails, or an ``sb3:`` model with
+    neither ``extract`` nor ``trust``, included)."""
+    from agents.learn.ppo_arena import fixed_players, is_sb3
     from sim.policies import BATCHED_POLICIES, POLICIES, check_town
 
     for spec in against:
@@ -214,8 +257,12 @@ def _check_opponents(against: Sequence[str], town: Town) -> None:
             raise TrainingError(f"--against {spec!r:.80}: {kind}: policies have no batched "
                                 "form, and training plays its opponents on the batched engine "
                                 f"({BATCHED_KINDS})")
+        if is_sb3(spec) and extract is None and not trust:
+            raise TrainingError(f"--against {spec!r:.80}: an sb3 zip is a pickle (loading it "
+                                "runs its code), and no sandbox was given to load it in "
+                                "(guild train has one): add --trust if you trust the file")
         try:
-            players = fixed_players([spec], 0)
+            players = fixed_players([spec], 0, extract)
         except KeyboardInterrupt:
             raise
         except ValueError as e:
@@ -250,6 +297,21 @@ _OWN_INSIDE = {
     TENSORBOARD: re.compile(r"events\.out\.tfevents\.\d+\..+"),
     SNAPSHOTS: re.compile(r"step-\d{10,}\.pt|\.step-\d{10,}\.pt\.tmp\d+"),
 }
+
+
+def _run_folders(out: Path) -> str | None:
+    """What is wrong with ``OUT/tb`` and ``OUT/snapshots`` (a link, a file: a run would write
+    through it, wherever it points), or None when each is a folder or absent."""
+    for name in _OWN_INSIDE:
+        try:
+            st = (out / name).lstat()
+        except FileNotFoundError:
+            continue
+        except OSError as e:
+            return f"{name!r}, which cannot be read ({e.strerror})"
+        if not stat.S_ISDIR(st.st_mode):
+            return f"{name!r}, which is not a folder a run made"
+    return None
 
 
 def _run_entries(out: Path) -> tuple[list[Path], str | None]:
@@ -319,8 +381,12 @@ def check_out(out: Path) -> None:
     if league:
         raise TrainingError(f"--out {shown!r} is a league's folder (it holds "
                             f"{', '.join(league)}); give the run a folder of its own")
-    if any(n in RUN_FILES for n in names):
-        return  # a training run's folder
+    if any(n in RUN_FILES for n in names):  # a training run's folder: --resume writes in
+        folders = _run_folders(out)  # its tb/ and snapshots/, which must be its own
+        if folders is not None:
+            raise TrainingError(f"--out {shown!r} holds {folders}; a run writes only in "
+                                "folders of its own (nothing was written)")
+        return
     foreign = [n for n in names if n not in OWN_NAMES and not _OWN_TEMP.fullmatch(n)]
     if foreign:
         more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
@@ -351,10 +417,19 @@ def _lock(path: Path) -> IO[str]:
     """``path`` opened and locked, or :class:`TrainingError` if another training holds it."""
     shown = str(path.parent)
     for _ in range(LOCK_TRIES):
-        try:
-            f = open(path, "a")  # noqa: SIM115 - held for the run, closed by _unlock
+        try:  # never through a link: the lock would create or lock its target
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+                         | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0), 0o644)
         except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise TrainingError(f"--out {shown!r}: its {LOCK_NAME} is a symbolic link, "
+                                    "which no run makes; delete it") from None
             raise TrainingError(f"cannot write in --out {shown!r} ({e.strerror})") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise TrainingError(f"--out {shown!r}: its {LOCK_NAME} is not a regular file, "
+                                "which no run makes; delete it")
+        f = os.fdopen(fd, "a")
         if fcntl is None:  # pragma: no cover - Windows: no advisory locks there
             return f
         try:
@@ -373,7 +448,7 @@ def _lock(path: Path) -> IO[str]:
 def _is_file_at(f: IO[str], path: Path) -> bool:
     """Whether the open file ``f`` is still the one at ``path``."""
     try:
-        here = os.stat(path)
+        here = os.lstat(path)
     except FileNotFoundError:
         return False
     held = os.fstat(f.fileno())
@@ -394,8 +469,10 @@ def _unlock(path: Path, f: IO[str]) -> None:
 
 # --- the command (guild train, examples/train_ppo.py) ---------------------------------
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, extract: Extract | None = None) -> int:
     """Train with the parsed options, printing as the command does; returns the exit code.
+    ``sb3:`` opponents load through ``extract`` (``guild train`` passes the sandboxed loader)
+    unless ``--trust``; without either they are refused (:func:`train`).
 
     The progress bar (tqdm, on stderr) and the progress lines go away with ``--quiet``; the
     summary is printed as one JSON line, and then, as the last line of standard output, the
@@ -413,7 +490,8 @@ def run(args: argparse.Namespace) -> int:
     previous = _catch_sigterm()
     try:
         summary = train(options, say=streams.say, log=_quiet if args.quiet else streams.say,
-                        warn=streams.warn, progress=_quiet if bar is None else bar.update)
+                        warn=streams.warn, progress=_quiet if bar is None else bar.update,
+                        extract=extract, trust=bool(getattr(args, "trust", False)))
     except TrainingError as e:
         return _refuse(e, streams)
     except KeyboardInterrupt as e:  # (on its own line, above the progress bar)

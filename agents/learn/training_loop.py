@@ -31,6 +31,7 @@ from agents.learn.train_options import (
     EVAL_SEED0,
     SNAPSHOTS,
     TENSORBOARD,
+    Extract,
     Town,
     TrainingError,
     TrainOptions,
@@ -62,20 +63,22 @@ def _line(when: str, e: dict) -> str:
 
 def run_training(options: TrainOptions, town: Town, out: Path, device: str,
                  checkpoint: dict | None, say: Say, log: Say, warn: Say,
-                 progress: Callable[[float, dict], None]) -> dict:
+                 progress: Callable[[float, dict], None], extract: Extract | None = None,
+                 ) -> dict:
     """Train as ``options`` say, in ``town``, into ``out`` (module docstring); returns the
-    summary."""
+    summary. ``extract`` loads ``sb3:`` opponents in a sandbox (``agents.learn.ppo_arena``)."""
     if checkpoint is not None:
         o = options  # (train() has read the run's own options and town from the checkpoint)
         learner, curve, seconds, before, digests, opponents = _restore(o, town, out, device,
-                                                                       checkpoint)
+                                                                       checkpoint, extract)
         resumed: int | None = learner.steps
         log(f"resumed from the checkpoint at step {learner.steps:,} ({seconds:.0f} s trained)")
     else:
         o, resumed = options, None
         opponents = opponent_digests(o.against)  # once: the files the learner loads now
         learner = Learner(o.ppo, o.envs, o.self_play, o.seed, device, turns=town.turns,
-                          against=o.against, league=o.league, world=town.world)
+                          against=o.against, league=o.league, world=town.world,
+                          extract=extract)
         curve, seconds, before, digests = [], 0.0, None, []
     seeds = range(EVAL_SEED0, EVAL_SEED0 + o.eval_episodes)
     if not town.standard or town.turns != DEFAULT_TURNS:
@@ -138,13 +141,18 @@ def run_training(options: TrainOptions, town: Town, out: Path, device: str,
 
 
 def _restore(o: TrainOptions, town: Town, out: Path, device: str, checkpoint: dict,
+             extract: Extract | None = None,
              ) -> tuple[Learner, list, float, dict, list, dict[str, str]]:
     """The run a checkpoint holds (its options ``o`` and ``town`` read from it): its learner,
     curve, seconds trained, "before" figures, first digests and the opponents' digests it
-    began with; :class:`TrainingError` for one damaged inside."""
+    began with; :class:`TrainingError` for one damaged inside. Everything is checked here,
+    before the first update (the learner's state: its network, snapshots, optimizer, random
+    streams, counts and league pool, ``Learner.load_state``): a damaged checkpoint is one line
+    naming it, never a failure mid-run nor a run going on from a wrong state."""
     try:
         learner = Learner(o.ppo, o.envs, o.self_play, o.seed, device, turns=town.turns,
-                          against=o.against, league=o.league, world=town.world)
+                          against=o.against, league=o.league, world=town.world,
+                          extract=extract)
         learner.load_state(checkpoint["learner"], str(out / CHECKPOINT_NAME))
         curve = [list(row) for row in checkpoint["curve"]]
         if not all(len(row) == len(CURVE_COLUMNS) and all(
@@ -159,7 +167,8 @@ def _restore(o: TrainOptions, town: Town, out: Path, device: str, checkpoint: di
         opponents = _began_with(checkpoint)
     except TrainingError:
         raise
-    except (KeyError, TypeError, ValueError, RuntimeError) as e:  # damaged inside
+    except (KeyError, TypeError, ValueError, RuntimeError, ArithmeticError, AttributeError,
+            IndexError) as e:  # damaged inside
         raise TrainingError(f"--resume: checkpoint {str(out / CHECKPOINT_NAME)!r} cannot "
                             f"be restored ({type(e).__name__}: {str(e)[:100]})") from None
     return learner, curve, seconds, before, digests, opponents
