@@ -280,6 +280,7 @@ def run_league(o: LeagueOptions, *, on_note: Note | None = None,
         # before anything is written: the league signs again at the end, so what it resumes
         # must be what it signed, or verify as guild verify checks it
         signed = verify.check_resume(d.root, manifest, rows, draw, signed)
+        kind = _kept_interval(d.root, signed)
         if o.fallback is None and rows and "fallbackPlay" not in rows[0]:
             o = replace(o, fallback="factor")  # begun before --fallback: factor played them all
         key = draw.seat_key() if isinstance(draw, SecretDraw) else None  # of group 0's secret
@@ -304,7 +305,7 @@ def run_league(o: LeagueOptions, *, on_note: Note | None = None,
         if commitments is not None and len(rows) >= o.episodes:  # ended: reveal the secrets
             d.write_manifest(_with_draw(manifest, commitments, draw))
         result = ladder.build(rows, o.policies, ladder.bootstrap_seed(o.seed, commitments),
-                              ladder.kept(d.root / LADDER))  # a bootstrap league stays one
+                              kind)
         write_atomic(d.root / LADDER, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
         if o.plot:
             ladder.plot(result, d.root / "ladder.png")
@@ -312,6 +313,19 @@ def run_league(o: LeagueOptions, *, on_note: Note | None = None,
     for message in fault_summary(rows[before:]):
         note(message)
     return LeagueRun(before, rows, result, time.perf_counter() - started, torn, notes)
+
+
+def _kept_interval(root: Path, signed: Vouched) -> ladder.Kind:
+    """The interval the league's ladder keeps (a bootstrap league stays one: ``ladder.kept``),
+    from a ladder.json its signature vouches for: an edited one would switch a signed league
+    to the bootstrap and the run would sign it."""
+    kind = ladder.kept(root / LADDER)
+    if (kind == "bootstrap" and signed.results is not None
+            and signed.ladder != file_sha256(root / LADDER, what="ladder")):
+        raise LeagueError(f"{shown(str(root / LADDER))} records the bootstrap interval but is "
+                          f"not the file {SIGNATURE} signed (it was edited): restore it, or "
+                          "remove it to rank with the t interval")
+    return kind
 
 
 def _check_not_fewer(o: LeagueOptions, old: dict | None) -> None:

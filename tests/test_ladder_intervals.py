@@ -161,6 +161,25 @@ def test_a_bootstrap_league_verifies_reports_and_resumes(league12, tmp_path, cap
         rows(out), manifest["policies"], manifest["seed"], ladders.kind_of(resumed))))
 
 
+def test_an_edited_ladder_cannot_switch_a_signed_league_to_the_bootstrap(league12, tmp_path,
+                                                                         capsys) -> None:
+    """The interval kept on resume was read from ladder.json unchecked: one edited to the
+    bootstrap's wording turned a t league into a bootstrap one, which the run then signed."""
+    out = tmp_path / "edited"
+    shutil.copytree(league12[0], out)
+    ladder = json.loads((out / "ladder.json").read_text(encoding="utf-8"))
+    edited = json.dumps({**ladder, "interval": OLD_WORDING})
+    (out / "ladder.json").write_text(edited, encoding="utf-8")
+    capsys.readouterr()
+    assert main(league_args(out, 18)) == 2
+    assert "records the bootstrap interval but is not the file signature.json signed" in \
+        capsys.readouterr().err
+    assert (out / "ladder.json").read_text(encoding="utf-8") == edited and len(rows(out)) == 12
+    (out / "ladder.json").unlink()  # as the refusal says: ranked with the t interval
+    assert main(league_args(out, 18)) == 0
+    assert ladders.kept(out / "ladder.json") == "t"
+
+
 def test_verify_holds_each_ladder_to_the_interval_it_records(league12, tmp_path,
                                                              capsys) -> None:
     """A bootstrap ladder given the t intervals, or a t ladder the bootstrap's, is not the

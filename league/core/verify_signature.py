@@ -49,6 +49,7 @@ from league.core.signing import (
     value_sha256,
 )
 from league.core.store import (
+    LADDER,
     MANIFEST,
     MAX_RESULTS_BYTES,
     REPLAYS,
@@ -148,6 +149,7 @@ class Vouched:
     results: str | None = None  # None: there is no signature
     replays: dict[str, str] = field(default_factory=dict)
     settings: dict[str, str] | None = None  # league.json's, by key (None: not signed so)
+    ladder: str | None = None  # ladder.json's sha256
 
 
 def vouched(root: Path, signed_by: object, fix: str) -> Vouched:
@@ -171,8 +173,9 @@ def vouched(root: Path, signed_by: object, fix: str) -> Vouched:
                           f"changed or signed by another key; {fix}")
     if not isinstance(body["files"].get(RESULTS), str):
         raise LeagueError(f"{path} does not cover {RESULTS}; {fix}")
+    ladder = body["files"].get(LADDER)
     return Vouched(len(body["replays"]), body["files"][RESULTS], body["replays"],
-                   body.get("manifest"))
+                   body.get("manifest"), ladder if isinstance(ladder, str) else None)
 
 
 def head_sha256(path: Path, lines: int) -> str | None:
