@@ -191,7 +191,8 @@ class Game:
                                  st.offers, st.turn, sentence), sentence
         if isinstance(action, Intent):
             validate_ids(action, self.world, seat)
-            it = check_structured(action, self.world, seat, st.room[seat], st.offers, st.turn)
+            it = check_structured(action, self.world, seat, st.room[seat], st.offers, st.turn,
+                                  recorded=stored)
             return it, canonical_sentence(it, self.world, st.aliases)
         raise TurnError(f"actions[{seat}] must be a sentence (str) or an Intent; "
                         f"got {type(action).__name__}")
@@ -378,10 +379,16 @@ def _check_six(xs, name: str) -> None:
         raise TurnError(f"{name} must be a list of {SEATS} items (one per seat); got {got}")
 
 
+def is_bool(x: object) -> bool:
+    """Whether ``x`` is a bool, Python's or a numpy one (a 0-d array of kind ``b``)."""
+    return x is True or x is False or (
+        getattr(getattr(x, "dtype", None), "kind", None) == "b" and getattr(x, "ndim", 1) == 0)
+
+
 def _check_bools(xs, name: str) -> None:
     """Each item a bool (numpy's too): "no" or [0] would be recorded as True."""
     for i, x in enumerate(xs):
-        if x is not True and x is not False and type(x).__name__ != "bool_":
+        if not is_bool(x):
             raise TurnError(f"{name}[{i}] must be a bool; got {type(x).__name__}")
 
 

@@ -326,6 +326,28 @@ def test_a_structured_say_records_a_sentence_that_reads_back_as_the_same_act(
     assert f'{game.aliases[0]} says: "{spoken}"' in game.observe(1)["heard"]
 
 
+def test_a_replay_plays_hand_built_acts_as_they_were_recorded() -> None:
+    """Records written before hand-built says were made speakable hold 'I say "he said "hi""'
+    and acts of none/ok: a replay takes a recorded intent as it was played, so they still play
+    (only a live one is held to what a sentence can say)."""
+    from sim import replay
+
+    game = Game(GameConfig(seed=5))
+    game.play_turn([Intent("say", text='he said "hi"'), Intent("none", reason="no_verb")]
+                   + ["I wait."] * 4)
+    while not game.done:
+        game.play_turn(["I wait."] * 6)
+    events = [dict(e) for e in game.events]
+    for i, e in enumerate(events):  # as the earlier code recorded them
+        if e["kind"] == "act" and e["turn"] == 0 and e["seat"] in (0, 1):
+            said = e["seat"] == 0
+            e["structured"] = {**e["structured"], **({"spoken": 'he said "hi"'} if said
+                                                     else {"reason": "ok"})}
+            events[i] = {**e, **({"sentence": 'I say "he said "hi""'} if said
+                                 else {"reason": "ok"})}
+    assert replay(game.config, events).events == events
+
+
 @pytest.mark.parametrize("kind, reason", [("none", "ok"), ("none", "robbery_failed"),
                                           ("none", "waited"), ("wait", "no_verb"),
                                           ("move", "carry_limit")])

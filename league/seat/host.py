@@ -29,6 +29,7 @@ from sim import Intent
 from sim.language.phrasing import canonical_sentence
 from sim.language.textview import render_observation
 from sim.policies import check_town
+from sim.rules.checks import speakable
 from sim.rules.world import STANDARD_TOWN
 from sim.seat_view import TURN_FIELDS, FunctionPolicy, plain_sentence
 
@@ -131,7 +132,7 @@ def as_answer(got: Any, view: SeatGame) -> dict:
     action = decision.action
     if isinstance(action, Intent):
         try:
-            action = canonical_sentence(action, view.world, view.aliases)
+            action = canonical_sentence(speakable(action), view.world, view.aliases)
         except Exception as e:  # an Intent naming what does not exist
             return {"garbage": f"returned an Intent the rules refuse ({type(e).__name__}: {e})"}
     if not issubclass(type(action), str):

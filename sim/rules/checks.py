@@ -111,16 +111,14 @@ def live_offerer(offers: Sequence[Offer], seat: int, turn: int) -> int:
 EMPTY_SAY = "I say."
 
 
-def check_structured(it: Intent, world: World, seat: int, room: int,
-                     offers: Sequence[Offer], turn: int) -> Intent:
-    """:func:`check_slots` on a hand-built intent: the checked intent, ``none`` on failure.
+def speakable(it: Intent) -> Intent:
+    """A hand-built intent as a sentence can say it, or ``IntentError``: its reason one a
+    sentence is read with, its text as the rules speak it (§12.2: one line, cut to MaxSayLen),
+    with quote marks as single quotes and an empty ``say`` saying ``I say.``.
 
-    Its text is taken as the rules speak it (§12.2: one line, cut to MaxSayLen), so that the
-    intent recorded, and the sentence written for it (``I say "..."``), stay within a stored
-    sentence's 240 runes (§19): a longer one made a replay that could not be played again.
-    Quote marks become single quotes and an empty ``say`` says ``I say.``, so that the sentence
-    written for it (``I say "..."``) is read back as the same line: no lifted quote holds a
-    quote mark, and a ``say`` with nothing to lift speaks its whole sentence (§12.2)."""
+    So the sentence written for it (``I say "..."``, within a stored sentence's 240 runes, §19)
+    is read back as the same act, wherever the seat runs: no lifted quote holds a quote mark,
+    and a ``say`` with nothing to lift speaks its whole sentence (§12.2)."""
     if it.reason != "ok" if it.kind != "none" else it.reason not in PARSER_REASONS:
         want = "one of " + ", ".join(PARSER_REASONS) if it.kind == "none" else "'ok'"
         raise IntentError(f"a hand-built {it.kind} intent's reason must be {want} (the "
@@ -128,7 +126,18 @@ def check_structured(it: Intent, world: World, seat: int, room: int,
     spoken = cut(one_line(unquoted(it.text)), MAX_SAY_LEN)
     if not spoken and it.kind == "say":
         spoken = EMPTY_SAY
-    if spoken != it.text:
+    return it if spoken == it.text else replace(it, text=spoken)
+
+
+def check_structured(it: Intent, world: World, seat: int, room: int,
+                     offers: Sequence[Offer], turn: int, recorded: bool = False) -> Intent:
+    """:func:`check_slots` on a hand-built intent (:func:`speakable`): the checked intent,
+    ``none`` on failure. A ``recorded`` one (a replay's) is taken as it was played, its text
+    one line of at most MaxSayLen as ever: replays written before :func:`speakable` still play.
+    """
+    if not recorded:
+        it = speakable(it)
+    elif (spoken := cut(one_line(it.text), MAX_SAY_LEN)) != it.text:
         it = replace(it, text=spoken)
     npc, other, coin, reason = check_slots(it.kind, it.to_room, it.item, it.npc, it.other,
                                            it.coin, world, seat, room, offers, turn)
