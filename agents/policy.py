@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from sim import Game, GameConfig, Intent
+from sim.game import is_bool
 from sim.policies import POLICIES, check_town
 from sim.rules.world import SEATS
 
@@ -60,12 +61,12 @@ class Decision:
         """Refused where it is made (a seat's fault) rather than at ``play_turn``, which would
         refuse the whole turn: ``scripted="no"`` would be recorded as True."""
         for name in ("say", "notes"):
-            if type(getattr(self, name)) is not str:
+            if not isinstance(getattr(self, name), str):
                 raise ValueError(f"Decision.{name} must be a str; got "
-                                f"{type(getattr(self, name)).__name__}")
-        if self.scripted is not True and self.scripted is not False:
+                                 f"{type(getattr(self, name)).__name__}")
+        if not is_bool(self.scripted):
             raise ValueError(f"Decision.scripted must be a bool; got "
-                            f"{type(self.scripted).__name__}")
+                             f"{type(self.scripted).__name__}")
 
 
 _is_decision = Decision.__instancecheck__  # isinstance(a, Decision) without a call frame

@@ -28,7 +28,7 @@ from league.core import ladder, policy_code, replay_seats, signing, verify
 from league.core.atomic import write_atomic
 from league.core.episode import FALLBACKS, FAULT_KINDS, Settings, built_policy, reach, trusted
 from league.core.errors import LeagueError
-from league.core.files import MAX_REPLAY_BYTES
+from league.core.files import MAX_REPLAY_BYTES, read_regular
 from league.core.lineups import (
     SCHEME,
     SECRET_SCHEME,
@@ -46,6 +46,7 @@ from league.core.store import (
     LADDER,
     MANIFEST,
     MAX_EPISODES,
+    MAX_LADDER_BYTES,
     RESULTS,
     SECRETS,
     LeagueDir,
@@ -280,7 +281,8 @@ def run_league(o: LeagueOptions, *, on_note: Note | None = None,
         # before anything is written: the league signs again at the end, so what it resumes
         # must be what it signed, or verify as guild verify checks it
         signed = verify.check_resume(d.root, manifest, rows, draw, signed)
-        kind = _kept_interval(d.root, signed)
+        kind = _kept_interval(d.root, signed, rows, o.policies,
+                              ladder.bootstrap_seed(o.seed, commitments))
         if o.fallback is None and rows and "fallbackPlay" not in rows[0]:
             o = replace(o, fallback="factor")  # begun before --fallback: factor played them all
         key = draw.seat_key() if isinstance(draw, SecretDraw) else None  # of group 0's secret
@@ -315,13 +317,17 @@ def run_league(o: LeagueOptions, *, on_note: Note | None = None,
     return LeagueRun(before, rows, result, time.perf_counter() - started, torn, notes)
 
 
-def _kept_interval(root: Path, signed: Vouched) -> ladder.Kind:
+def _kept_interval(root: Path, signed: Vouched, rows: list[dict], policies: Sequence[str],
+                   seed: int | str) -> ladder.Kind:
     """The interval the league's ladder keeps (a bootstrap league stays one: ``ladder.kept``),
-    from a ladder.json its signature vouches for: an edited one would switch a signed league
+    from a ladder.json its signature vouches for, or that is the bootstrap ladder of the rows
+    (a run stopped between writing it and signing): an edited one would switch a signed league
     to the bootstrap and the run would sign it."""
     kind = ladder.kept(root / LADDER)
     if (kind == "bootstrap" and signed.results is not None
-            and signed.ladder != file_sha256(root / LADDER, what="ladder")):
+            and signed.ladder != file_sha256(root / LADDER, what="ladder")
+            and json.loads(read_regular(root / LADDER, MAX_LADDER_BYTES, "ladder")) != json.loads(
+                json.dumps(ladder.build(rows, policies, seed, "bootstrap")))):
         raise LeagueError(f"{shown(str(root / LADDER))} records the bootstrap interval but is "
                           f"not the file {SIGNATURE} signed (it was edited): restore it, or "
                           "remove it to rank with the t interval")

@@ -180,6 +180,23 @@ def test_an_edited_ladder_cannot_switch_a_signed_league_to_the_bootstrap(league1
     assert ladders.kept(out / "ladder.json") == "t"
 
 
+def test_a_bootstrap_league_stopped_before_it_signed_resumes_as_one(league12, tmp_path,
+                                                                      monkeypatch) -> None:
+    """A run stops between writing ladder.json and signing it: the league's own ladder, not
+    the one signed, is the bootstrap ladder of its results, and the league resumes as one."""
+    out = tmp_path / "stopped"
+    shutil.copytree(league12[0], out)
+    as_bootstrap(out)
+    with monkeypatch.context() as m:
+        m.setattr(signing, "sign_league", lambda *a, **k: (_ for _ in ()).throw(
+            KeyboardInterrupt()))
+        assert main(league_args(out, 18)) == 130  # as on Ctrl-C
+    assert len(rows(out)) == 18 and ladders.kept(out / "ladder.json") == "bootstrap"
+    assert main(league_args(out, 24)) == 0
+    assert ladders.kept(out / "ladder.json") == "bootstrap"
+    assert main(["verify", str(out)]) == 0
+
+
 def test_verify_holds_each_ladder_to_the_interval_it_records(league12, tmp_path,
                                                              capsys) -> None:
     """A bootstrap ladder given the t intervals, or a t ladder the bootstrap's, is not the

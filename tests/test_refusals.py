@@ -394,3 +394,8 @@ def test_a_decision_is_checked_where_it_is_made(field: str, value) -> None:
     with pytest.raises(ValueError, match=f"Decision.{field} must be a"):
         Decision("I wait.", **{field: value})
     assert Decision("I wait.", say="hi", notes="n", scripted=True).scripted is True
+    import numpy as np  # numpy's bools and strings are a bool and a str
+
+    assert Decision("I wait.", say=np.str_("hi"), scripted=np.True_).scripted
+    acts = Game(GameConfig(seed=2)).play_turn(["I wait."] * 6, scripted=[np.True_] * 6)
+    assert all(a["scripted"] is True for a in acts)

@@ -10,10 +10,11 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from conftest import needs_module, unlogged
 
 from agents import make_policy
-from sim import Game, GameConfig
+from sim import Game, GameConfig, TurnError
 from sim.batched.engine import BatchedGuild
 from sim.codec.action_table import legal_mask, to_intent
 from sim.envs.vector import make_batched_policy
@@ -77,6 +78,9 @@ def test_sb3_model_plays_the_same_index_scalar_and_batched(tmp_path: Path) -> No
                 compared += 1
             game.play_turn(joint)
     assert compared == 2 * 14 * 6
+    for bad in (-1, 6, True):  # -1 played seat 5's move, True seat 1's
+        with pytest.raises(TurnError, match="seat must be an int"):
+            scalar.act(Game(GameConfig(seed=0)), bad)
 
 
 def test_guild_evaluate_runs_an_sb3_model_batched(tmp_path: Path) -> None:

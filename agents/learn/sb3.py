@@ -54,6 +54,7 @@ from sim.codec.action_table import (
     to_intent,
 )
 from sim.codec.encode import encode_flat, encode_view, layout, slices, split
+from sim.game import seat_index
 from sim.rules.world import STANDARD_TOWN
 
 _log = logging.getLogger(__name__)
@@ -392,6 +393,7 @@ class SB3Policy:
         ``game`` is the whole game in this process, or, in a league's sandbox, the seat's own
         view (``league.seat.host``: no state, only what the seat is sent), whose vector
         ``encode_view`` builds, the same as ``encode_flat`` of the state."""
+        seat = seat_index(seat)
         loaded = self._model()
         st = getattr(game, "state", None)
         if st is not None:
