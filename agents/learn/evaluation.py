@@ -240,7 +240,8 @@ def _play_batched(roles: tuple[list, list], lineup: np.ndarray, seeds: list[int]
     Seeds go in chunks of ``CHUNK_SEEDS``; each chunk is one engine of ``chunk x 6`` rows (row
     ``6 i + k``: seed ``i``, evaluated seat ``k``) that plays the policy side, then the
     baseline side.  Each role's policy acts once per turn on every (row, seat) it holds; an
-    answer that is not one legal index per seat (:func:`checked_actions`) raises
+    answer that is not one action index per seat (:func:`checked_actions`; an illegal one
+    plays as the engine plays it) raises
     :class:`EvaluationError` naming the policy (``names``: each role's, per side).
     """
     from sim.batched.engine import BatchedGuild  # the compiled kernels load only when needed
