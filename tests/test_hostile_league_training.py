@@ -20,17 +20,16 @@ import threading
 import tracemalloc
 import uuid
 import zipfile
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import needs_module
+from guild_cli import run_guild
 
 from agents.champion import CHAMPION_FILE, champion_net
 from agents.champion.net import NetError, load_net
 from agents.learn.evaluation import RESERVED_SEEDS
-from league.cli.guild import main as guild
 from sim.codec.action_table import TABLE_VERSION
 
 TORCH = ("torch", "torch==2.13.0, then pip install -e '.[train]'")
@@ -39,24 +38,9 @@ ONE_UPDATE = "1"  # --steps: one update of 16 rows (224 learning-seat steps)
 
 # --- helpers -----------------------------------------------------------------------------------
 
-def _cli(*args: str) -> tuple[int | str, str, str]:
-    """``guild ARGS`` in this process: (exit code, stdout, stderr). An exception escaping
-    ``main`` (a traceback, or a sys.exit from a policy's code) becomes the code ``"raised
-    ..."``, which no test accepts."""
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        with redirect_stdout(out), redirect_stderr(err):
-            code: int | str = guild(list(args))
-    except KeyboardInterrupt:
-        raise
-    except BaseException as e:  # noqa: BLE001 - what escapes main is what the test judges
-        code = f"raised {type(e).__name__}: {str(e)[:200]}"
-    return code, out.getvalue(), err.getvalue()
-
-
 def _train(out: Path, *args: str) -> tuple[int | str, str, str]:
     """A tiny ``guild train`` (later flags override these: argparse keeps the last)."""
-    return _cli("train", "--out", str(out), "--envs", "16", "--eval-episodes", "2",
+    return run_guild("train", "--out", str(out), "--envs", "16", "--eval-episodes", "2",
                 "--steps", ONE_UPDATE, "--minutes", "2", "--quiet", "--no-plot", *args)
 
 
@@ -513,10 +497,10 @@ def test_the_champion_in_another_town_is_a_value_error_naming_it() -> None:
 def test_evaluate_notes_seeds_at_or_above_2_32_and_only_those() -> None:
     top = RESERVED_SEEDS.stop
     assert top == 2 ** 32
-    code, out, err = _cli("evaluate", "champion", "--seeds", f"{top - 1}..{top}")
+    code, out, err = run_guild("evaluate", "champion", "--seeds", f"{top - 1}..{top}")
     assert code == 0 and "champion" in out
     assert "where guild train draws its towns" in err
-    code, out, err = _cli("evaluate", "champion", "--seeds", f"{top - 2}..{top - 1}")
+    code, out, err = run_guild("evaluate", "champion", "--seeds", f"{top - 2}..{top - 1}")
     assert code == 0 and "guild train" not in err
 
 
@@ -525,10 +509,10 @@ def test_evaluate_notes_seeds_at_or_above_2_32_and_only_those() -> None:
 @pytest.fixture(scope="module")
 def champion_league(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("league") / "lg"
-    code, printed, err = _cli("league", "--policies", "champion,factor", "--episodes", "6",
+    code, printed, err = run_guild("league", "--policies", "champion,factor", "--episodes", "6",
                               "--seed", "1", "--workers", "1", "--out", str(out))
     assert code == 0, (printed, err)
-    code, printed, err = _cli("verify", str(out))
+    code, printed, err = run_guild("verify", str(out))
     assert code == 0 and "re-played the seats of champion" in printed, (printed, err)
     return out
 
@@ -555,7 +539,7 @@ def test_verify_does_not_fail_a_league_when_the_champion_here_is_another(
     path = tmp_path / "champion.npz"
     np.savez_compressed(path, **arrays)
     _other_champion(tmp_path, monkeypatch, path)
-    code, printed, err = _cli("verify", str(champion_league))
+    code, printed, err = run_guild("verify", str(champion_league))
     text = printed + err
     assert "but champion plays" not in text, text[-1500:]
     assert code == 0 and "not re-played" in text, text[-1500:]  # factor always is
@@ -566,7 +550,7 @@ def test_verify_notes_a_champion_that_cannot_be_loaded_here(
     path = tmp_path / "champion.npz"
     path.write_bytes(CHAMPION_FILE.read_bytes()[:1000])
     _other_champion(tmp_path, monkeypatch, path)
-    code, printed, err = _cli("verify", str(champion_league))
+    code, printed, err = run_guild("verify", str(champion_league))
     assert code == 0 and "not re-played" in printed + err, (code, printed, err)
 
 

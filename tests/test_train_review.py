@@ -26,8 +26,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import needs_module
-
-from league.cli.guild import main as guild
+from guild_cli import run_guild
 
 torch = needs_module("torch", "torch==2.13.0, then pip install -e '.[train]'")
 
@@ -38,22 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--envs", "8", "--eval-episodes", "2", "--quiet", "--no-plot"]
 
 
-def _cli(*args: str) -> tuple[int | str, str, str]:
-    """``guild ARGS`` in this process: (exit code, stdout, stderr); an exception escaping
-    ``main`` becomes the code ``"raised ..."``, which no test accepts."""
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        with redirect_stdout(out), redirect_stderr(err):
-            code: int | str = guild(list(args))
-    except KeyboardInterrupt:
-        raise
-    except BaseException as e:  # noqa: BLE001 - what escapes main is what the test judges
-        code = f"raised {type(e).__name__}: {str(e)[:300]}"
-    return code, out.getvalue(), err.getvalue()
-
-
 def _train(out: Path, *args: str) -> tuple[int | str, str, str]:
-    return _cli("train", "--out", str(out), *TINY, *args)
+    return run_guild("train", "--out", str(out), *TINY, *args)
 
 
 def _one_line(code: int | str, err: str) -> str:
@@ -160,12 +145,12 @@ def test_resume_refuses_code_only_its_checkpoint_names(league_run, tmp_path, mon
     else:
         spec = f"sb3:{_evil_zip(tmp_path / 'evil.zip', marker)}"
     out = _forge_opponent(league_run, tmp_path, spec)
-    code, _, err = _cli("train", "--resume", "--out", str(out), "--steps", "1200", "--quiet")
+    code, _, err = run_guild("train", "--resume", "--out", str(out), "--steps", "1200", "--quiet")
     line = _one_line(code, err)
     assert spec in line and "--trust" in line
     assert not marker.exists()
     if kind == "module":  # named again on the command line, it is the user's to run
-        code, _, err = _cli("train", "--resume", "--out", str(out), "--steps", "1200",
+        code, _, err = run_guild("train", "--resume", "--out", str(out), "--steps", "1200",
                             "--quiet", "--against", f"factor,{spec}")
         assert code == 0, err
         assert marker.exists()
@@ -208,7 +193,7 @@ def test_a_forged_checkpoint_is_one_line_naming_it_before_any_update(league_run,
     FORGERIES[name](state)
     torch.save(state, out / "checkpoint.pt")
     before = (out / "summary.json").read_bytes()
-    code, _, err = _cli("train", "--resume", "--out", str(out), "--steps", "1200", "--quiet")
+    code, _, err = run_guild("train", "--resume", "--out", str(out), "--steps", "1200", "--quiet")
     line = _one_line(code, err)
     assert "checkpoint.pt" in line and "--resume" in line
     assert (out / "summary.json").read_bytes() == before  # nothing trained or written
@@ -327,7 +312,7 @@ def test_evaluate_refuses_a_malformed_batched_answer_naming_the_policy(tmp_path,
     name = f"review_pol_{uuid.uuid4().hex[:10]}"
     (tmp_path / f"{name}.py").write_text(MALFORMED, encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
-    code, _, err = _cli("evaluate", f"{name}:{cls}", "--seeds", "1..4")
+    code, _, err = run_guild("evaluate", f"{name}:{cls}", "--seeds", "1..4")
     line = _one_line(code, err)
     assert f"{name}:{cls}" in line and "one action index" in line
 
@@ -338,7 +323,7 @@ def test_resume_never_follows_a_linked_lock_file(league_run, tmp_path) -> None:
     run = _copy(league_run, tmp_path / "run")
     victim = tmp_path / "victim"
     (run / ".train.lock").symlink_to(victim)
-    code, _, err = _cli("train", "--resume", "--out", str(run), "--steps", "1200", "--quiet")
+    code, _, err = run_guild("train", "--resume", "--out", str(run), "--steps", "1200", "--quiet")
     assert ".train.lock" in _one_line(code, err)
     assert not victim.exists()
 
@@ -350,7 +335,7 @@ def test_resume_never_writes_through_a_linked_run_folder(league_run, tmp_path, f
     elsewhere.mkdir()
     shutil.rmtree(run / folder, ignore_errors=True)
     (run / folder).symlink_to(elsewhere, target_is_directory=True)
-    code, _, err = _cli("train", "--resume", "--out", str(run), "--steps", "1200", "--quiet")
+    code, _, err = run_guild("train", "--resume", "--out", str(run), "--steps", "1200", "--quiet")
     assert repr(folder) in _one_line(code, err)
     assert list(elsewhere.iterdir()) == []
 
@@ -358,7 +343,7 @@ def test_resume_never_writes_through_a_linked_run_folder(league_run, tmp_path, f
 # --- 7. what the command says ---
 
 def test_help_and_the_against_error_name_every_kind_of_opponent(tmp_path) -> None:
-    code, printed, _ = _cli("train", "--help")
+    code, printed, _ = run_guild("train", "--help")
     flat = " ".join(printed.split())
     assert "sb3:MODEL" in flat and "module:Name" in flat and "--trust" in flat
     code, _, err = _train(tmp_path / "o", "--against", ",")
