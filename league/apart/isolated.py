@@ -339,11 +339,13 @@ class IsolatedPolicy:
         """Read the answer (the reset's first, when one is out), serving the program's requests
         for more of its view meanwhile.
 
-        The time limit runs from when the league turns to this seat, when that is later than
-        its post: the league serves a seat's requests for its view only now, so a seat that
-        asked for one was kept waiting by the seats before it (a slow rival's whole limit)."""
+        A seat that wrote before the league turned to it (a request for its view, or a
+        restarted process's answer to its reset, which the league answers only now) may have
+        been kept waiting by the seats before it (a slow rival's whole limit): its limit runs
+        from now. A seat that wrote nothing was thinking on its own, and its limit runs from
+        its post, so slow seats still time out together, not one after another."""
         assert self._proc is not None
-        if self.timeout is not None and self._until is not None:
+        if self.timeout is not None and self._until is not None and self._proc.waiting():
             now = time.monotonic() + self.timeout
             self._until = max(self._until, now)
             if self._resetting is not None:

@@ -176,6 +176,11 @@ class SeatProcess:
                             f"{MAX_LINE}){self._note()}")
         return line
 
+    def waiting(self) -> bool:
+        """Whether the process wrote what the league has not read yet (it may be waiting for
+        the league's answer to it)."""
+        return b"\n" in self._buffer or bool(select.select([self._out], [], [], 0)[0])
+
     def alive(self) -> bool:
         if self._popen is not None:
             return self._popen.poll() is None
