@@ -16,7 +16,7 @@ from typing import NamedTuple
 from .game import Game, GameConfig
 from .rules.errors import ConfigError, ReplayMismatch, shown
 from .rules.intents import Intent
-from .rules.text import one_line
+from .rules.text import as_stored
 from .rules.world import (
     MAX_NOTES_LEN,
     MAX_SAY_LEN,
@@ -189,20 +189,10 @@ def _stored_text(e: dict, i: int) -> None:
     wrote."""
     for field, cap in _STORED:
         text = e.get(field, "")
-        if isinstance(text, str) and text and not _as_stored(text, cap):
+        if isinstance(text, str) and text and not as_stored(text, cap):
             raise ReplayMismatch(f"event {i} (act, turn {shown(e.get('turn'))}): field "
                                  f"{field!r} is not as the game stores it (one line of at most "
                                  f"{cap} characters): {shown(text, 60)}", i)
-
-
-def _as_stored(text: str, cap: int) -> bool:
-    """Whether ``text`` is some text's ``cut(one_line(...), cap)``: one line without outer
-    whitespace, except what a cut at exactly ``cap`` characters leaves at its end."""
-    if len(text) > cap:
-        return False
-    core = one_line(text)
-    return core == text or (len(text) == cap and text.startswith(core)
-                            and one_line(text[len(core):]) == "")
 
 
 def _action(e: dict) -> str | Intent:

@@ -245,8 +245,8 @@ def test_an_act_the_rules_could_not_have_stored_is_a_mismatch(field: str, text: 
     # a sentence cut at exactly its cap may end in a space, as the original stores it
     cut = ("I walk to the market square and then " * 10)[:239] + " "
     assert cut.endswith(" ")
-    from sim.replay import _as_stored
-    assert _as_stored(cut, 240) and not _as_stored(cut[:199] + " ", 240)
+    from sim.rules.text import as_stored
+    assert as_stored(cut, 240) and not as_stored(cut[:199] + " ", 240)
 
 
 def test_a_world_that_is_no_town_or_contradicts_the_config_is_refused() -> None:

@@ -15,7 +15,7 @@ from dataclasses import replace
 from .errors import IntentError
 from .intents import PARSER_REASONS, Intent
 from .offers import Offer
-from .text import cut, one_line, unquoted
+from .text import as_stored, cut, one_line, strip_ws, unquoted
 from .world import MAX_SAY_LEN, SEATS, World
 
 # Which of the slots (room, good, keeper, cog) the parser found ambiguous (§6).
@@ -123,7 +123,7 @@ def speakable(it: Intent) -> Intent:
         want = "one of " + ", ".join(PARSER_REASONS) if it.kind == "none" else "'ok'"
         raise IntentError(f"a hand-built {it.kind} intent's reason must be {want} (the "
                           f"reasons a sentence can be read with); got {it.reason!r}")
-    spoken = cut(one_line(unquoted(it.text)), MAX_SAY_LEN)
+    spoken = strip_ws(cut(one_line(unquoted(it.text)), MAX_SAY_LEN))  # a cut may end in a blank
     if not spoken and it.kind == "say":
         spoken = EMPTY_SAY
     return it if spoken == it.text else replace(it, text=spoken)
@@ -137,8 +137,8 @@ def check_structured(it: Intent, world: World, seat: int, room: int,
     """
     if not recorded:
         it = speakable(it)
-    elif (spoken := cut(one_line(it.text), MAX_SAY_LEN)) != it.text:
-        it = replace(it, text=spoken)
+    elif not as_stored(it.text, MAX_SAY_LEN):  # as stored before: kept (a cut's blank too)
+        it = replace(it, text=cut(one_line(it.text), MAX_SAY_LEN))
     npc, other, coin, reason = check_slots(it.kind, it.to_room, it.item, it.npc, it.other,
                                            it.coin, world, seat, room, offers, turn)
     if reason != "ok":

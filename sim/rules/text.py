@@ -61,3 +61,13 @@ def unquoted(text: str) -> str:
     """``text`` with each quote mark a straight single quote: spoken text a sentence can quote
     whole (no lifted line holds one; SENTENCES §4)."""
     return text.translate(_UNQUOTE) if '"' in text or not text.isascii() else text
+
+
+def as_stored(text: str, cap: int) -> bool:
+    """Whether ``text`` is some text's ``cut(one_line(...), cap)``: one line without outer
+    whitespace, except what a cut at exactly ``cap`` characters leaves at its end."""
+    if len(text) > cap:
+        return False
+    core = one_line(text)
+    return core == text or (len(text) == cap and text.startswith(core)
+                            and one_line(text[len(core):]) == "")
