@@ -67,6 +67,8 @@ class Decision:
         if not is_bool(self.scripted):
             raise ValueError(f"Decision.scripted must be a bool; got "
                              f"{type(self.scripted).__name__}")
+        if type(self.scripted) is not bool:  # numpy's: counted and recorded as Python's
+            object.__setattr__(self, "scripted", bool(self.scripted))
 
 
 _is_decision = Decision.__instancecheck__  # isinstance(a, Decision) without a call frame

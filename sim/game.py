@@ -380,9 +380,10 @@ def _check_six(xs, name: str) -> None:
 
 
 def is_bool(x: object) -> bool:
-    """Whether ``x`` is a bool, Python's or a numpy one (a 0-d array of kind ``b``)."""
-    return x is True or x is False or (
-        getattr(getattr(x, "dtype", None), "kind", None) == "b" and getattr(x, "ndim", 1) == 0)
+    """Whether ``x`` is a bool, Python's or numpy's (``numpy.bool``, whose truth is its own;
+    an array, or an object claiming a ``dtype``, is not)."""
+    return x is True or x is False or (type(x).__module__ == "numpy"
+                                       and type(x).__name__ in ("bool", "bool_"))
 
 
 def _check_bools(xs, name: str) -> None:

@@ -396,6 +396,9 @@ def test_a_decision_is_checked_where_it_is_made(field: str, value) -> None:
     assert Decision("I wait.", say="hi", notes="n", scripted=True).scripted is True
     import numpy as np  # numpy's bools and strings are a bool and a str
 
-    assert Decision("I wait.", say=np.str_("hi"), scripted=np.True_).scripted
+    assert Decision("I wait.", say=np.str_("hi"), scripted=np.True_).scripted is True
+    assert Decision("I wait.", scripted=np.False_).scripted is False  # (0 + np.False_ is int64:
+    with pytest.raises(TurnError, match=r"scripted\[0\] must be a bool"):  # no JSON)
+        Game(GameConfig(seed=2)).play_turn(["I wait."] * 6, scripted=[np.array(True)] * 6)
     acts = Game(GameConfig(seed=2)).play_turn(["I wait."] * 6, scripted=[np.True_] * 6)
     assert all(a["scripted"] is True for a in acts)
