@@ -66,7 +66,7 @@ def test_an_episode_with_a_reset_that_never_returns_ends_within_the_deadline(
     policies = (f"{R}StallsReset", "factor")
     spec = episode_spec(policies, 5, 0)
     settings = Settings(policies=policies, turns=TURNS, decision_timeout=DECISION)
-    assert episode_limit(settings) == START + TURNS * (DECISION + 1)
+    assert episode_limit(settings) == START + TURNS * (2 * DECISION + 1)
     row, _ = play_episode_spec(spec, settings)
     assert (row["turns"], row["reason"]) == (TURNS, "complete"), row
     stalls = _seats(row, f"{R}StallsReset")

@@ -339,14 +339,16 @@ class IsolatedPolicy:
         """Read the answer (the reset's first, when one is out), serving the program's requests
         for more of its view meanwhile.
 
-        A seat that wrote before the league turned to it (a request for its view, or a
+        A seat that wrote a line before the league turned to it (a request for its view, or a
         restarted process's answer to its reset, which the league answers only now) may have
         been kept waiting by the seats before it (a slow rival's whole limit): its limit runs
-        from now. A seat that wrote nothing was thinking on its own, and its limit runs from
-        its post, so slow seats still time out together, not one after another."""
+        from now, but ends at most two limits after its post, so no seat gains from a chain
+        of them (and a turn takes at most two limits: ``league.core.episode.episode_limit``).
+        A seat that wrote nothing was thinking on its own, and its limit runs from its post:
+        slow seats time out together, not one after another."""
         assert self._proc is not None
         if self.timeout is not None and self._until is not None and self._proc.waiting():
-            now = time.monotonic() + self.timeout
+            now = min(time.monotonic(), self._until) + self.timeout  # _until: post + limit
             self._until = max(self._until, now)
             if self._resetting is not None:
                 self._resetting = max(self._resetting, now)

@@ -177,9 +177,17 @@ class SeatProcess:
         return line
 
     def waiting(self) -> bool:
-        """Whether the process wrote what the league has not read yet (it may be waiting for
-        the league's answer to it)."""
-        return b"\n" in self._buffer or bool(select.select([self._out], [], [], 0)[0])
+        """Whether the process wrote a whole line the league has not read yet (it may be
+        waiting for the league's answer to it); a part of one is not (a stray byte would do)."""
+        while b"\n" not in self._buffer and len(self._buffer) <= MAX_LINE:
+            try:
+                chunk = os.read(self._out, 65536)
+            except BlockingIOError:
+                break
+            if not chunk:  # it ended: receive says so
+                break
+            self._buffer += chunk
+        return b"\n" in self._buffer
 
     def alive(self) -> bool:
         if self._popen is not None:

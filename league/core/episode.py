@@ -217,10 +217,12 @@ def decision_limit(settings: Settings) -> float:
 
 
 def episode_limit(settings: Settings) -> float:
-    """The episode deadline when a seat runs apart and none was set: every decision at its
-    limit, plus a start for the seat processes (:func:`start_timeout`; they start at once, so
-    one start covers them all): a slow start then costs the other seats no turn."""
-    return start_timeout(settings) + settings.turns * (decision_limit(settings) + 1.0)
+    """The episode deadline when a seat runs apart and none was set: every turn at its
+    longest (two decision limits: a seat kept waiting by the league has its limit from when the
+    league turns to it, ``league.apart.isolated``), plus a start for the seat processes
+    (:func:`start_timeout`; they start at once, so one start covers them all): a slow start
+    then costs the other seats no turn."""
+    return start_timeout(settings) + settings.turns * (2 * decision_limit(settings) + 1.0)
 
 
 def start_timeout(settings: Settings) -> float:
