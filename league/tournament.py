@@ -28,7 +28,7 @@ from league.core import ladder, policy_code, replay_seats, signing, verify
 from league.core.atomic import write_atomic
 from league.core.episode import FALLBACKS, FAULT_KINDS, Settings, built_policy, reach, trusted
 from league.core.errors import LeagueError
-from league.core.files import MAX_REPLAY_BYTES, read_regular
+from league.core.files import MAX_REPLAY_BYTES
 from league.core.lineups import (
     SCHEME,
     SECRET_SCHEME,
@@ -46,7 +46,6 @@ from league.core.store import (
     LADDER,
     MANIFEST,
     MAX_EPISODES,
-    MAX_LADDER_BYTES,
     RESULTS,
     SECRETS,
     LeagueDir,
@@ -308,7 +307,7 @@ def run_league(o: LeagueOptions, *, on_note: Note | None = None,
             d.write_manifest(_with_draw(manifest, commitments, draw))
         result = ladder.build(rows, o.policies, ladder.bootstrap_seed(o.seed, commitments),
                               kind)
-        write_atomic(d.root / LADDER, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+        write_atomic(d.root / LADDER, ladder.ladder_text(result))
         if o.plot:
             ladder.plot(result, d.root / "ladder.png")
         signing.sign_league(d.root, o.signing_key, rows)  # last: the files are final
@@ -320,17 +319,18 @@ def run_league(o: LeagueOptions, *, on_note: Note | None = None,
 def _kept_interval(root: Path, signed: Vouched, rows: list[dict], policies: Sequence[str],
                    seed: int | str) -> ladder.Kind:
     """The interval the league's ladder keeps (a bootstrap league stays one: ``ladder.kept``),
-    from a ladder.json its signature vouches for, or that is the bootstrap ladder of the rows
-    (a run stopped between writing it and signing): an edited one would switch a signed league
-    to the bootstrap and the run would sign it."""
+    when its signature vouches for it: the signed ladder.json is this one, or was the
+    bootstrap ladder of the lines it signed (a run stopped between writing its ladder and
+    signing it). An edited one would switch a signed t league to the bootstrap, and the run
+    would sign it."""
     kind = ladder.kept(root / LADDER)
     if (kind == "bootstrap" and signed.results is not None
             and signed.ladder != file_sha256(root / LADDER, what="ladder")
-            and json.loads(read_regular(root / LADDER, MAX_LADDER_BYTES, "ladder")) != json.loads(
-                json.dumps(ladder.build(rows, policies, seed, "bootstrap")))):
-        raise LeagueError(f"{shown(str(root / LADDER))} records the bootstrap interval but is "
-                          f"not the file {SIGNATURE} signed (it was edited): restore it, or "
-                          "remove it to rank with the t interval")
+            and signed.ladder != hashlib.sha256(ladder.ladder_text(ladder.build(
+                rows[:signed.lines], policies, seed, "bootstrap")).encode()).hexdigest()):
+        raise LeagueError(f"{shown(str(root / LADDER))} records the bootstrap interval but "
+                          f"{SIGNATURE} signed no bootstrap ladder (it was edited): restore it, "
+                          "or remove it to rank with the t interval")
     return kind
 
 

@@ -172,9 +172,15 @@ def test_an_edited_ladder_cannot_switch_a_signed_league_to_the_bootstrap(league1
     (out / "ladder.json").write_text(edited, encoding="utf-8")
     capsys.readouterr()
     assert main(league_args(out, 18)) == 2
-    assert "records the bootstrap interval but is not the file signature.json signed" in \
+    assert "records the bootstrap interval but signature.json signed no bootstrap ladder" in \
         capsys.readouterr().err
     assert (out / "ladder.json").read_text(encoding="utf-8") == edited and len(rows(out)) == 12
+    # nor the bootstrap ladder of its rows, which anyone can compute: none was signed
+    manifest = json.loads((out / "league.json").read_text(encoding="utf-8"))
+    forged = ladders.ladder_text(ladders.build(rows(out), manifest["policies"],
+                                               manifest["seed"], "bootstrap"))
+    (out / "ladder.json").write_text(forged, encoding="utf-8")
+    assert main(league_args(out, 18)) == 2 and len(rows(out)) == 12
     (out / "ladder.json").unlink()  # as the refusal says: ranked with the t interval
     assert main(league_args(out, 18)) == 0
     assert ladders.kept(out / "ladder.json") == "t"

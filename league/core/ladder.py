@@ -204,6 +204,11 @@ def interval(league_seed: int | str, kind: Kind = "t") -> str:
     return f"{BOOTSTRAP_WORDS}, {BOOTSTRAP_SAMPLES} resamples, seeded from {source}"
 
 
+def ladder_text(ladder: dict) -> str:
+    """``ladder.json``'s text, as a league writes it (and signs its digest)."""
+    return json.dumps(ladder, indent=2, ensure_ascii=False) + "\n"
+
+
 def kind_of(ladder: object) -> Kind:
     """The interval a written ladder records: ``"bootstrap"`` for one written before the t
     interval, which is rebuilt as it was; ``"t"`` for any other."""
