@@ -17,6 +17,7 @@ from collections.abc import Callable
 import gymnasium
 import numpy as np
 import pytest
+from conftest import needs
 
 import sim
 from agents.baselines.batched import BatchedFactor, BatchedMagpie, BatchedRandom, sample_legal
@@ -82,12 +83,12 @@ BAD_PAIRS = [  # rows, seats, the message
 ]
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="runs the calls in a forked child")
 @pytest.mark.parametrize("entry", ACTS)
 def test_every_batched_entry_point_refuses_pairs_outside_the_engine(entry: str) -> None:
     """Rows past n crashed the process (exit 139) or read other memory, seat 7 read row 1's
     data, seat -3 gave a mask for no seat, a float row was cut to 0, a short seats array was
     read past its end; now each is a ValueError naming the argument and the value."""
+    needs(hasattr(os, "fork"), "os.fork (a POSIX system): the calls run in a forked child")
     for rows, seats, match in BAD_PAIRS:
         said = _in_child(ACTS[entry], rows, seats)
         assert said.startswith("ValueError: "), f"{entry}({rows!r}, {seats!r}): {said}"
