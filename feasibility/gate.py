@@ -488,9 +488,8 @@ def failure_json(report: GateReport, o: Outcome) -> dict:
     needed vs allowed, coin needed vs held, units carried at once vs the carry limit, the
     reason, and both plans.
 
-    Both plans are priced on the opening stock, one seat alone: ``optimal`` ``null`` (searched)
-    and ``optimal_fits`` false say that no plan on the opening stock fits, not that the game
-    cannot be finished (restock and hand-overs are not counted)."""
+    ``optimal`` ``null`` (searched) and ``optimal_fits`` false say that no plan on the opening
+    stock fits, not that the game cannot be finished (the module docstring)."""
     w = report.world
     d = _case_json(w, o.case) or {}
     d.update(
@@ -519,8 +518,7 @@ def run_gate(world: World = STANDARD_TOWN, turns: int = DEFAULT_TURNS,
     """Run the gate of RULES §18 (seeded cases, and the exhaustive ones unless disabled).
 
     Each case is one seat alone on the keepers' opening stock (the module docstring says what
-    that leaves out): ``ok`` proves each seat can finish by itself, not that six seats at once
-    can, and a failure proves no plan on the opening stock, not that the game cannot be won.
+    a verdict proves).
 
     ``world_file`` is the path ``world`` was read from, as given (the JSON's ``world``;
     ``None``: no file).  ``world_name`` heads the text report; by default ``"world FILE"``,

@@ -194,7 +194,7 @@ class OptimalSearch:
         """Why no plan on the opening stock from ``start`` exists at any purse, each cause once:
         the guild keeper beyond the roads, a good the keepers' opening stock holds too few of in
         the whole town, or one whose units lie beyond the roads; empty when coin enough makes a
-        plan.  In the game, restock (RULES §6.2) may still supply a good the opening stock lacks."""
+        plan (restock may still supply it in the game: the module docstring)."""
         w, dist = self.world, self.world.dist[check_start(self.world, start)]
         why = []
         if dist[self.guild_room] < 0:

@@ -1,8 +1,7 @@
 """The gate's compact text table (RULES §18): worst case, distribution, failures.
 
-Every plan in it is one seat's alone, priced on the keepers' opening stock, and its failure
-lines say so ("no plan on the opening stock"): the game's restock and hand-overs, which the
-plans leave out, may still let the seat finish."""
+Its failure lines say "no plan on the opening stock": what the plans leave out is in
+:mod:`feasibility.gate`'s docstring."""
 
 from __future__ import annotations
 
@@ -35,11 +34,8 @@ def describe_case(world: World, case: Case) -> str:
 
 
 def describe_failure(report: GateReport, o: Outcome) -> str:
-    """One line: the case, why the greedy plan fails, and what the optimal plan would need.
-
-    The optimal plan is searched on the keepers' opening stock alone, so the line says so: a
-    plan the search does not find may still exist in the game, where restock (RULES §6.2),
-    goods handed to keepers (§9.4) and loose goods add units the search does not count."""
+    """One line: the case, why the greedy plan fails, and what the optimal plan would need
+    (on the opening stock, as the line says: the module docstring)."""
     if not o.searched:
         best = "optimal plan not searched (the search's steps ran out)"
     elif o.optimal is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import os
 from collections.abc import Sequence
@@ -203,11 +204,17 @@ class Game:
         """Resolve one turn from six actions in seat order; returns the six act events.
 
         Each action is a sentence (parsed against the start-of-turn state) or an ``Intent``.
-        Nothing changes when the call is refused (``TurnError``/``IntentError``).
+        Nothing changes when the call is refused (``TurnError``/``IntentError``). The acts are
+        copies: a caller's edits stay out of the record.
         """
-        return self._play(actions, says, notes, scripted, stored=False)
+        acts = self._play(actions, says, notes, scripted, stored=False)
+        return [{**a, "structured": dict(a["structured"])} if "structured" in a else dict(a)
+                for a in acts]
 
     def _play(self, actions, says, notes, scripted, stored: bool) -> list[dict]:
+        """:meth:`play_turn` (``stored``: a replay's recorded acts), returning the record's own
+        act events: the package's callers that do not keep them (the environments, replay)
+        skip the copies."""
         st = self.state
         if st.done:
             raise TurnError("play_turn: the episode is over (reason "
@@ -255,9 +262,7 @@ class Game:
             for seat, action in enumerate(actions):
                 if isinstance(action, Intent):
                     acts[seat]["structured"] = intents[seat].to_json()
-            return [{**a, "structured": dict(a["structured"])} if "structured" in a else dict(a)
-                    for a in acts]
-        return [dict(a) for a in acts]  # copies: a caller's edits stay out of the record
+        return acts
 
     def end_early(self) -> None:
         """Settle now, between turns, with reason ``deadline`` (RULES §6.4); idempotent."""
@@ -361,11 +366,9 @@ def seat_index(seat: object) -> int:
     for the policies' ``act(game, seat)``, which batched callers give numpy integers."""
     if type(seat) is int and 0 <= seat < SEATS:  # the common case
         return seat
-    if not isinstance(seat, bool) and hasattr(seat, "__index__"):
-        try:
+    if not isinstance(seat, bool):
+        with contextlib.suppress(TypeError):  # no index (1.0): check_seat names it
             seat = operator.index(seat)  # type: ignore[arg-type]
-        except TypeError:
-            pass
     check_seat(seat)  # type: ignore[arg-type]
     return seat  # type: ignore[return-value]
 

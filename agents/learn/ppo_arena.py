@@ -30,7 +30,8 @@ import numpy as np
 from agents.learn.evaluation import TRAINING_SEEDS, checked_actions
 from agents.learn.ppo import PolicyNet, choose
 from agents.learn.ppo_pool import Pool
-from agents.learn.train_options import AGAINST, Extract, TrainingError, check_against
+from agents.learn.sb3_extract import Extract
+from agents.learn.train_options import AGAINST, TrainingError, check_against
 from sim.batched.engine import BatchedGuild
 from sim.batched.observe import encode
 from sim.policies import BATCHED_POLICIES, check_town

@@ -24,8 +24,9 @@ import numpy as np
 import torch
 
 from agents.learn.ppo import MASKED, PolicyNet, model_dict, net_from_dict
-from agents.learn.ppo_arena import AGAINST, MAX_SNAPSHOTS, Arena, Extract
+from agents.learn.ppo_arena import AGAINST, MAX_SNAPSHOTS, Arena
 from agents.learn.ppo_config import PPOConfig
+from agents.learn.sb3_extract import Extract
 from sim.codec.action_table import TABLE_VERSION
 from sim.rules.world import World
 

@@ -36,13 +36,13 @@ import logging
 import os
 import threading
 import zipfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from agents.learn.sb3_extract import Extract
 from agents.learn.sb3_net import META_NAME, Log1pFeatures  # noqa: F401 (models name it here)
 from sim import Game, Intent
 from sim.batched.observe import encode as encode_rows
@@ -67,10 +67,6 @@ class _Loaded:
     flat: bool
     meta: dict
 
-
-# The zip's bytes -> its description (``agents.learn.sb3_extract``), made somewhere its pickles can
-# do no harm (``league.apart.sb3_load.extract``: in a sandbox).  Raises ValueError naming the cause.
-Extract = Callable[[bytes], bytes]
 
 _CACHE: dict[tuple[str, int, int, bool], _Loaded] = {}
 _LOCK = threading.Lock()

@@ -35,11 +35,16 @@ import os
 import sys
 import zipfile
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from agents.learn import zipdir
+
+# The zip's bytes -> its description (this module's), made somewhere its pickles can do no
+# harm (``league.apart.sb3_load.extract``: in a sandbox).  Raises ValueError naming the cause.
+Extract = Callable[[bytes], bytes]
 
 FORMAT = "guild-sb3-description"
 VERSION = 1

@@ -21,9 +21,6 @@ from sim.commandline import printable
 from sim.rules.world import DEFAULT_TURNS, MAX_TURNS, MIN_TURNS, STANDARD_TOWN, World
 
 Say = Callable[[str], None]
-# An sb3 zip's bytes -> its description, made where its pickles can do no harm
-# (agents.learn.sb3.load_model; league.apart.sb3_load.extract: in a sandbox).
-Extract = Callable[[bytes], bytes]
 
 DEVICES = ("auto", "cpu", "cuda")
 EVAL_SEED0 = 100_000
@@ -31,7 +28,8 @@ EVAL_OPPONENTS = ("factor", "magpie")
 AGAINST = EVAL_OPPONENTS  # the fixed opponents of training, by default those evaluated against
 MAX_AGAINST = 16
 MODEL_KINDS = ("ppo", "sb3")  # the opponents played from a model file, named by its path
-SPEC_KINDS = "factor, magpie, random, champion, ppo:MODEL, sb3:MODEL, a batched module:Name"
+# The opponents training plays (each on the batched engine), as error lines list them.
+SPEC_KINDS = "factor, magpie, random, champion, ppo:MODEL, sb3:MODEL or a batched module:Name"
 MAX_SPEC = 4096  # a spec's length: a path and a name, not a file's worth of text
 # One torch thread: the network is small, so on a CPU more threads add synchronisation to
 # every pass rather than speed, and the engine shares the same cores (README, 'Train a policy').

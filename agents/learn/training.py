@@ -57,6 +57,7 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
+from agents.learn.sb3_extract import Extract
 from agents.learn.train_args import (  # noqa: F401 (league.cli.train adds them here)
     add_arguments,
     build_parser,
@@ -65,8 +66,8 @@ from agents.learn.train_args import (  # noqa: F401 (league.cli.train adds them 
 from agents.learn.train_options import (
     DEVICES,
     SNAPSHOTS,
+    SPEC_KINDS,
     TENSORBOARD,
-    Extract,
     Town,
     TrainingError,
     TrainOptions,
@@ -226,8 +227,6 @@ def read_summary(path: Path) -> dict:
     return summary
 
 
-BATCHED_KINDS = ("factor, magpie, random, champion, ppo:MODEL, sb3:MODEL or a batched "
-                 "module:Name")
 
 
 def _check_run(options: TrainOptions, town: Town, extract: Extract | None = None,
@@ -256,7 +255,7 @@ def _check_opponents(against: Sequence[str], town: Town, extract: Extract | None
                 and kind not in BATCHED_POLICIES.names()):
             raise TrainingError(f"--against {spec!r:.80}: {kind}: policies have no batched "
                                 "form, and training plays its opponents on the batched engine "
-                                f"({BATCHED_KINDS})")
+                                f"({SPEC_KINDS})")
         if is_sb3(spec) and extract is None and not trust:
             raise TrainingError(f"--against {spec!r:.80}: an sb3 zip is a pickle (loading it "
                                 "runs its code), and no sandbox was given to load it in "
@@ -267,7 +266,7 @@ def _check_opponents(against: Sequence[str], town: Town, extract: Extract | None
             raise
         except ValueError as e:
             raise TrainingError(f"--against {spec!r:.80}: {str(e)[:300]} (training plays its "
-                                f"opponents on the batched engine: {BATCHED_KINDS})") from None
+                                f"opponents on the batched engine: {SPEC_KINDS})") from None
         except BaseException as e:  # noqa: BLE001 - the opponent's own code failed (or exited)
             raise TrainingError(f"--against {spec!r:.80}: building it raised "
                                 f"{type(e).__name__}: {str(e)[:200]}") from None

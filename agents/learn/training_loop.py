@@ -26,12 +26,12 @@ from agents.learn.ppo_records import (
     write_curve,
     write_text,
 )
+from agents.learn.sb3_extract import Extract
 from agents.learn.train_options import (
     EVAL_OPPONENTS,
     EVAL_SEED0,
     SNAPSHOTS,
     TENSORBOARD,
-    Extract,
     Town,
     TrainingError,
     TrainOptions,

@@ -158,13 +158,11 @@ class SeatProcess:
             if len(self._buffer) > MAX_LINE:
                 raise SeatFaultError("garbage", f"wrote more than {MAX_LINE} bytes without a "
                                 f"newline{self._note()}")
-            try:  # non-blocking: an answer already there costs one call, and counts even if
-                chunk = os.read(self._out, 65536)  # the league comes to read it late
-            except BlockingIOError:
+            chunk = self._ready()  # an answer already there counts even if read late
+            if chunk is None:
                 wait = None if until is None else until - time.monotonic()
                 if wait is not None and wait <= 0:
-                    raise SeatFaultError("timeout", f"took over {timeout:g} s{self._note()}") \
-                        from None
+                    raise SeatFaultError("timeout", f"took over {timeout:g} s{self._note()}")
                 select.select([self._out], [], [], wait)
                 continue
             if not chunk:
@@ -180,14 +178,19 @@ class SeatProcess:
         """Whether the process wrote a whole line the league has not read yet (it may be
         waiting for the league's answer to it); a part of one is not (a stray byte would do)."""
         while b"\n" not in self._buffer and len(self._buffer) <= MAX_LINE:
-            try:
-                chunk = os.read(self._out, 65536)
-            except BlockingIOError:
-                break
-            if not chunk:  # it ended: receive says so
+            chunk = self._ready()
+            if not chunk:  # nothing more yet, or it ended (receive says so)
                 break
             self._buffer += chunk
         return b"\n" in self._buffer
+
+    def _ready(self) -> bytes | None:
+        """What the process has written, read without waiting: None when nothing is there
+        yet, ``b""`` when it has ended (its output is non-blocking)."""
+        try:
+            return os.read(self._out, 65536)
+        except BlockingIOError:
+            return None
 
     def alive(self) -> bool:
         if self._popen is not None:

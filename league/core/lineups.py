@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import overload
 
 from league.core.errors import LeagueError
-from sim.policies import POLICIES
+from sim.policies import POLICIES, TRUSTED_PREFIX
 from sim.rules.errors import printable
 from sim.rules.world import SEATS
 
@@ -85,7 +85,7 @@ def parse_policies(text: str) -> list[str]:
     return names
 
 
-TRUSTED = "trusted:"  # a policy the league runs in its own process (league.core.episode)
+TRUSTED = TRUSTED_PREFIX + ":"  # a policy the league runs in its own process (core.episode)
 
 
 def _key(name: str) -> str:

@@ -35,11 +35,18 @@ from .state import BatchState, allocate, export_row, load_game, row_offers, scra
 from .tables import Tables, tables_for
 
 SEED_HIGH = 2 ** 31 - 1  # game seeds drawn for new episodes: 0 <= seed < 2**31 - 1, as GuildEnv
-# The most episodes one engine (and so one batched face) holds: a row of the standard town's
-# state is about 2.5 kB and each seat's observation 1.8 kB; a larger batch is a typo, refused
-# before numpy is asked for gigabytes.  ``guild train``'s bound on its envs
-# (``agents.learn.train_options.MAX_ENVS``) must not exceed it.
+# The most episodes one engine (and so one batched face, and ``guild train``) holds: a row of
+# the standard town's state is about 2.5 kB and each seat's observation 1.8 kB; a larger batch
+# is a typo, refused before numpy is asked for gigabytes.
 MAX_ENVS = 16_384
+
+
+def check_env_count(n: object, name: str = "n") -> None:
+    """ValueError naming ``name`` unless ``n`` is an int from 1 to :data:`MAX_ENVS`."""
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"{name} must be a positive int; got {n!r:.40}")
+    if n > MAX_ENVS:
+        raise ValueError(f"{name} must be at most {MAX_ENVS:,} (MAX_ENVS); got {n!r:.40}")
 
 
 class BatchedGuild:
@@ -59,11 +66,7 @@ class BatchedGuild:
 
     def __init__(self, n: int, turns: int = 14, thievery: bool = True,
                  world: World | None = None, seed: int | None = None) -> None:
-
-        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 1:
-            raise ValueError(f"n must be a positive int; got {n!r:.40}")
-        if n > MAX_ENVS:
-            raise ValueError(f"n must be at most {MAX_ENVS:,} (MAX_ENVS); got {n!r:.40}")
+        check_env_count(n)
         seed = check_env_seed(seed)
         if isinstance(turns, bool) or not isinstance(turns, int):
             raise ValueError(f"turns must be an int; got {turns!r}")

@@ -247,7 +247,7 @@ def play_turn(game: Game, seat: int, mine, opponents: Sequence) -> None:
         notes[s] = getattr(answer, "notes", "") or ""
         scripted[s] = bool(getattr(policy, "scripted", False)
                            or getattr(answer, "scripted", False))
-    game.play_turn(actions, says=says, notes=notes, scripted=scripted)
+    game._play(actions, says, notes, scripted, stored=False)  # (play_turn's acts, uncopied)
 
 
 def batched_twins(specs: Sequence) -> list[tuple[object, list[int]]] | None:

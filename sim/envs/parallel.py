@@ -133,7 +133,8 @@ class GuildParallelEnv(ParallelEnv):
         picked = [self.face.checked(a, actions[a]) for a in agents]
         if self._row is None:
             game = self._game
-            game.play_turn([self.face.action(game, s, a) for s, a in enumerate(picked)])
+            game._play([self.face.action(game, s, a) for s, a in enumerate(picked)], None, None,
+                       None, stored=False)  # (play_turn's acts, uncopied)
             done, scores = game.done, [score(game.state, s) for s in range(SEATS)]
         else:
             done = self._row.step(np.array(picked, np.int64))
@@ -182,8 +183,8 @@ class GuildParallelEnv(ParallelEnv):
 
     def _replay(self, game: Game, joint: np.ndarray) -> None:
         """One recorded turn into the scalar game, as ``step`` played it before the row engine."""
-        game.play_turn([to_intent(int(i), self.world, s, game.state.room[s])
-                        for s, i in enumerate(joint)])
+        game._play([to_intent(int(i), self.world, s, game.state.room[s])
+                    for s, i in enumerate(joint)], None, None, None, stored=False)
 
     def _views(self) -> tuple[dict, dict]:
         agents = self.possible_agents

@@ -35,7 +35,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from ..batched.engine import MAX_ENVS, SEED_HIGH, BatchedGuild
+from ..batched.engine import SEED_HIGH, BatchedGuild, check_env_count
 from ..batched.observe import all_seats, encode, offsets
 from ..batched.setup import check_env_seed
 from ..codec.encode import slices
@@ -113,7 +113,7 @@ class GuildVectorEnv(VectorEnv):
                  flatten: bool = False, reward: str = "dense", render_mode: str | None = None,
                  max_episode_steps: int | None = None,
                  autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP) -> None:
-        _check_num_envs(num_envs)
+        check_env_count(num_envs, "num_envs")
         if max_episode_steps is not None and (
                 isinstance(max_episode_steps, (bool, np.bool_))
                 or not isinstance(max_episode_steps, (int, np.integer)) or max_episode_steps < 1):
@@ -421,7 +421,7 @@ class GuildSelfPlay:
     def __init__(self, num_envs: int, turns: int = 14, thievery: bool = True,
                  world: World | None = None, reward: str = "dense",
                  seed: int | None = None) -> None:
-        _check_num_envs(num_envs)
+        check_env_count(num_envs, "num_envs")
         seed = check_env_seed(seed)
         if reward not in ("dense", "terminal"):
             raise ValueError(f"reward must be 'dense' or 'terminal'; got {reward!r}")
@@ -484,17 +484,6 @@ class GuildSelfPlay:
     def _observe(self) -> None:
         encode(self.engine, self._r, self._s, self.observations)
         np.greater(self.observations[:, self._mask_at:], 0, out=self.masks)
-
-
-def _check_num_envs(num_envs: object) -> None:
-    """Checked here, not by the engine, which would name it ``n``; at most ``MAX_ENVS``,
-    the engine's bound, before any buffer is allocated."""
-    if (isinstance(num_envs, (bool, np.bool_)) or not isinstance(num_envs, (int, np.integer))
-            or num_envs < 1):
-        raise ValueError(f"num_envs must be a positive int; got {num_envs!r:.40}")
-    if num_envs > MAX_ENVS:
-        raise ValueError(f"num_envs must be at most {MAX_ENVS:,} (MAX_ENVS); got "
-                         f"{num_envs!r:.40}")
 
 
 def _rows_of(obs: dict | np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
