@@ -9,7 +9,8 @@ batched speed, ``gymnasium.make_vec`` opponents, ``guild train --against champio
 action table have that town's shapes): ``check_world`` refuses another, and the faces ask it
 before the first turn (``sim.policies.check_town``). The recipe that made it is
 ``recipe.toml`` beside it (``guild train --config agents/champion/recipe.toml``); the file's
-``meta`` records that run's summary digests (docs/training.md, "The champion").
+``meta`` records that run's summary digests, and ``recipe_digests.json`` the recipe's first
+update re-run on machines that round otherwise (docs/training.md, "The champion").
 
 Both forms choose the masked argmax of the same logits from the same observation
 (``sim.codec.encode`` and its batched twin), so a seat plays alike in either engine.
@@ -34,11 +35,13 @@ from sim.rules.world import STANDARD_TOWN
 
 CHAMPION_FILE = Path(__file__).with_name("champion.npz")
 RECIPE_FILE = Path(__file__).with_name("recipe.toml")
+# The recipe's first update re-run on other arithmetic than the shipped run's (its "about")
+RERUN_DIGESTS_FILE = Path(__file__).with_name("recipe_digests.json")
 _NET: NumpyNet | None = None
 _LOCK = threading.Lock()
 
-__all__ = ["CHAMPION_FILE", "RECIPE_FILE", "BatchedChampion", "Champion", "NetError",
-           "champion_net"]
+__all__ = ["CHAMPION_FILE", "RECIPE_FILE", "RERUN_DIGESTS_FILE", "BatchedChampion", "Champion",
+           "NetError", "champion_net"]
 
 
 def champion_net() -> NumpyNet:

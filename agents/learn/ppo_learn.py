@@ -8,8 +8,8 @@ passes of clipped-surrogate minibatch steps with a masked categorical (illegal l
 
 Everything random draws from the seed: the network's initial weights, a torch generator for
 action samples and minibatch order, and the arena's numpy streams, so two runs with the same
-seed, device and torch thread count produce the same weights, and a checkpoint (:meth:`state`)
-taken between updates resumes the run exactly.
+seed, device, torch thread count and arithmetic (:func:`arithmetic`) produce the same weights,
+and a checkpoint (:meth:`state`) taken between updates resumes the run exactly.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import math
+import platform
 import time
 from collections.abc import Sequence
 
@@ -29,6 +30,27 @@ from agents.learn.ppo_config import PPOConfig
 from agents.learn.sb3_extract import Extract
 from sim.codec.action_table import TABLE_VERSION
 from sim.rules.world import World
+
+
+def arithmetic(device: torch.device | str) -> str:
+    """The floating-point path a run's weights depend on, beside its seed and thread count:
+    torch's version and, on the CPU, the vendor and the instruction set torch's kernels use
+    (MKL and ATen pick their kernels by them, and two paths round differently), or the GPU's
+    name. Recorded with each digest, so a re-run knows which digests it can reproduce."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return f"cuda {torch.cuda.get_device_name(device)}, torch {torch.__version__}"
+    vendor = platform.machine() or "unknown"
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("vendor_id"):
+                    vendor = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return (f"{device.type} {vendor} {torch.backends.cpu.get_cpu_capability()}, "
+            f"torch {torch.__version__}")
 
 
 class Learner:
@@ -146,7 +168,8 @@ class Learner:
 
     def digest(self) -> str:
         """sha256 of the weights (every tensor's bytes in the network's order): two runs with
-        the same seed, options, device and thread count give the same digest."""
+        the same seed, options, device, thread count and :func:`arithmetic` give the same
+        digest."""
         h = hashlib.sha256()
         for name, t in self.net.state_dict().items():
             h.update(name.encode())

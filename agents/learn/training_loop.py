@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.learn.ppo import MODEL_NAME, BatchedPPOPolicy, save_model
-from agents.learn.ppo_learn import Learner, engine_share
+from agents.learn.ppo_learn import Learner, arithmetic, engine_share
 from agents.learn.ppo_pool import SELF
 from agents.learn.ppo_records import (
     CHECKPOINT_NAME,
@@ -202,7 +202,8 @@ def _loop(o: TrainOptions, town: Town, out: Path, learner: Learner, curve: list,
             boundary = None
             if learner.updates <= DIGESTS:
                 digests.append({"updates": learner.updates, "steps": learner.steps,
-                                "sha256": learner.digest()})
+                                "sha256": learner.digest(),
+                                "arithmetic": arithmetic(learner.device)})
             if learner.snapshot is not None:
                 _save_snapshot(out, learner, o)
             board.add(learner.steps, {**_pool_scalars(learner),
