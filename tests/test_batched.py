@@ -6,7 +6,7 @@ observation and mask (``encode_flat``/``legal_mask``) and the rewards equal the 
 Actions are drawn to make the rare intents happen: seats start herded into one room (dark or
 lit, with hirelings, goods and offers about), and the draw favours offers, accepts of live
 offers, hires, gifts and robberies, plus any index of the table, legal or not.  The hypothesis
-test plays 45 batches of 64 episodes (2,880 episodes, every turn compared); a variant town and
+test plays 32 batches of 64 episodes (2,048 episodes, every turn compared); a variant town and
 the kernels' derived tables, cache and threads have their own tests.  The faces and the batched
 policies are in ``test_batched_faces.py``.
 """
@@ -35,7 +35,10 @@ from sim.rules.worldfile import world_from_dict
 T = Tables(W)
 
 
-@settings(max_examples=45, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# 32 batches: every branch of the kernels and of the scalar rules they are compared with is
+# reached well within them (the rarest, a take refused at the carry limit, within the first
+# fifteen of CI's derandomized draw), and CI runs this test twice (also on the pure engine).
+@settings(max_examples=32, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2 ** 32 - 1), turns=st.sampled_from([6, 8, 14]),
        thievery=st.booleans(), herded=st.floats(0, 1))
 def test_batched_equals_scalar_turn_by_turn(seed: int, turns: int, thievery: bool,

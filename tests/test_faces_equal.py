@@ -19,9 +19,11 @@ from gymnasium.vector import AutoresetMode
 import sim  # noqa: F401  (registers guild/Guild-v0)
 from agents.baselines.batched import sample_legal
 
-N_ENVS = 64
-EPISODES_PER_ENV = 3
-CHUNKS = 54  # 54 chunks x 64 envs x 3 episodes = 10,368 episodes
+# Few envs, each playing many episodes in a row: making an env costs more than playing an
+# episode in it, and every chunk still batches several envs and autoresets each of them.
+N_ENVS = 16
+EPISODES_PER_ENV = 12
+CHUNKS = 54  # 54 chunks x 16 envs x 12 episodes = 10,368 episodes
 
 
 def _equal(a, b) -> bool:

@@ -211,7 +211,7 @@ def _ended(p: subprocess.Popen) -> tuple[int, str]:
         pytest.fail("the league did not stop within 120 s")
     deadline = time.monotonic() + 30
     while _group(p.pid) and time.monotonic() < deadline:
-        time.sleep(0.5)
+        time.sleep(0.1)
     left = _group(p.pid)
     assert not left, f"left behind: {left}"
     assert "Traceback" not in err, err
@@ -224,8 +224,14 @@ def test_a_policys_ctrl_c_interrupts_a_ray_league(start: Any) -> None:
     assert (code, last) == (130, f"guild league: interrupted; {RESUME}")
 
 
+# 40 episodes of a slow policy: chunks of two (league.procs.workers.chunk_size), so the first
+# result is written soon after Ray starts, and the other 38 episodes keep the league busy for
+# many seconds more, ample time to stop it while its tasks run.
+RUNNING = 40
+
+
 def test_sigterm_stops_a_ray_league_in_one_line(start: Any, tmp_path: Path) -> None:
-    p = start("factor,trusted:stops:Slow", 400)
+    p = start("factor,trusted:stops:Slow", RUNNING)
     _wait_for_episodes(p, tmp_path / "league")
     os.kill(p.pid, signal.SIGTERM)  # the league only, as a scheduler may
     code, last = _ended(p)
@@ -233,7 +239,7 @@ def test_sigterm_stops_a_ray_league_in_one_line(start: Any, tmp_path: Path) -> N
 
 
 def test_a_dead_ray_node_ends_the_league_in_one_line(start: Any, tmp_path: Path) -> None:
-    p = start("factor,trusted:stops:Slow", 400)
+    p = start("factor,trusted:stops:Slow", RUNNING)
     _wait_for_episodes(p, tmp_path / "league")
     raylets = [line for line in _group(p.pid) if line.split()[2].endswith("raylet/raylet")]
     assert raylets, _group(p.pid)

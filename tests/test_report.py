@@ -727,27 +727,37 @@ def _watch(page: Any, errors: list[str]) -> None:
     page.on("requestfailed", lambda r: errors.append(f"request {r.url}"))
 
 
-@contextlib.contextmanager
-def _opened(page_file: Path) -> Iterator[tuple[Any, list[str]]]:
-    """``page_file`` in headless Chromium at 1400 x 1000: the page and the errors it reports
-    (console errors, page errors, failed requests)."""
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """One headless Chromium for this file's browser tests; each opens its own page, in a
+    context of its own (``new_page``), and closes it."""
     sync_api = needs_module("playwright.sync_api", "playwright")
     with sync_api.sync_playwright() as pw:
         browser = _browser(pw)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            errors: list[str] = []
-            _watch(page, errors)
-            page.goto(page_file.as_uri())
-            yield page, errors
+            yield browser
         finally:
             browser.close()
 
 
-def test_the_report_in_headless_chromium(league: Path, tmp_path: Path) -> None:
+@contextlib.contextmanager
+def _opened(chromium: Any, page_file: Path) -> Iterator[tuple[Any, list[str]]]:
+    """``page_file`` in headless Chromium at 1400 x 1000: the page and the errors it reports
+    (console errors, page errors, failed requests)."""
+    page = chromium.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        errors: list[str] = []
+        _watch(page, errors)
+        page.goto(page_file.as_uri())
+        yield page, errors
+    finally:
+        page.close()
+
+
+def test_the_report_in_headless_chromium(league: Path, tmp_path: Path, chromium: Any) -> None:
     ladder = json.loads((league / "ladder.json").read_text(encoding="utf-8"))
     results = rows(league)
-    with _opened(league / "report.html") as (page, errors):
+    with _opened(chromium, league / "report.html") as (page, errors):
         # a ladder row per policy, with its interval
         assert page.locator("#ladder-table tbody tr").count() == len(ladder["policies"])
         for e in ladder["policies"]:
@@ -784,8 +794,8 @@ def test_the_report_in_headless_chromium(league: Path, tmp_path: Path) -> None:
         assert errors == []
 
 
-def test_a_name_full_of_html_does_not_run_in_chromium(evil_league: Path) -> None:
-    with _opened(evil_league / "report.html") as (page, errors):
+def test_a_name_full_of_html_does_not_run_in_chromium(evil_league: Path, chromium: Any) -> None:
+    with _opened(chromium, evil_league / "report.html") as (page, errors):
         names = page.eval_on_selector_all("#ladder-table td.policy",
                                           "els => els.map(e => e.textContent)")
         assert EVIL in names
@@ -797,13 +807,13 @@ def test_a_name_full_of_html_does_not_run_in_chromium(evil_league: Path) -> None
         assert errors == []
 
 
-def test_a_viewer_page_counts_robberies_in_words(league: Path) -> None:
+def test_a_viewer_page_counts_robberies_in_words(league: Path, chromium: Any) -> None:
     """A seat robbed once, at the last frame: "robbed once", not "robbed 1 times"."""
     def times(k: int) -> str:
         return {1: "once", 2: "twice"}.get(k, f"{k} times")
 
     ep, seat = next((r, s) for r in rows(league) for s in range(SEATS) if r["robbed"][s] == 1)
-    with _opened(league / "view" / f"{ep['id']}.html") as (page, errors):
+    with _opened(chromium, league / "view" / f"{ep['id']}.html") as (page, errors):
         page.wait_for_selector("body[data-loaded=true]", timeout=10_000)
         page.click("#last")
         title = page.get_attribute(f'#scoreboard tr[data-seat="{seat}"] td[title]', "title")

@@ -310,8 +310,10 @@ def test_a_seat_that_signals_every_pid_it_can_name_stops_nothing(
     copy_cheats(tmp_path, "sbx_kills", LEAGUE_PID=os.getpid())
     out = tmp_path / "league"
     sweeps, group = "sbx_kills:KillsEveryone", "sbx_kills:KillsOwnGroup"
-    # two workers: the league, its fork server and its workers all must survive
-    results = league(out, f"factor,{sweeps},{group}", workers=2)
+    # two workers: the league, its fork server and its workers all must survive; four
+    # episodes, each with fresh seat processes (none plays the same town twice) that attack
+    # anew, give each worker its share of attacks and episodes after them
+    results = league(out, f"factor,{sweeps},{group}", episodes=4, workers=2)
     for r, s in seats_of(results, "factor"):  # the honest seats did not notice
         assert r["faults"][s] == {} and r["fallbacks"][s] == 0, r
     for r, s in seats_of(results, sweeps):
@@ -438,13 +440,15 @@ def test_a_program_that_closes_its_output_is_ended_at_once(tmp_path: Path) -> No
     policy = f"exec:{sys.executable} {program}"
     out = tmp_path / "league"
     started = time.monotonic()
-    results = league(out, f"factor,{policy}", "--decision-timeout", "120", episodes=3)
+    # one episode: each of its decisions crashes on its own (the next one restarts the
+    # program), so more episodes would only repeat the same decision
+    results = league(out, f"factor,{policy}", "--decision-timeout", "120", episodes=1)
     took = time.monotonic() - started
     seats = seats_of(results, policy)
     for r, s in seats:
         assert r["faults"][s] == {"crashed": TURNS} and r["fallbacks"][s] == TURNS, r
         assert "closed its output" in r["faultNotes"][s], r["faultNotes"][s]
-    # 54 decisions that each would have waited 120 s: the whole league, started sandboxes and
+    # 18 decisions that each would have waited 120 s: the whole league, started sandboxes and
     # all, is faster than one (a wide margin: CI shares its two cores with other work)
     assert took < 120, f"{took:.1f} s for {len(seats) * TURNS} decisions"
     assert unranked(out, policy)

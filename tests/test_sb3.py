@@ -22,9 +22,21 @@ from sim.envs.vector import make_batched_policy
 ROOT = Path(__file__).resolve().parent.parent
 
 
+_TRAINED: list[bytes] = []  # the zip _trained saved, once per test process
+
+
 def _trained(tmp_path: Path) -> Path:
-    """A tiny MaskablePPO model trained through GuildVecEnv and saved as the example does."""
+    """A tiny MaskablePPO model trained through GuildVecEnv and saved as the example does.
+
+    It is trained once per test process, and each caller gets a copy of its zip in
+    ``tmp_path``: the tests that use it (here and in the files that import this function) only
+    read the model, and a copy of it is the model itself.
+    """
     sb3_contrib = needs_module("sb3_contrib", "torch==2.13.0, then pip install -e '.[train]'")
+    path = tmp_path / "model.zip"
+    if _TRAINED:
+        path.write_bytes(_TRAINED[0])
+        return path
     from agents.learn.sb3 import GuildVecEnv, Log1pFeatures, write_meta
 
     venv = GuildVecEnv(8, seed=3)
@@ -34,9 +46,9 @@ def _trained(tmp_path: Path) -> Path:
                                                        net_arch=[32]))
     unlogged(model).learn(total_timesteps=8 * 28)
     assert model.num_timesteps == 224
-    path = tmp_path / "model.zip"
     model.save(path)
     write_meta(path, {"flatten": True})
+    _TRAINED.append(path.read_bytes())
     return path
 
 

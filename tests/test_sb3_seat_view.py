@@ -50,7 +50,10 @@ def test_the_seat_view_gives_the_games_choice(model) -> None:
 
 
 def _league(out: Path, model: Path, *extra: str) -> list[dict]:
-    code = main(["league", "--policies", f"sb3:{model},factor", "--episodes", "2", "--out",
+    # One episode: the model holds three of its six seats, each a sandboxed seat process of
+    # its own (a start costs an import of torch), and their acts over every turn make the
+    # scores.
+    code = main(["league", "--policies", f"sb3:{model},factor", "--episodes", "1", "--out",
                  str(out), "--workers", "1", "--seed", "5", "--public-draw", *extra])
     assert code == 0
     return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]

@@ -6,6 +6,7 @@ before any game, each in one line naming the model and both shapes."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -69,14 +70,28 @@ def models(tmp_path_factory) -> SimpleNamespace:
                            silk=flat("silk.zip", world=world), silk_dict=dict_path)
 
 
+@pytest.fixture(scope="module")
+def described() -> Callable[[bytes], bytes]:
+    """``league.apart.sb3_load.extract``, run in the sandbox once per model: the scalar and the
+    batched policy are rebuilt in this process from the same description each."""
+    needs(sandbox.problem() is None, "a bubblewrap sandbox (apt-get install bubblewrap)")
+    from league.apart.sb3_load import extract
+
+    made: dict[bytes, bytes] = {}
+
+    def once(data: bytes) -> bytes:
+        if data not in made:
+            made[data] = extract(data)
+        return made[data]
+
+    return once
+
+
 @pytest.mark.parametrize("load", ["here", "in a sandbox"])
 @pytest.mark.parametrize("batched", [False, True])
 def test_check_world_accepts_its_own_shapes_and_refuses_others(models, load, batched,
-                                                               monkeypatch) -> None:
-    extract = None
-    if load == "in a sandbox":
-        needs(sandbox.problem() is None, "a bubblewrap sandbox (apt-get install bubblewrap)")
-        from league.apart.sb3_load import extract
+                                                               monkeypatch, request) -> None:
+    extract = request.getfixturevalue("described") if load == "in a sandbox" else None
     monkeypatch.setattr(sb3, "_CACHE", {})
     make = sb3.BatchedSB3Policy if batched else sb3.SB3Policy
     std, silk = _shapes(STANDARD_TOWN), _shapes(models.world)

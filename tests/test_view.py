@@ -9,7 +9,9 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import needs, needs_module
@@ -328,80 +330,90 @@ def test_a_variant_town_needs_its_world_file(tmp_path: Path, capsys) -> None:
 
 
 # --- a real browser ------------------------------------------------------------------------------
-def test_the_page_in_headless_chromium(replay_path: Path, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """One headless Chromium for this file's browser tests; each opens its own pages, each in
+    a context of its own (``new_page``), and closes them."""
     sync_api = needs_module("playwright.sync_api", "playwright")
     needs(bool(os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)),
           f"Chromium at {CHROMIUM} (apt-get install chromium, or set CHROMIUM)")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def test_the_page_in_headless_chromium(replay_path: Path, tmp_path: Path, chromium: Any) -> None:
     payload = payload_of(replay_path)
     html = tmp_path / "page.html"
     assert main(["view", str(replay_path), "-o", str(html)]) == 0
     turns = payload["config"]["turns"]
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1500, "height": 1000})
-            errors: list[str] = []
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.on("requestfailed", lambda r: errors.append(f"request {r.url}"))
-            page.goto(html.as_uri())
-            page.wait_for_selector("body[data-loaded=true]", timeout=10_000)
+    page = chromium.new_page(viewport={"width": 1500, "height": 1000})
+    try:
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("requestfailed", lambda r: errors.append(f"request {r.url}"))
+        page.goto(html.as_uri())
+        page.wait_for_selector("body[data-loaded=true]", timeout=10_000)
 
-            def frame() -> int:
-                return int(page.get_attribute("body", "data-frame"))
+        def frame() -> int:
+            return int(page.get_attribute("body", "data-frame"))
 
-            def scores() -> list[float]:
-                return page.eval_on_selector_all(
-                    "td.score[data-seat]",
-                    "els => els.map(e => [+e.dataset.seat, +e.dataset.score])")
+        def scores() -> list[float]:
+            return page.eval_on_selector_all(
+                "td.score[data-seat]",
+                "els => els.map(e => [+e.dataset.seat, +e.dataset.score])")
 
-            # The map: every room, a road per exit pair, dark rooms shaded, six tokens.
-            world = payload["config"]["world"]
-            assert page.locator("g.room").count() == len(world["rooms"])
-            assert page.locator("g.room.dark").count() == sum(r["dark"] for r in world["rooms"])
-            roads = {tuple(sorted((r["id"], b))) for r in world["rooms"] for b in r["exits"]}
-            assert page.locator("line.road").count() == len(roads)
-            assert page.locator("g.token").count() == 6
-            assert frame() == 0 and [s for _, s in scores()] == [0.0] * 6
-            # Step with the keys and the buttons; scrub half way.
-            page.keyboard.press("ArrowRight")
-            page.keyboard.press("ArrowRight")
-            assert frame() == 2
-            page.click("#back")
-            assert frame() == 1
-            page.locator("#chronicle .turn-block.current li.act").first.wait_for()
-            assert page.locator("#chronicle .turn-block.current li.act").count() == 6
-            page.eval_on_selector("#scrubber", "(s, v) => { s.value = v; "
-                                  "s.dispatchEvent(new Event('input')); }", str(turns // 2))
-            assert frame() == turns // 2
-            # Play advances by itself; space pauses.
-            page.click("#play")
-            page.wait_for_function(f"+document.body.dataset.frame > {turns // 2}", timeout=5000)
-            page.keyboard.press(" ")
-            assert page.inner_text("#play") == "Play"
-            # Scrub to the end: the page's scores are the replay's results.
-            page.keyboard.press("End")
-            assert frame() == turns
-            final = scores()
-            assert [seat for seat, _ in final] == list(range(6))
-            assert [s for _, s in final] == payload["results"]["scores"]
-            assert page.inner_text("#frame-label").endswith(payload["results"]["reason"])
-            # Tokens stand in the rooms of the last snapshot.
-            last = [e for e in payload["events"] if e["kind"] == "turn"][-1]
-            rooms = page.eval_on_selector_all("g.token", "els => els.map(e => +e.dataset.room)")
-            assert rooms == [c["room"] for c in last["cogs"]]
-            # A highlight jumps to its turn.
-            first = page.locator("#highlights li").first
-            target = int(first.get_attribute("data-frame"))
-            first.click()
-            assert frame() == target
-            page.keyboard.press("End")
-            page.wait_for_timeout(700)  # let the tokens finish moving for the picture
-            shot = tmp_path / "viewer.png"
-            page.screenshot(path=str(shot), full_page=True)
-            assert shot.stat().st_size > 20_000
-            assert errors == []
-        finally:
-            browser.close()
+        # The map: every room, a road per exit pair, dark rooms shaded, six tokens.
+        world = payload["config"]["world"]
+        assert page.locator("g.room").count() == len(world["rooms"])
+        assert page.locator("g.room.dark").count() == sum(r["dark"] for r in world["rooms"])
+        roads = {tuple(sorted((r["id"], b))) for r in world["rooms"] for b in r["exits"]}
+        assert page.locator("line.road").count() == len(roads)
+        assert page.locator("g.token").count() == 6
+        assert frame() == 0 and [s for _, s in scores()] == [0.0] * 6
+        # Step with the keys and the buttons; scrub half way.
+        page.keyboard.press("ArrowRight")
+        page.keyboard.press("ArrowRight")
+        assert frame() == 2
+        page.click("#back")
+        assert frame() == 1
+        page.locator("#chronicle .turn-block.current li.act").first.wait_for()
+        assert page.locator("#chronicle .turn-block.current li.act").count() == 6
+        page.eval_on_selector("#scrubber", "(s, v) => { s.value = v; "
+                              "s.dispatchEvent(new Event('input')); }", str(turns // 2))
+        assert frame() == turns // 2
+        # Play advances by itself; space pauses.
+        page.click("#play")
+        page.wait_for_function(f"+document.body.dataset.frame > {turns // 2}", timeout=5000)
+        page.keyboard.press(" ")
+        assert page.inner_text("#play") == "Play"
+        # Scrub to the end: the page's scores are the replay's results.
+        page.keyboard.press("End")
+        assert frame() == turns
+        final = scores()
+        assert [seat for seat, _ in final] == list(range(6))
+        assert [s for _, s in final] == payload["results"]["scores"]
+        assert page.inner_text("#frame-label").endswith(payload["results"]["reason"])
+        # Tokens stand in the rooms of the last snapshot.
+        last = [e for e in payload["events"] if e["kind"] == "turn"][-1]
+        rooms = page.eval_on_selector_all("g.token", "els => els.map(e => +e.dataset.room)")
+        assert rooms == [c["room"] for c in last["cogs"]]
+        # A highlight jumps to its turn.
+        first = page.locator("#highlights li").first
+        target = int(first.get_attribute("data-frame"))
+        first.click()
+        assert frame() == target
+        page.keyboard.press("End")
+        page.wait_for_timeout(700)  # let the tokens finish moving for the picture
+        shot = tmp_path / "viewer.png"
+        page.screenshot(path=str(shot), full_page=True)
+        assert shot.stat().st_size > 20_000
+        assert errors == []
+    finally:
+        page.close()
 
 
 # Policy names with nothing to break a line at: what pushed the scoreboard out of its panel.
@@ -417,10 +429,8 @@ FITS = """() => {
 }"""
 
 
-def test_the_scoreboard_fits_a_1400_pixel_window(replay_path: Path, tmp_path: Path) -> None:
-    sync_api = needs_module("playwright.sync_api", "playwright")
-    needs(bool(os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)),
-          f"Chromium at {CHROMIUM} (apt-get install chromium, or set CHROMIUM)")
+def test_the_scoreboard_fits_a_1400_pixel_window(replay_path: Path, tmp_path: Path,
+                                                 chromium: Any) -> None:
     payload = payload_of(replay_path)
     long = {**payload, "policyNames": LONG_NAMES,
             "results": {**payload["results"], "names": LONG_NAMES}}
@@ -428,31 +438,28 @@ def test_the_scoreboard_fits_a_1400_pixel_window(replay_path: Path, tmp_path: Pa
     for name, body in (("plain", payload), ("long", long)):
         pages.append(tmp_path / f"{name}.html")
         pages[-1].write_text(viewer.render_page(body), encoding="utf-8")
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    errors: list[str] = []
+    for width in (1400, 1000):
+        page = chromium.new_page(viewport={"width": width, "height": 900})
         try:
-            errors: list[str] = []
-            for width in (1400, 1000):
-                page = browser.new_page(viewport={"width": width, "height": 900})
-                page.on("pageerror", lambda e: errors.append(str(e)))
-                for html in pages:
-                    page.goto(html.as_uri())
-                    page.wait_for_selector("body[data-loaded=true]", timeout=10_000)
-                    for k in range(payload["config"]["turns"] + 1):  # every frame
-                        assert page.evaluate(FITS) == [True] * 3, (width, html.name, k)
-                        page.keyboard.press("ArrowRight")
-                    reel = page.eval_on_selector_all("#highlights li",
-                                                     "els => els.map(e => e.textContent)")
-                    assert reel and len(set(reel)) == len(reel)
-                if width == 1400:
-                    page.wait_for_timeout(700)  # let the tokens finish moving for the picture
-                    shot = tmp_path / "viewer-1400.png"
-                    page.screenshot(path=str(shot), full_page=True)
-                    assert shot.stat().st_size > 20_000
-                page.close()
-            assert errors == []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            for html in pages:
+                page.goto(html.as_uri())
+                page.wait_for_selector("body[data-loaded=true]", timeout=10_000)
+                for k in range(payload["config"]["turns"] + 1):  # every frame
+                    assert page.evaluate(FITS) == [True] * 3, (width, html.name, k)
+                    page.keyboard.press("ArrowRight")
+                reel = page.eval_on_selector_all("#highlights li",
+                                                 "els => els.map(e => e.textContent)")
+                assert reel and len(set(reel)) == len(reel)
+            if width == 1400:
+                page.wait_for_timeout(700)  # let the tokens finish moving for the picture
+                shot = tmp_path / "viewer-1400.png"
+                page.screenshot(path=str(shot), full_page=True)
+                assert shot.stat().st_size > 20_000
         finally:
-            browser.close()
+            page.close()
+    assert errors == []
 
 
 def test_sim_replay_refuses_a_town_the_replay_was_not_played_in(tmp_path: Path) -> None:
