@@ -321,8 +321,8 @@ def _kept_interval(root: Path, signed: Vouched, rows: list[dict], policies: Sequ
     """The interval the league's ladder keeps (a bootstrap league stays one: ``ladder.kept``),
     when its signature vouches for it: the signed ladder.json is this one, or was the
     bootstrap ladder of the lines it signed (a run stopped between writing its ladder and
-    signing it). An edited one would switch a signed t league to the bootstrap, and the run
-    would sign it."""
+    signing it). An edited one would switch a league signed with the t interval to the
+    bootstrap, and the run would sign it."""
     kind = ladder.kept(root / LADDER)
     if (kind == "bootstrap" and signed.results is not None
             and signed.ladder != file_sha256(root / LADDER, what="ladder")

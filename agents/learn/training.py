@@ -227,8 +227,6 @@ def read_summary(path: Path) -> dict:
     return summary
 
 
-
-
 def _check_run(options: TrainOptions, town: Town, extract: Extract | None = None,
                trust: bool = False) -> None:
     """What can be refused before any work: opponents that cannot play the town, an update
