@@ -228,6 +228,19 @@ def test_a_pickle_that_runs_code_on_load_runs_it_only_in_the_sandbox(
     assert marker.read_text() == "the pickle ran here"
 
 
+@pytest.mark.parametrize("prefix", ["SB3:", " sb3 :"])
+def test_every_spelling_of_sb3_the_registry_loads_is_loaded_in_the_sandbox(
+        prefix: str, flat_model, tmp_path, capsys) -> None:
+    """The registry reads ``sb3`` before the first colon in any case and with any spaces
+    (``sim.policies``); the command line's sandbox must catch every such spelling, or the zip
+    is unpickled in its process."""
+    marker = tmp_path / "marker"
+    evil = _evil(flat_model, tmp_path / "evil.zip", _writes(marker, quiet=True))
+    assert main(["evaluate", f"{prefix}{evil}", "--seeds", "0..1"]) == 0, capsys.readouterr().err
+    assert "mean score" in capsys.readouterr().out
+    assert not marker.exists()
+
+
 def test_a_pickle_that_fails_in_the_sandbox_is_refused_in_one_line(
         flat_model, tmp_path, monkeypatch, capsys) -> None:
     marker = tmp_path / "marker"

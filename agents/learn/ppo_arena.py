@@ -30,7 +30,7 @@ import numpy as np
 from agents.learn.evaluation import TRAINING_SEEDS, checked_actions
 from agents.learn.ppo import PolicyNet, choose
 from agents.learn.ppo_pool import Pool
-from agents.learn.sb3_extract import Extract
+from agents.learn.sb3_extract import Extract, is_sb3
 from agents.learn.train_options import AGAINST, TrainingError, check_against
 from sim.batched.engine import BatchedGuild
 from sim.batched.observe import encode
@@ -46,11 +46,6 @@ class OpponentError(TrainingError):
 LEARNER = 0  # who plays a seat: fixed opponent i is 1 + i, snapshot k is 1 + len(fixed) + k
 SELF_SHARE = 0.5
 MAX_SNAPSHOTS = 5
-
-
-def is_sb3(spec: str) -> bool:
-    """Whether ``spec`` names a Stable-Baselines3 zip (a pickle: loading it runs its code)."""
-    return spec.partition(":")[0].strip().lower() == "sb3" and ":" in spec
 
 
 def fixed_players(against: Sequence[str], seed: int, extract: Extract | None = None,

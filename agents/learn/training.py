@@ -243,7 +243,8 @@ def _check_opponents(against: Sequence[str], town: Town, extract: Extract | None
     it (a policy of a kind that plays the scalar engine only, a model of another town's shapes,
     ``champion`` in a world file's town, one whose own code fails, or an ``sb3:`` model with
     neither ``extract`` nor ``trust``, included)."""
-    from agents.learn.ppo_arena import fixed_players, is_sb3
+    from agents.learn.ppo_arena import fixed_players
+    from agents.learn.sb3_extract import is_sb3
     from sim.policies import BATCHED_POLICIES, POLICIES, check_town
 
     for spec in against:

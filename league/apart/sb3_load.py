@@ -25,14 +25,9 @@ from typing import Any
 from agents.learn import sb3_extract
 from league.apart import sandbox
 
-PREFIX = "sb3:"
 MEMORY_MB = sandbox.RUN_MEMORY_MB       # the sandboxed load's address space
 TIMEOUT = sandbox.RUN_TIMEOUT           # ... its wall and CPU seconds
 MAX_OUTPUT = sb3_extract.MAX_OUTPUT_BYTES  # ... the description it may write
-
-
-def is_sb3(spec: Any) -> bool:
-    return isinstance(spec, str) and spec.strip().lower().startswith(PREFIX)
 
 
 def extract(data: bytes) -> bytes:
@@ -62,7 +57,7 @@ def sandboxed(spec: str) -> dict[str, Any]:
     from agents.learn.sb3 import from_spec, load_model
 
     text = spec.strip()
-    path = from_spec(text[len(PREFIX):]).path  # checks that the file exists
+    path = from_spec(text.partition(":")[2]).path  # checks that the file exists
     load_model(path, extract)
     return {"name": text, "extract": extract}
 
@@ -76,7 +71,7 @@ def guard(specs: Sequence[Any], trust: bool) -> list[Any]:
     made: dict[str, dict[str, Any]] = {}
     out: list[Any] = []
     for spec in specs:
-        if is_sb3(spec):
+        if sb3_extract.is_sb3(spec):
             key = spec.strip()  # paths are case-sensitive
             if key not in made:
                 made[key] = sandboxed(spec)
