@@ -10,7 +10,8 @@ Tests that apply to only some cases (golden episodes, say) parametrize over thos
 rather than skipping the others.
 
 **Shared fixtures.**  ``league12``: one small league of the baselines, made once per run and
-read (never changed) by the league tests; they copy it before editing.
+read (never changed) by the league tests; they copy it before editing.  ``chromium``: one
+headless Chromium per test file that drives a page in a real browser.
 
 **Hypothesis.**  Profile ``ci`` (selected by ``GUILD_CI=1`` or ``HYPOTHESIS_PROFILE=ci``) is
 derandomized, so a CI run is repeatable, and runs each property at least as many examples as
@@ -22,6 +23,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -171,3 +173,24 @@ def league12(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
         sys.stdout, sys.stderr = old
     assert code == 0, buf_err.getvalue()
     return out, buf_out.getvalue(), buf_err.getvalue()
+
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """One headless Chromium (Debian's, through Playwright) for a test file's browser tests;
+    each test opens its own pages, each in a context of its own (``new_page``), and closes
+    them."""
+    sync_api = needs_module("playwright.sync_api", "playwright")
+    needs(bool(os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)),
+          f"Chromium at {CHROMIUM} (apt-get install chromium, or set CHROMIUM)")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()

@@ -107,7 +107,7 @@ def first_reply(real_server) -> dict:
         pytest.fail(f"a reply of the real model takes {seconds:.0f} s on this machine; these "
                     f"tests' budgets fit .ci/run's guard up to {MAX_REPLY_SECONDS:g} s (is the "
                     "machine busy with other work?)", pytrace=False)
-    return {"record": first, "seconds": seconds, "whole": first["attempts"][0]["seconds"]}
+    return {"record": first, "seconds": seconds}
 
 
 @pytest.fixture(scope="module")
@@ -119,16 +119,17 @@ def reply_seconds(first_reply) -> float:
 def whole_prompt_seconds(first_reply) -> float:
     """A server's first reply, which reads the whole prompt (the rules included), as every new
     server's first seat does; the timed server read it with two threads."""
-    return first_reply["whole"]
+    return first_reply["record"]["attempts"][0]["seconds"]
 
 
-def cut(reply_seconds: float, requests: int) -> str:
+def cut(reply_seconds: float, requests: int, first: float = 0.0) -> str:
     """An --episode-timeout that fits one turn of ``requests`` replies answered one by one,
     with room for a busy machine: one and a half times the timed reply each (timed on this
-    machine, in this run, so the room grows with the machine's load), and 20 s more. The league
-    waits it out, as a whole episode of the real model would take too long: each reply of
-    margin costs every run."""
-    return f"{requests * reply_seconds * 1.5 + 20:.0f}"
+    machine, in this run, so the room grows with the machine's load), and 20 s more, and
+    ``first`` seconds for a new server's first reading of the whole prompt. The league waits it
+    out, as a whole episode of the real model would take too long: each reply of margin costs
+    every run."""
+    return f"{requests * reply_seconds * 1.5 + 20 + first:.0f}"
 
 
 @pytest.fixture
@@ -289,9 +290,8 @@ def test_the_free_mode_stays_for_llm_local(no_pools, reply_seconds, whole_prompt
     # The league's new server first reads the whole prompt with one thread (the free mode's
     # half of the CPUs), where the timed server read it with two: twice that on top of the
     # turn's three replies (without it, a slow machine played no whole turn).
-    limit = float(cut(reply_seconds, 3)) + 2 * whole_prompt_seconds
     assert league(out, "llm:local#choose=free&max_tokens=128,factor", "--episode-timeout",
-                  f"{limit:.0f}") == 0
+                  cut(reply_seconds, 3, first=2 * whole_prompt_seconds)) == 0
     row, payload = read_row(out)
     recs = [r for r in payload["llm"] if r["turn"] < row["turns"]]
     assert recs and all(r["mode"] == "free" for r in recs)

@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 import pytest
-from conftest import needs, needs_module
+from conftest import needs
 from leagues import F, league_args, one_error_line, rename, rows
 
 from league.cli import report, report_html
@@ -32,9 +32,6 @@ from league.core import ladder as ladders
 from sim.rules.world import SEATS
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
 EVIL = '<script>window.pwned=1</script><img src=x onerror="window.pwned=2">&amp;'
 
 
@@ -715,29 +712,10 @@ def _guild_process(*args: str) -> subprocess.CompletedProcess:
 
 
 # --- a real browser --------------------------------------------------------------------------
-def _browser(pw: Any) -> Any:
-    needs(bool(os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)),
-          f"Chromium at {CHROMIUM} (apt-get install chromium, or set CHROMIUM)")
-    return pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-
-
 def _watch(page: Any, errors: list[str]) -> None:
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.on("requestfailed", lambda r: errors.append(f"request {r.url}"))
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    """One headless Chromium for this file's browser tests; each opens its own page, in a
-    context of its own (``new_page``), and closes it."""
-    sync_api = needs_module("playwright.sync_api", "playwright")
-    with sync_api.sync_playwright() as pw:
-        browser = _browser(pw)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 @contextlib.contextmanager

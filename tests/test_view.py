@@ -6,15 +6,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import needs, needs_module
+from conftest import needs
 from leagues import one_error_line
 
 from agents import play_episode
@@ -26,9 +24,6 @@ from league.core.verify import MAX_REPLAY_BYTES
 from sim import Game, GameConfig
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
 
 
 @pytest.fixture(scope="module")
@@ -330,21 +325,6 @@ def test_a_variant_town_needs_its_world_file(tmp_path: Path, capsys) -> None:
 
 
 # --- a real browser ------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    """One headless Chromium for this file's browser tests; each opens its own pages, each in
-    a context of its own (``new_page``), and closes them."""
-    sync_api = needs_module("playwright.sync_api", "playwright")
-    needs(bool(os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)),
-          f"Chromium at {CHROMIUM} (apt-get install chromium, or set CHROMIUM)")
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
 def test_the_page_in_headless_chromium(replay_path: Path, tmp_path: Path, chromium: Any) -> None:
     payload = payload_of(replay_path)
     html = tmp_path / "page.html"

@@ -46,16 +46,6 @@ from agents.learn import zipdir
 # harm (``league.apart.sb3_load.extract``: in a sandbox).  Raises ValueError naming the cause.
 Extract = Callable[[bytes], bytes]
 
-
-def is_sb3(spec: object) -> bool:
-    """Whether ``spec`` names a Stable-Baselines3 zip (a pickle: loading it runs its code), read
-    as the policy registry reads it (``sim.policies``): ``sb3`` before the first colon, in any
-    case and with any spaces, so that no spelling the registry loads escapes the sandbox."""
-    if not isinstance(spec, str):
-        return False
-    head, colon, _ = spec.partition(":")
-    return bool(colon) and head.strip().lower() == "sb3"
-
 FORMAT = "guild-sb3-description"
 VERSION = 1
 DESCRIPTION = "__description__"       # the npz array holding the JSON
@@ -78,6 +68,16 @@ ACTIVATIONS = ("Tanh", "ReLU", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU
 DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8")
 FEATURES_KWARGS = {"FlattenExtractor": {}, "Log1pFeatures": {},
                    "CombinedExtractor": {"cnn_output_dim": int, "normalized_image": bool}}
+
+
+def is_sb3(spec: object) -> bool:
+    """Whether ``spec`` names a Stable-Baselines3 zip (a pickle: loading it runs its code), read
+    as the policy registry reads it (``sim.policies``): ``sb3`` before the first colon, in any
+    case and with any spaces, so that no spelling the registry loads escapes the sandbox."""
+    if not isinstance(spec, str):
+        return False
+    head, colon, _ = spec.partition(":")
+    return bool(colon) and head.strip().lower() == "sb3"
 
 
 class DescriptionError(ValueError):
