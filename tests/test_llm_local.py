@@ -2,8 +2,9 @@
 SmolLM2-135M on a loopback port, six seats of it in a league, ``llm:local``, structured replies,
 and bad input (missing or corrupt GGUF, a server killed mid-league, a port in use, a model that
 answers only whitespace). A league's episode has at least six turns and a CPU model is slow to
-reply, so the real-model leagues are cut short with --episode-timeout, set from the time one
-reply takes on this machine (:func:`cut`) to leave room for one turn."""
+reply, so in the real-model leagues that are not about whole episodes the model answers the
+first turn only (:func:`first_turn_only`), under an --episode-timeout set from the time one reply
+takes on this machine (:func:`cut`)."""
 
 from __future__ import annotations
 
@@ -126,10 +127,41 @@ def cut(reply_seconds: float, requests: int, first: float = 0.0) -> str:
     """An --episode-timeout that fits one turn of ``requests`` replies answered one by one,
     with room for a busy machine: one and a half times the timed reply each (timed on this
     machine, in this run, so the room grows with the machine's load), and 20 s more, and
-    ``first`` seconds for a new server's first reading of the whole prompt. The league waits it
-    out, as a whole episode of the real model would take too long: each reply of margin costs
-    every run."""
+    ``first`` seconds for a new server's first reading of the whole prompt. A guard: with
+    :func:`first_turn_only` the episode ends long before it."""
     return f"{requests * reply_seconds * 1.5 + 20 + first:.0f}"
+
+
+FIRST_TURN_ONLY = "the test's model answers the first turn only"
+
+
+@pytest.fixture
+def first_turn_only(monkeypatch):
+    """The model answers every request of the episode's first turn (each seat's, retries
+    included); later requests fail at once, as to a server that went away, so the seats fall
+    back and the episode plays to its end in seconds. A whole episode of the real model takes
+    minutes, and the first turn already holds each seat's request at once."""
+    from agents.llm.seat import LLMPolicy
+
+    turn = [0]  # the turn the seats act on: a turn's seats decide before the next turn begins
+    act = LLMPolicy.act
+
+    def acting(self, game, seat):
+        turn[0] = game.turn
+        return act(self, game, seat)
+
+    monkeypatch.setattr(LLMPolicy, "act", acting)
+
+    def first_only(send):
+        def ask(self, body, headers, limit):
+            if turn[0] >= 1:
+                return None, {"error": FIRST_TURN_ONLY, "seconds": 0.0}
+            return send(self, body, headers, limit)
+        return ask
+
+    # an endpoint's requests, and llm:local's
+    monkeypatch.setattr(ChatClient, "complete", first_only(ChatClient.complete))
+    monkeypatch.setattr(ChatClient, "stream", first_only(ChatClient.stream))
 
 
 @pytest.fixture
@@ -164,19 +196,26 @@ def test_llama_cpp_python_takes_the_schema_in_its_own_form(first_reply, real_ser
 
 @alone
 def test_six_seats_of_the_real_model_play_a_league_over_http(real_server, reply_seconds,
-                                                               tmp_path: Path, capsys):
+                                                               first_turn_only, tmp_path: Path,
+                                                               capsys):
     url, _ = real_server
     out = tmp_path / "lg"
     limit = f"{SEATS * reply_seconds * 1.5 + 5:.0f}"  # the six queue inside the server
     assert league(out, f"llm:smol@{url}#timeout={limit}&max_tokens=128&temperature=0.3",
                   "--episode-timeout", cut(reply_seconds, SEATS)) == 0
     row, payload = read_row(out)
-    played = row["turns"]
-    assert played >= 1 and row["faults"] == [{}] * SEATS
-    recs = [r for r in payload["llm"] if r["turn"] < played]  # not the abandoned turn's
-    assert sorted((r["turn"], r["seat"]) for r in recs) == [
-        (t, s) for t in range(played) for s in range(SEATS)]
+    assert row["turns"] == TURNS and row["reason"] == "complete"
+    assert row["faults"] == [{}] * SEATS
+    every = payload["llm"]
+    assert sorted((r["turn"], r["seat"]) for r in every) == [
+        (t, s) for t in range(TURNS) for s in range(SEATS)]
+    # after the first turn each seat fell back at once (factor's act), and said why
+    later = [r for r in every if r["turn"] >= 1]
+    assert all(r["scripted"] and r["attempts"]
+               and all(a["error"] == FIRST_TURN_ONLY for a in r["attempts"]) for r in later)
+    recs = [r for r in every if r["turn"] == 0]  # the model's turn: six requests at once
     acts = {(e["turn"], e["seat"]): e for e in payload["events"] if e["kind"] == "act"}
+    assert all(acts[(r["turn"], r["seat"])]["sentence"] == r["action"] for r in later)
     valid = 0
     for r in recs:
         assert r["model"] == "smol" and r["attempts"]
@@ -193,7 +232,7 @@ def test_six_seats_of_the_real_model_play_a_league_over_http(real_server, reply_
         assert acts[(r["turn"], r["seat"])]["sentence"] == r["action"]
         assert acts[(r["turn"], r["seat"])]["scripted"] == r["scripted"]
     assert valid >= len(recs) * 3 // 4
-    assert sum(row["fallbacks"]) == sum(r["scripted"] for r in recs)
+    assert sum(row["fallbacks"]) == sum(r["scripted"] for r in every)
     assert main(["verify", str(out)]) == 0
     capsys.readouterr()
     assert main(["export-sft", str(out), "--out", str(tmp_path / "sft"), "--val-fraction",
@@ -285,7 +324,7 @@ def test_the_choice_grammar_compiles_in_llama_cpp(n):
 
 @alone
 def test_the_free_mode_stays_for_llm_local(no_pools, reply_seconds, whole_prompt_seconds,
-                                         tmp_path: Path):
+                                         first_turn_only, tmp_path: Path):
     out = tmp_path / "lg"
     # The league's new server first reads the whole prompt with one thread (the free mode's
     # half of the CPUs), where the timed server read it with two: twice that on top of the
@@ -293,8 +332,9 @@ def test_the_free_mode_stays_for_llm_local(no_pools, reply_seconds, whole_prompt
     assert league(out, "llm:local#choose=free&max_tokens=128,factor", "--episode-timeout",
                   cut(reply_seconds, 3, first=2 * whole_prompt_seconds)) == 0
     row, payload = read_row(out)
-    recs = [r for r in payload["llm"] if r["turn"] < row["turns"]]
-    assert recs and all(r["mode"] == "free" for r in recs)
+    assert row["turns"] == TURNS and row["reason"] == "complete"
+    recs = [r for r in payload["llm"] if r["turn"] == 0]  # the model's turn
+    assert len(recs) == 3 and all(r["mode"] == "free" for r in payload["llm"])
     attempts = [a for r in recs for a in r["attempts"]]
     assert all(a["format"] == "json_object" for a in attempts)
     assert max(a["queued"] for a in attempts) > 0  # the seats took turns at the server
