@@ -21,10 +21,9 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from agents.learn.sb3 import GuildVecEnv, Log1pFeatures, write_meta
+    import agents  # noqa: F401
 except ImportError:  # run from a checkout that is not installed: the repo root is one up
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from agents.learn.sb3 import GuildVecEnv, Log1pFeatures, write_meta
 from agents.learn.evaluation import MAX_SEEDS
 from agents.learn.train_options import MAX_ENVS
 from sim.commandline import OneLineParser
@@ -56,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     if kept:  # a finished run's model is not overwritten by a new one
         ap.error(f"--out {args.out!r} holds another run ({', '.join(kept)}): choose a new "
                  "--out, or delete its files")
+    # torch and SB3 load only now, so a mistyped flag is refused at once
+    from agents.learn.sb3 import GuildVecEnv
+
     if GuildVecEnv is None:
         print("needs the 'train' extra: pip install -e '.[train]'", file=sys.stderr)
         return 2
@@ -78,6 +80,7 @@ def train(args: argparse.Namespace, out: Path) -> tuple[str, Any, int]:
     from stable_baselines3.common.logger import configure
 
     from agents.learn.evaluation import paired_evaluation
+    from agents.learn.sb3 import GuildVecEnv, Log1pFeatures, write_meta
 
     out.mkdir(parents=True, exist_ok=True)  # before the work: a bad --out fails at once
     venv = GuildVecEnv(args.envs, seed=args.seed)

@@ -131,6 +131,21 @@ def test_the_sb3_example_refuses_bad_flags_in_one_line(tmp_path: Path, args: lis
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "done"]
 
 
+def test_the_sb3_example_reads_its_flags_before_loading_torch(tmp_path: Path) -> None:
+    """A mistyped flag is refused at once: torch, seconds to import, loads only for the work
+    (here a torch that marks its import stands first on the path)."""
+    shadow, marker = tmp_path / "shadow" / "torch", tmp_path / "imported"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n"
+                                        "raise ImportError('not this torch')\n")
+    path = os.pathsep.join(filter(None, [str(shadow.parent), os.environ.get("PYTHONPATH")]))
+    done = subprocess.run([sys.executable, str(EXAMPLE), "--seed", "-1"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": path})
+    assert "--seed must be 0 to" in _one_line(done.returncode, done.stderr)
+    assert not marker.exists()
+
+
 def test_the_sb3_example_words_an_unusable_out_in_one_line(tmp_path: Path) -> None:
     """An --out under a file fails once training starts (OSError): one line, not a
     traceback."""
