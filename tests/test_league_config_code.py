@@ -69,7 +69,7 @@ def test_a_resume_whose_module_code_changed_is_refused_naming_the_file(
         "codepkg/__init__.py", "codepkg/team/__init__.py", "codepkg/team/bot.py",
         "codepkg/team/words.py"}
     # what Python writes as it imports (a trusted run, a seat without a sandbox) is no change
-    (package / "__pycache__").mkdir()
+    (package / "__pycache__").mkdir(exist_ok=True)  # Python's own, where it writes bytecode
     (package / "__pycache__" / "words.cpython-311.pyc").write_bytes(b"compiled")
     assert _play(out, 6, PKG) == 0  # the same code: nothing to play, and no refusal
     before = _files(out)
