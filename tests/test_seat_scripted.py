@@ -128,23 +128,3 @@ def test_an_exec_program_may_mark_its_own_fallbacks(tmp_path: Path) -> None:
     assert _marks(out, spec).count(True) == len(seats) * TURNS // 2
     assert main(["verify", str(out)]) == 0
 
-
-def test_the_host_sends_a_hand_built_say_as_a_sentence_that_reads_back_as_it() -> None:
-    """A seat apart sent 'I say "he said "hi""', which the league read as 'he said', where the
-    same policy in the league's process said "he said 'hi'" (sim.rules.checks.speakable)."""
-    from sim import Game, GameConfig, Intent, parse_sentence
-
-    game = Game(GameConfig(seed=2))
-
-    class View:
-        world, aliases = game.world, game.aliases
-
-    for text, spoken in (('he said "hi"', "he said 'hi'"), ("", "I say."),
-                         ("\u00abx\u00bb y", "'x' y")):
-        sent = as_answer(Intent("say", text=text), View())["action"]
-        again = parse_sentence(sent, game, 0)
-        assert (again.kind, again.text) == ("say", spoken)
-        played = game.play_turn([Intent("say", text=text)] + ["I wait."] * 5)[0]
-        assert played["structured"]["spoken"] == spoken
-    assert "garbage" in as_answer(Intent("none", reason="ok"), View())
-

@@ -26,7 +26,6 @@ from typing import Any
 from agents.policy import Decision, make_policy
 from league.seat.protocol import VIEW_FIELDS, encode_line
 from sim import Intent
-from sim.language.phrasing import canonical_sentence
 from sim.language.textview import render_observation
 from sim.policies import check_town
 from sim.rules.checks import speakable
@@ -127,19 +126,25 @@ def as_answer(got: Any, view: SeatGame) -> dict:
     answer no line can carry); a sentence is sent as :func:`sim.seat_view.plain_sentence` makes
     it (10 MB or a lone surrogate would be no line either).  A ``Decision`` marked ``scripted``
     (a fallback the policy wrote itself) says so, so that the league counts it as a fallback
-    wherever the policy runs."""
+    wherever the policy runs.  An ``Intent`` is sent as one (``Intent.to_json``, its text made
+    one line of at most MaxSayLen, as the rules would make it): a sentence could not say a
+    move's spoken line or a ``none``'s reason, which the rules play as given in-process."""
     decision = got if isinstance(got, Decision) else Decision(got)
     action = decision.action
     if isinstance(action, Intent):
-        try:
-            action = canonical_sentence(speakable(action), view.world, view.aliases)
-        except Exception as e:  # an Intent naming what does not exist
+        try:  # rebuilt field by field: a subclass's own to_json is not sent
+            it = speakable(action)
+            sent: Any = Intent.to_json(Intent(it.kind, it.to_room, it.item, it.qty, it.npc,
+                                              it.other, it.coin, it.reason, str(it.text)))
+        except Exception as e:  # an Intent no sentence could be
             return {"garbage": f"returned an Intent the rules refuse ({type(e).__name__}: {e})"}
-    if not issubclass(type(action), str):
+    elif issubclass(type(action), str):
+        sent = plain_sentence(action)
+    else:
         return {"garbage": f"returned {type(action).__name__}, not a sentence or an Intent"}
     if not (issubclass(type(decision.say), str) and issubclass(type(decision.notes), str)):
         return {"garbage": "returned a Decision whose say or notes is not a str"}
-    reply = {"action": plain_sentence(action), "say": decision.say, "notes": decision.notes}
+    reply = {"action": sent, "say": decision.say, "notes": decision.notes}
     if decision.scripted:  # its own fallback: counted against it, as it would be in-process
         reply["scripted"] = True
     return reply

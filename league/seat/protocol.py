@@ -17,7 +17,10 @@ language (``exec:COMMAND``; ``module:Name`` through ``python -m league.seat.host
   same code that builds a policy function's argument in-process.
 
 Answers: anything to a reset; to an act, ``{"action": ..., "say": "...", "notes": "..."}`` as
-SENTENCES §20 has it (``action`` a sentence or a legal action's index), with ``"scripted":
+SENTENCES §20 has it (``action`` a sentence or a legal action's index; or a structured intent,
+an object in ``Intent.to_json`` form, :data:`INTENT_KEYS`, played as the ``Intent`` itself
+would be in the league's process: what ``league.seat.host`` sends for a policy's ``Intent``, so
+that its spoken text and its reason survive the trip), with ``"scripted":
 true`` when the act is a fallback the policy chose itself (``agents.Decision.scripted``: the act
 is played, recorded scripted and counted in the seat's own ``fallbacks``, as in-process; it marks
 only that seat's act), or ``{"error": "..."}`` when the policy failed (``league.seat.host``
@@ -42,7 +45,7 @@ import json
 from typing import Any
 
 from agents.policy import Decision
-from sim import Game, Intent
+from sim import Game, Intent, IntentError
 from sim.codec.action_table import legal_mask, n_actions, to_intent
 from sim.seat_view import VIEW_FIELDS as VIEW_FIELDS  # the protocol's names for them
 from sim.seat_view import turn_view
@@ -53,6 +56,9 @@ MAX_ACTION = 240            # characters of a sentence (SENTENCES §20)
 MAX_SAY = 160
 MAX_NOTES = 600
 MAX_NEEDS = 4               # need requests per act; more is garbage
+# An intent's keys as ``Intent.to_json`` writes them (RULES §15.2's ``parsed`` record); all but
+# ``kind`` may be left out, taking ``Intent``'s defaults.
+INTENT_KEYS = ("kind", "toRoom", "item", "qty", "npc", "other", "coin", "reason", "spoken")
 
 
 class ProtocolError(ValueError):
@@ -117,17 +123,39 @@ def parse_answer(data: dict, game: Game, seat: int) -> Decision:
     if not isinstance(scripted, bool):
         raise ProtocolError(f"answered scripted {_show(json.dumps(scripted).encode())}, "
                             f"neither true nor false")
-    if isinstance(action, bool) or not isinstance(action, (str, int)):
+    if isinstance(action, dict):
+        act: str | Intent = structured_intent(action)
+    elif isinstance(action, bool) or not isinstance(action, (str, int)):
         raise ProtocolError(f"answered action {_show(json.dumps(action).encode())}, neither "
-                            f"a sentence nor an action index")
-    if isinstance(action, int):
+                            f"a sentence, an action index nor an intent")
+    elif isinstance(action, int):
         if not (0 <= action < n_actions(game.world) and legal_mask(game.state, seat)[action]):
             raise ProtocolError(f"answered action index {action}, not one of the seat's legal "
                                 f"actions (0..{n_actions(game.world) - 1})")
-        act: str | Intent = to_intent(action, game.world, seat, game.state.room[seat])
+        act = to_intent(action, game.world, seat, game.state.room[seat])
     else:
         act = action[:MAX_ACTION]
     return Decision(act, say=say[:MAX_SAY], notes=notes[:MAX_NOTES], scripted=scripted)
+
+
+def structured_intent(action: dict) -> Intent:
+    """An answer's ``action`` object as the ``Intent`` it names; :class:`ProtocolError` when it
+    is none (an unknown key, no ``kind``, a slot of the wrong type or range).  Whether the town
+    has the rooms, goods and seats it names is the rules' question, asked when it is played
+    (an act the rules refuse is a ``garbage`` fault, as in-process)."""
+    unknown = [k for k in action if k not in INTENT_KEYS]
+    if unknown or "kind" not in action:
+        what = f"the key {_show(str(unknown[0]).encode())}" if unknown else "no kind"
+        raise ProtocolError(f"answered an intent with {what} (its keys: "
+                            f"{', '.join(INTENT_KEYS)})")
+    try:
+        return Intent(action["kind"], to_room=action.get("toRoom", -1),
+                      item=action.get("item", -1), qty=action.get("qty", 1),
+                      npc=action.get("npc", -1), other=action.get("other", -1),
+                      coin=action.get("coin", 0), reason=action.get("reason"),
+                      text=action.get("spoken", ""))
+    except (IntentError, TypeError) as e:
+        raise ProtocolError(f"answered an intent that is none: {str(e)[:200]}") from None
 
 
 class AnswerError(ProtocolError):
