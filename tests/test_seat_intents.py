@@ -158,7 +158,7 @@ def test_any_hand_built_intent_plays_the_same_apart_or_is_refused_both_ways(
     ({"kind": "move", "reason": "maybe"}, "reason must be one of"),
     ({"kind": "say", "spoken": 5}, "text must be a str"),
 ])
-def test_an_answers_intent_object_that_is_none_is_refused_naming_what(
+def test_an_answers_intent_object_that_is_no_intent_is_refused_naming_what(
         action: dict, named: str) -> None:
     game = Game(GameConfig(seed=SEED, turns=TURNS))
     with pytest.raises(ProtocolError, match="answered an intent") as e:

@@ -155,7 +155,8 @@ def structured_intent(action: dict) -> Intent:
                       coin=action.get("coin", 0), reason=action.get("reason"),
                       text=action.get("spoken", ""))
     except (IntentError, TypeError) as e:
-        raise ProtocolError(f"answered an intent that is none: {str(e)[:200]}") from None
+        raise ProtocolError(f"answered an intent object that is no Intent: "
+                            f"{str(e)[:200]}") from None
 
 
 class AnswerError(ProtocolError):
