@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
+
+from conftest import needs
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
@@ -75,3 +78,14 @@ def rename(out: Path, old: str, new: str, replays: bool = True) -> None:
         payload["policyNames"] = swap(payload["policyNames"])
         payload["results"]["names"] = swap(payload["results"]["names"])
         path.write_text(json.dumps(payload), encoding="utf-8")
+
+
+def policy_module(folder: Path, monkeypatch: Any, module: str, source: str,
+                  apart: list[str]) -> None:
+    """``source`` written as ``module`` in ``folder``, on this process's path (a seat apart is
+    shown the module's file); ``apart`` is the league's ``--sandbox`` flags, and with none
+    (bubblewrap) the test needs ``bwrap``."""
+    if not apart:
+        needs(shutil.which("bwrap") is not None, "bubblewrap (apt-get install bubblewrap)")
+    (folder / f"{module}.py").write_text(source, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(folder))

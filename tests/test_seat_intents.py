@@ -9,17 +9,15 @@ SENTENCES §13: heard in the seat's room), and a ``none`` keeps its parser reaso
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import needs
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from leagues import league_args, rows
+from leagues import league_args, policy_module, rows
 
 from league.cli.guild import main
 from league.seat.host import as_answer
@@ -218,10 +216,7 @@ def _events(out: Path) -> list[list[dict]]:
 @pytest.mark.parametrize("apart", [["--sandbox", "none"], []])
 def test_a_sandboxed_policys_intents_play_as_trusted_and_verify(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, apart: list[str]) -> None:
-    if not apart:
-        needs(shutil.which("bwrap") is not None, "bubblewrap (apt-get install bubblewrap)")
-    (tmp_path / f"{MODULE}.py").write_text(POLICIES, encoding="utf-8")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    policy_module(tmp_path, monkeypatch, MODULE, POLICIES, apart)
     policies = f"{TALKER},factor"
     runs = {}
     for name, extra in (("trusted", ["--trust"]), ("apart", apart)):

@@ -9,14 +9,12 @@ must count the same: ``league.seat.host`` says ``"scripted": true`` in its answe
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import needs
-from leagues import league_args, rows
+from leagues import league_args, policy_module, rows
 
 from agents import Decision
 from league.cli.guild import main
@@ -65,10 +63,7 @@ def _entry(out: Path, policy: str) -> dict:
 @pytest.mark.parametrize("apart", [["--sandbox", "none"], []])
 def test_a_policys_own_fallbacks_count_the_same_apart_as_trusted(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, apart: list[str]) -> None:
-    if not apart:
-        needs(shutil.which("bwrap") is not None, "bubblewrap (apt-get install bubblewrap)")
-    (tmp_path / f"{MODULE}.py").write_text(POLICIES, encoding="utf-8")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    policy_module(tmp_path, monkeypatch, MODULE, POLICIES, apart)
     policies = f"{WAITS},{OWN},factor"
     trusted = _league(tmp_path / "trusted", policies, "--trust")
     out = tmp_path / "apart"
