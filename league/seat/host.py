@@ -136,7 +136,7 @@ def as_answer(got: Any, view: SeatGame) -> dict:
             it = speakable(action)
             sent: Any = Intent.to_json(Intent(it.kind, it.to_room, it.item, it.qty, it.npc,
                                               it.other, it.coin, it.reason, str(it.text)))
-        except Exception as e:  # an Intent no sentence could be
+        except Exception as e:  # a reason no sentence is read with, or slots forged since
             return {"garbage": f"returned an Intent the rules refuse ({type(e).__name__}: {e})"}
     elif issubclass(type(action), str):
         sent = plain_sentence(action)

@@ -140,7 +140,7 @@ def parse_answer(data: dict, game: Game, seat: int) -> Decision:
 
 def structured_intent(action: dict) -> Intent:
     """An answer's ``action`` object as the ``Intent`` it names; :class:`ProtocolError` when it
-    is none (an unknown key, no ``kind``, a slot of the wrong type or range).  Whether the town
+    names none (an unknown key, no ``kind``, a slot of the wrong type or range).  Whether the town
     has the rooms, goods and seats it names is the rules' question, asked when it is played
     (an act the rules refuse is a ``garbage`` fault, as in-process)."""
     unknown = [k for k in action if k not in INTENT_KEYS]
