@@ -15,6 +15,7 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 import zipfile
 from contextlib import redirect_stdout
@@ -29,7 +30,10 @@ from league.cli.guild import main as guild
 torch = needs_module("torch", "torch==2.13.0, then pip install -e '.[train]'")
 
 from agents import make_policy  # noqa: E402
+from agents.learn import stopping, training_loop  # noqa: E402
 from agents.learn.ppo import MAX_MODEL_BYTES, ModelError, PolicyNet, save_model  # noqa: E402
+from agents.learn.ppo_records import Board  # noqa: E402
+from agents.learn.stopping import Terminated, interruptible, stops_held  # noqa: E402
 from agents.learn.training import TrainingError, TrainOptions, train  # noqa: E402
 from sim.policies import BATCHED_POLICIES  # noqa: E402
 
@@ -217,6 +221,76 @@ def test_sigterm_keeps_a_checkpoint_that_resume_continues(tmp_path) -> None:
     code, printed = _train(out, "--resume", "--steps", str(kept + UPDATE))
     assert code == 0, printed
     assert json.loads(printed.strip().splitlines()[-2])["resumed_from"] == kept
+
+
+class _LockingBoard(Board):
+    """TensorBoard's writer as a stop can break it: a section that takes a lock and gives it
+    back a few lines on, unguarded (a queue's put before its notify), with the signal arriving
+    inside it, at the first scalars after an update. ``close`` needs the lock again, as the
+    writer's close needs its queue drained."""
+
+    signum = signal.SIGTERM
+    lock: threading.Lock
+
+    def add(self, step: int, figures: dict[str, float]) -> None:
+        super().add(step, figures)
+        if step > 0 and not hasattr(self, "sent"):
+            self.sent = step
+            self.lock.acquire()
+            signal.raise_signal(self.signum)
+            self.lock.release()
+
+    def close(self) -> None:
+        assert self.lock.acquire(timeout=10), "the stop left the library's lock held"
+        self.lock.release()
+        super().close()
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_stop_inside_a_library_waits_for_the_next_update(tmp_path, monkeypatch, capsys,
+                                                           signum, code) -> None:
+    boards: list[_LockingBoard] = []
+
+    class Locking(_LockingBoard):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            self.signum, self.lock = signum, threading.Lock()
+            boards.append(self)
+
+    monkeypatch.setattr(training_loop, "Board", Locking)
+    out = tmp_path / "run"
+    assert _train(out, "--steps", str(3 * UPDATE), "--minutes", "5",
+                  "--checkpoint-minutes", "1000")[0] == code
+    assert "--resume" in _one_line(capsys.readouterr().err)
+    kept = int(torch.load(out / "checkpoint.pt", weights_only=True)["learner"]["steps"])
+    assert kept == boards[0].sent  # the update under way when it came is the one kept
+    monkeypatch.undo()
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    resumed, printed = _train(out, "--resume", "--steps", str(kept + UPDATE))
+    assert resumed == 0, printed
+    assert json.loads(printed.strip().splitlines()[-2])["resumed_from"] == kept
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
+
+
+def test_stops_wait_outside_the_runs_computations() -> None:
+    handlers = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    with stops_held():
+        signal.raise_signal(signal.SIGTERM)  # outside: it waits
+        signal.raise_signal(signal.SIGTERM)  # a second one is ignored
+        with pytest.raises(Terminated), interruptible():
+            pass  # raised on entry
+        with interruptible():
+            pass  # and only once
+        with pytest.raises(KeyboardInterrupt) as caught, interruptible():
+            signal.raise_signal(signal.SIGINT)  # inside: at once
+        assert not isinstance(caught.value, Terminated)
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)  # a second Ctrl-C: wherever it lands
+        signal.signal(signal.SIGINT, stopping._stop)
+        signal.raise_signal(signal.SIGINT)  # one that came after the last computation
+    with interruptible():
+        pass  # is dropped with the run
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == handlers
 
 
 def test_resume_keeps_the_runs_evaluation_seeds(tmp_path) -> None:

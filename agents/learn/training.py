@@ -28,8 +28,9 @@ the spec that plays the model (printed last, alone). A new run refuses an ``--ou
 another run's files; any run refuses a filesystem root, a league's folder and a non-empty folder
 that is not a run's (:func:`check_out`); two trainings never write one ``--out`` at once (its
 lock file lasts as long as the run). Ctrl-C and SIGTERM keep a checkpoint of the last whole
-update (exit 130, 143), so ``--resume`` continues exactly; a resume keeps the run's
-hyperparameters and refuses other ones.
+update (exit 130, 143), so ``--resume`` continues exactly; they stop the run inside its own
+computations only, never inside a library's lock (``agents.learn.stopping``); a resume keeps
+the run's hyperparameters and refuses other ones.
 
 torch (the ``train`` extra) is imported inside the functions that need it, so importing this
 module (and ``guild --help``) never needs it. :func:`train` is the library entry point and
@@ -48,7 +49,6 @@ import select
 import signal
 import stat
 import sys
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -58,6 +58,7 @@ try:
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 from agents.learn.sb3_extract import Extract
+from agents.learn.stopping import Terminated, stops_held
 from agents.learn.train_args import (  # noqa: F401 (league.cli.train adds them here)
     add_arguments,
     build_parser,
@@ -485,11 +486,12 @@ def run(args: argparse.Namespace, extract: Extract | None = None) -> int:
     except TrainingError as e:
         return _refuse(e, streams)
     bar = None if args.quiet else _Bar(streams)
-    previous = _catch_sigterm()
     try:
-        summary = train(options, say=streams.say, log=_quiet if args.quiet else streams.say,
-                        warn=streams.warn, progress=_quiet if bar is None else bar.update,
-                        extract=extract, trust=bool(getattr(args, "trust", False)))
+        with stops_held():
+            summary = train(options, say=streams.say, log=_quiet if args.quiet else streams.say,
+                            warn=streams.warn,
+                            progress=_quiet if bar is None else bar.update,
+                            extract=extract, trust=bool(getattr(args, "trust", False)))
     except TrainingError as e:
         return _refuse(e, streams)
     except KeyboardInterrupt as e:  # (on its own line, above the progress bar)
@@ -516,8 +518,6 @@ def run(args: argparse.Namespace, extract: Extract | None = None) -> int:
     finally:
         if bar is not None:
             bar.close()
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
     streams.say(json.dumps(summary))
     streams.say(printable(summary["policy"]))  # a path's newline would forge a last line
     return broken_pipe() if streams.stdout_left else 0
@@ -531,23 +531,6 @@ def _has_checkpoint(options: TrainOptions) -> bool:
 def _refuse(e: TrainingError, streams: _Streams) -> int:
     streams.warn(f"train: error: {printable(str(e))}")
     return 2
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM during ``guild train``: handled as Ctrl-C is (the run keeps a checkpoint)."""
-
-
-def _catch_sigterm() -> Any:
-    """Make SIGTERM (a scheduler's or ``kill``'s stop) raise :class:`Terminated` once; returns
-    the previous handler (None off the main thread, where signals cannot be handled)."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
-
-    def stop(signum: int, frame: Any) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the save
-        raise Terminated()
-
-    return signal.signal(signal.SIGTERM, stop)
 
 
 _ACTIVE_BAR: Any = None

@@ -27,6 +27,7 @@ from agents.learn.ppo_records import (
     write_text,
 )
 from agents.learn.sb3_extract import Extract
+from agents.learn.stopping import interruptible
 from agents.learn.train_options import (
     EVAL_OPPONENTS,
     EVAL_SEED0,
@@ -88,7 +89,8 @@ def run_training(options: TrainOptions, town: Town, out: Path, device: str,
     board = Board(out, learner.steps)
     try:
         if before is None:  # (a resumed run's was logged when the run began)
-            before = evaluate(BatchedPPOPolicy.from_net(_on_cpu(learner)), seeds, town)
+            with interruptible():
+                before = evaluate(BatchedPPOPolicy.from_net(_on_cpu(learner)), seeds, town)
             board.add_evaluation(learner.steps, before)
         say(_line("before training", before))
         first_step, session = learner.steps, time.perf_counter()
@@ -104,7 +106,8 @@ def run_training(options: TrainOptions, town: Town, out: Path, device: str,
             "device": device, "threads": o.threads, "digests": digests,
             "digest": learner.digest(), "world": town.summary(), "turns": town.turns,
             "hyperparameters": o.ppo.to_dict()})
-        after = evaluate(BatchedPPOPolicy(model), seeds, town)  # the saved file, as leagues play it
+        with interruptible():  # the saved file, as leagues play it
+            after = evaluate(BatchedPPOPolicy(model), seeds, town)
         board.add_evaluation(steps, after)
     finally:
         board.close()
@@ -193,7 +196,8 @@ def _loop(o: TrainOptions, town: Town, out: Path, learner: Learner, curve: list,
     try:
         while learner.steps < o.steps and seconds < budget:
             boundary = copy.deepcopy(record())  # (the optimizer's tensors change in place)
-            f = learner.update()
+            with interruptible():  # where a stop lands (agents.learn.stopping)
+                f = learner.update()
             now = time.perf_counter()
             seconds = base + now - started
             rate = (learner.steps - first_step) / max(now - started, 1e-9)
