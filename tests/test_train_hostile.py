@@ -293,6 +293,26 @@ def test_stops_wait_outside_the_runs_computations() -> None:
     assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == handlers
 
 
+@pytest.mark.parametrize("asked, stopped_by, warned", [
+    (["--steps", str(10 ** 9), "--minutes", "0.0001"], "minutes", True),  # steps asked, cut short
+    (["--minutes", "0.0001"], "minutes", False),   # the default steps: minutes are the budget
+    (["--steps", str(UPDATE)], "steps", False),
+])
+def test_a_run_says_whether_its_steps_or_its_minutes_ended_it(tmp_path, capsys, asked,
+                                                               stopped_by, warned) -> None:
+    code, printed = _train(tmp_path / "run", *asked)
+    assert code == 0, printed
+    summary = json.loads(printed.strip().splitlines()[-2])
+    assert summary["stopped_by"] == stopped_by
+    err = capsys.readouterr().err
+    if warned:
+        line = _one_line(err)
+        assert f"with {summary['steps']:,} of the 1,000,000,000 --steps asked" in line
+        assert "--resume" in line
+    else:
+        assert err == ""
+
+
 def test_resume_keeps_the_runs_evaluation_seeds(tmp_path) -> None:
     """Before and after must be the same games, whatever --eval-episodes the resume names."""
     out = tmp_path / "run"

@@ -116,6 +116,10 @@ def run_training(options: TrainOptions, town: Town, out: Path, device: str,
     pace = "no steps this session" if math.isnan(rate) else f"{rate:,.0f} steps/s this session"
     say(f"{steps:,} steps in {seconds:.0f} s ({pace}, {engine_share(learner):.0%} of it in the "
         f"engine); model: {printable(str(model))}")
+    stopped_by = "steps" if steps >= o.steps else "minutes"
+    if stopped_by == "minutes" and o.steps != TrainOptions.steps:  # steps asked, time ran out
+        warn(f"train: stopped at its --minutes ({o.minutes:g}) with {steps:,} of the "
+             f"{o.steps:,} --steps asked; add --resume and a larger --minutes to go on to them")
     write_curve(out / "curve.csv", curve)
     if o.plot:
         try:
@@ -126,6 +130,7 @@ def run_training(options: TrainOptions, town: Town, out: Path, device: str,
                "model": str(model), "table_version": TABLE_VERSION, "steps": steps,
                "train_seconds": round(seconds, 1),
                "steps_per_second": None if math.isnan(rate) else round(rate, 1),
+               "stopped_by": stopped_by,
                "engine_share": round(engine_share(learner), 3), "seed": o.seed,
                "envs": o.envs, "self_play": o.self_play, "league": o.league,
                "against": list(o.against), "device": device,
