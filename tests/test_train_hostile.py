@@ -263,7 +263,7 @@ def test_a_stop_inside_a_library_waits_for_the_next_update(tmp_path, monkeypatch
                   "--checkpoint-minutes", "1000")[0] == code
     assert "--resume" in _one_line(capsys.readouterr().err)
     kept = int(torch.load(out / "checkpoint.pt", weights_only=True)["learner"]["steps"])
-    assert kept == boards[0].sent  # the update under way when it came is the one kept
+    assert kept == boards[0].sent  # it came after the first update: that update is kept
     monkeypatch.undo()
     before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
     resumed, printed = _train(out, "--resume", "--steps", str(kept + UPDATE))
