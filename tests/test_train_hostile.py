@@ -229,7 +229,7 @@ class _LockingBoard(Board):
     inside it, at the first scalars after an update. ``close`` needs the lock again, as the
     writer's close needs its queue drained."""
 
-    signum = signal.SIGTERM
+    signum: int           # (set by each test)
     lock: threading.Lock
 
     def add(self, step: int, figures: dict[str, float]) -> None:
