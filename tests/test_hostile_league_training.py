@@ -139,6 +139,20 @@ def test_bad_anneal_steps_are_one_line(tmp_path, args) -> None:
     assert "anneal" in _one_line(code, err)
 
 
+@pytest.mark.parametrize("args", [
+    ["--fixed-share", "-0.1"], ["--fixed-share", "1.01"], ["--fixed-share", "nan"],
+    ["--fixed-share", ""], ["--fixed-share", "half"], ["--config", "fixed-share = 2"],
+    ["--config", "fixed-share = true"], ["--config", 'fixed-share = "0.5"'],
+    ["--config", "fixed-share = inf"],
+])
+def test_bad_fixed_shares_are_one_line(tmp_path, args) -> None:
+    if args[0] == "--config":
+        (tmp_path / "c.toml").write_text(args[1] + "\n", encoding="utf-8")
+        args = ["--config", str(tmp_path / "c.toml")]
+    code, _, err = _train(tmp_path / "o", *args)
+    assert "fixed" in _one_line(code, err)
+
+
 def test_against_a_ppo_directory_fifo_garbage_or_nothing_is_one_line(tmp_path) -> None:
     needs_module(*TORCH)
     (tmp_path / "empty").mkdir()

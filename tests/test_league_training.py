@@ -33,26 +33,37 @@ def _train(out: Path, *args: str) -> tuple[int, str]:
 # --- the pool ----------------------------------------------------------------------------------
 
 @given(wins=st.lists(st.floats(0, 1), min_size=1, max_size=4),
-       snaps=st.lists(st.floats(0, 1), max_size=5))
+       snaps=st.lists(st.floats(0, 1), max_size=5),
+       share=st.one_of(st.just(FIXED_SHARE), st.floats(0, 1)))
 @settings(max_examples=200, deadline=None)
-def test_pool_weights_are_a_distribution_keeping_the_fixed_share(wins, snaps) -> None:
-    """Weights sum to 1, every member is drawn sometimes, the fixed opponents keep at least
-    FIXED_SHARE of the seats, and among members the one the learner beats less weighs more."""
-    pool = Pool([f"p{i}" for i in range(len(wins))])
+def test_pool_weights_are_a_distribution_keeping_the_fixed_share(wins, snaps, share) -> None:
+    """Weights sum to 1, the fixed opponents keep at least their share of the seats (FIXED_SHARE
+    unless --fixed-share says), every member is drawn sometimes unless the fixed share is all,
+    and among members the one the learner beats less weighs more."""
+    pool = Pool([f"p{i}" for i in range(len(wins))], share)
     for i, _ in enumerate(snaps):
         pool.add_snapshot(f"snapshot@{i}", keep=5)
     for m, w in zip(pool.members, wins + snaps):
         m.win = w
     w = pool.weights()
-    assert w.sum() == pytest.approx(1.0) and (w > 0).all()
-    assert w[:len(wins)].sum() >= FIXED_SHARE - 1e-12
+    assert w.sum() == pytest.approx(1.0) and (w >= 0).all()
+    assert w[:len(wins)].sum() >= share - 1e-12
     assert pool.members[-1].name == SELF
-    hard = w - np.array([FIXED_SHARE / len(wins) if m.fixed else 0 for m in pool.members])
-    for a, b in zip(pool.members, hard):
-        for c, d in zip(pool.members, hard):
-            if a.name != SELF and c.name != SELF and a.win < c.win - 1e-6:
-                assert b > d
-    assert min(hard) >= (1 - FIXED_SHARE) * FLOOR / (len(w) * (1 + FLOOR)) - 1e-12
+    hard = w - np.array([share / len(wins) if m.fixed else 0 for m in pool.members])
+    if share < 0.99:  # (beyond, the PFSP part is below the subtraction's rounding)
+        for a, b in zip(pool.members, hard):
+            for c, d in zip(pool.members, hard):
+                if a.name != SELF and c.name != SELF and a.win < c.win - 1e-6:
+                    assert b > d
+    assert min(hard) >= (1 - share) * FLOOR / (len(w) * (1 + FLOOR)) - 1e-12
+    if share == 1:
+        assert w[len(wins):].sum() == 0  # snapshots and self never fill a seat
+
+
+@pytest.mark.parametrize("share", [-0.1, 1.5, float("nan")])
+def test_pool_refuses_a_fixed_share_outside_0_to_1(share) -> None:
+    with pytest.raises(ValueError, match="share must be in"):
+        Pool(["factor"], share)
 
 
 def test_pool_keeps_the_latest_snapshots_before_self() -> None:
@@ -113,6 +124,18 @@ def test_league_lineups_draw_the_pool_by_its_weights() -> None:
     seats = lineup.size - lineup.shape[0]  # every row's drawn seats but the first learner's
     assert counts[1] / seats == pytest.approx(w[0], abs=0.02)
     assert counts[1] > counts[2] > 0 and counts[3] > 0
+
+
+def test_fixed_share_one_fills_every_opponent_seat_with_the_fixed_opponents() -> None:
+    """``--fixed-share 1``: no seat goes to the learner's copies; at the default, some do."""
+    torch = needs_module("torch", "torch==2.13.0, then pip install -e '.[train]'")
+    from agents.learn.ppo_arena import LEARNER, Arena
+
+    for share, copies in ((1.0, False), (FIXED_SHARE, True)):
+        arena = Arena(1024, False, 3, torch.Generator(), league=True, fixed_share=share)
+        arena.start()
+        learners = (arena.lineup == LEARNER).sum(1)
+        assert (learners >= 1).all() and bool((learners > 1).any()) is copies
 
 
 def test_against_sets_the_fixed_opponents_and_refuses_what_has_no_batched_form(

@@ -43,11 +43,13 @@ TINY = ["--envs", str(ENVS), "--eval-episodes", "2", "--quiet", "--no-plot"]
 # Every hyperparameter away from its default, as flags and as the summary records them.
 CHANGED = {"lr": 1e-3, "ent_coef": 0.05, "clip": 0.1, "gamma": 0.99, "gae_lambda": 0.9,
            "epochs": 2, "minibatch": 64, "episodes": 2, "vf_coef": 0.25, "max_grad_norm": 1.0,
-           "hidden": [32, 16], "shared": False, "snapshot_every": 3, "anneal_steps": 5000}
+           "hidden": [32, 16], "shared": False, "snapshot_every": 3, "anneal_steps": 5000,
+           "fixed_share": 0.75}
 CHANGED_FLAGS = ["--lr", "0.001", "--ent-coef", "0.05", "--clip", "0.1", "--gamma", "0.99",
                  "--gae-lambda", "0.9", "--epochs", "2", "--minibatch", "64", "--episodes", "2",
                  "--vf-coef", "0.25", "--max-grad-norm", "1", "--hidden", "32,16",
-                 "--no-shared", "--snapshot-every", "3", "--anneal-steps", "5000"]
+                 "--no-shared", "--snapshot-every", "3", "--anneal-steps", "5000",
+                 "--fixed-share", "0.75"]
 
 
 def guild_train(argv: list[str]) -> tuple[int, str]:
@@ -91,6 +93,7 @@ def test_every_hyperparameter_is_a_flag_with_its_default_in_help() -> None:
                           ("--vf-coef C", "0.5"), ("--max-grad-norm N", "0.5"),
                           ("--hidden W,W", "128,128"), ("--shared, --no-shared", "true"),
                           ("--snapshot-every N", "25"), ("--anneal-steps N", "0"),
+                          ("--fixed-share F", "0.5"),
                           ("--against P1,P2,...", "factor,magpie"), ("--league, --no-league",
                                                                      "false"),
                           ("--config FILE.toml", "")):

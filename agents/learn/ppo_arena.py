@@ -29,7 +29,7 @@ import numpy as np
 
 from agents.learn.evaluation import TRAINING_SEEDS, checked_actions
 from agents.learn.ppo import PolicyNet, choose
-from agents.learn.ppo_pool import Pool
+from agents.learn.ppo_pool import FIXED_SHARE, Pool
 from agents.learn.sb3_extract import Extract, is_sb3
 from agents.learn.train_options import AGAINST, TrainingError, check_against
 from sim.batched.engine import BatchedGuild
@@ -77,12 +77,13 @@ class Arena:
         league: draw lineups from the PFSP pool (module docstring); excludes ``self_play``.
         world: the town (default the standard one).
         extract: loads ``sb3:`` opponents in a sandbox (:func:`fixed_players`).
+        fixed_share: league: the fixed opponents' guaranteed share of the opponent seats.
     """
 
     def __init__(self, envs: int, self_play: bool, seed: int, generator: Any,
                  turns: int = 14, against: Sequence[str] = AGAINST,
                  league: bool = False, world: World | None = None,
-                 extract: Extract | None = None) -> None:
+                 extract: Extract | None = None, fixed_share: float = FIXED_SHARE) -> None:
         if self_play and league:
             raise ValueError("self-play and league training exclude each other")
         self.engine = BatchedGuild(envs, turns=turns, world=world, seed=seed)
@@ -94,7 +95,7 @@ class Arena:
         self.against = check_against(tuple(against))
         self.players = fixed_players(self.against, seed, extract)
         check_town(self.players, self.engine.world)
-        self.pool = Pool(list(self.against))
+        self.pool = Pool(list(self.against), fixed_share)
         self.snapshots: list[PolicyNet] = []
         self.width = self.engine.tables.obs_width
         self.lineup = np.zeros((envs, SEATS), np.int64)

@@ -27,6 +27,7 @@ KNOBS: dict[str, Knob] = {
     "max_grad_norm": Knob(float, 0, 1000, open_low=True),
     "snapshot_every": Knob(int, 1, 1_000_000),
     "anneal_steps": Knob(int, 0),
+    "fixed_share": Knob(float, 0, 1),
 }
 
 
@@ -48,6 +49,7 @@ class PPOConfig:
     max_grad_norm: float = 0.5
     snapshot_every: int = 25       # self-play, league: updates between snapshots of the learner
     anneal_steps: int = 0          # lr falls linearly to 0 at this step (0: constant lr)
+    fixed_share: float = 0.5       # league: the fixed opponents' guaranteed share of the seats
 
     def __post_init__(self) -> None:
         for name, knob in KNOBS.items():

@@ -77,7 +77,7 @@ class Learner:
         self.device = torch.device(device)
         self.generator = torch.Generator().manual_seed(seed)
         self.arena = Arena(envs, self_play, seed, self.generator, turns, against, league, world,
-                           extract)
+                           extract, config.fixed_share)
         self.turns = turns
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)

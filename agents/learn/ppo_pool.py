@@ -12,11 +12,12 @@ improves.
 
 An opponent seat is drawn from the pool with probability
 
-    ``FIXED_SHARE / F`` for each fixed opponent, plus ``(1 - FIXED_SHARE) * w_k / sum(w)``,
+    ``share / F`` for each fixed opponent, plus ``(1 - share) * w_k / sum(w)``,
     ``w_k = (1 - p_k)^2 + FLOOR``, for every member ``k`` (fixed, snapshot, self),
 
-so the opponents the evaluation plays against (factor and magpie by default) keep at least
-half of the seats however well the learner beats them, and the rest go mostly to whatever it
+where ``share`` is ``guild train --fixed-share`` (default :data:`FIXED_SHARE`), so the
+opponents the evaluation plays against (factor and magpie by default) keep at least that
+share of the seats however well the learner beats them, and the rest go mostly to whatever it
 still loses to. The learner itself counts ``p = 1/2``; a seat drawn as the learner is a
 learning seat (its experience is kept, as in self-play).
 """
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-FIXED_SHARE = 0.5  # the fixed opponents' guaranteed share of the opponent seats
+FIXED_SHARE = 0.5  # the fixed opponents' guaranteed share of the opponent seats, by default
 RATE = 0.2         # how far each rollout moves a member's win share toward the rollout's
 FLOOR = 0.02       # keeps every member drawn now and then: its share is measured, not assumed
 SELF = "self"
@@ -53,9 +54,12 @@ class Pool:
     """The members in draw order: fixed opponents, snapshots (oldest first), then ``self``.
     In a lineup member ``i`` plays as ``1 + i`` and ``self`` as the learner, 0."""
 
-    def __init__(self, fixed: list[str]) -> None:
+    def __init__(self, fixed: list[str], share: float = FIXED_SHARE) -> None:
         if not fixed:
             raise ValueError("the pool needs at least one fixed opponent")
+        if not 0.0 <= share <= 1.0:
+            raise ValueError(f"the fixed opponents' share must be in [0, 1]; got {share!r:.20}")
+        self.share = share
         self.members = [Member(name, True) for name in fixed] + [Member(SELF, False)]
 
     @property
@@ -72,10 +76,10 @@ class Pool:
         """Each member's probability of filling an opponent seat (module docstring)."""
         f = self.fixed
         share = np.zeros(len(self.members))
-        share[:f] = FIXED_SHARE / f
+        share[:f] = self.share / f
         hard = np.array([(1.0 - (0.5 if m.name == SELF else m.win)) ** 2 + FLOOR
                          for m in self.members])
-        return share + (1.0 - FIXED_SHARE) * hard / hard.sum()
+        return share + (1.0 - self.share) * hard / hard.sum()
 
     def observe(self, lineup: np.ndarray, scores: np.ndarray) -> None:
         """Move each member's win share toward this episode's (module docstring).

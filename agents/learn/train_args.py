@@ -172,6 +172,8 @@ PPO_OPTIONS = (
          "learner"),
     _ppo("anneal_steps", "N", "the learning rate falls linearly from --lr to 0 at this step "
          "(0: constant)"),
+    _ppo("fixed_share", "F", "league: the --against opponents' guaranteed share of the "
+         "opponent seats; the rest are drawn by PFSP weights over the whole pool"),
 )
 OPTIONS = RUN_OPTIONS + PPO_OPTIONS
 PPO_NAMES = frozenset(PPOConfig.names())
