@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -156,6 +157,52 @@ def test_sigterm_keeps_what_is_done_exits_143_and_a_rerun_matches(tmp_path) -> N
     assert same_replays(out, whole)
     assert (out / "ladder.json").read_bytes() == (whole / "ladder.json").read_bytes()
     assert main(["verify", str(out)]) == 0
+
+
+class _LockingProgress:
+    """tqdm as a stop can break it: its update takes a lock and gives it back a few lines on,
+    unguarded (tqdm's pair of locks), with the signal arriving inside, at the second finished
+    episode. ``close`` needs the lock again."""
+
+    signum: int  # (set by the test)
+
+    def __init__(self, total: int) -> None:
+        self.lock, self.done = threading.Lock(), 0
+
+    def update(self) -> None:
+        self.done += 1
+        if self.done == 2:
+            self.lock.acquire()
+            signal.raise_signal(self.signum)
+            self.lock.release()
+
+    def close(self) -> None:
+        assert self.lock.acquire(timeout=10), "the stop left the library's lock held"
+        self.lock.release()
+
+
+@pytest.mark.parametrize("signum, code, how", [(signal.SIGTERM, 143, "terminated (SIGTERM)"),
+                                               (signal.SIGINT, 130, "interrupted")])
+def test_a_stop_inside_the_progress_bar_waits_for_its_end(tmp_path, monkeypatch, capsys,
+                                                          signum, code, how) -> None:
+    import league.cli.guild as cli
+
+    class Locking(_LockingProgress):
+        pass
+
+    Locking.signum = signum
+    monkeypatch.setattr(cli, "Progress", Locking)
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    out = tmp_path / "league"
+    assert main(league_args(out, 12, workers=1)) == code
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == (f"guild league: {how}; finished episodes are kept, run "
+                                    "the same command again to resume"), err
+    assert 2 <= len(lines(out)) < 12
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
+    monkeypatch.undo()
+    assert main(league_args(out, 12, workers=1)) == 0  # the same command finishes it
+    assert len(lines(out)) == 12 and main(["verify", str(out)]) == 0
 
 
 @pytest.mark.parametrize(("option", "value", "says"), [

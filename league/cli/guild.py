@@ -198,8 +198,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop = _Stop()
     try:
         if args.command == "league":
-            with stop.on_sigterm():
-                return _league(args)
+            with stop.on_signals():
+                return _league(args, stop)
         if args.command == "verify":
             return _verify(args)
         handler = getattr(args, "handler", None)
@@ -259,27 +259,55 @@ class Terminated(KeyboardInterrupt):
 
 
 class _Stop:
-    """How a run was stopped: SIGTERM raises :class:`Terminated` once, and is remembered."""
+    """How a run was stopped: SIGTERM raises :class:`Terminated` once, and is remembered;
+    Ctrl-C raises ``KeyboardInterrupt``. Inside :meth:`held` (a library's critical section)
+    either waits to the section's end: raised there, it would leave the library's lock held,
+    and the progress bar's close would wait for it forever."""
 
     def __init__(self) -> None:
         self.terminated = False
+        self._held = 0
+        self._pending: KeyboardInterrupt | None = None
 
     @contextlib.contextmanager
-    def on_sigterm(self) -> Iterator[None]:
+    def on_signals(self) -> Iterator[None]:
+        """SIGTERM and Ctrl-C handled as the class says; the previous handlers come back
+        after."""
         if threading.current_thread() is not threading.main_thread():
             yield  # signals reach only the main thread: nothing to catch here
             return
 
         def stop(signum: int, frame: Any) -> None:
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the save
-            self.terminated = True
-            raise Terminated()
+            if signum == signal.SIGTERM:
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second must not cut the save
+                self.terminated = True
+                raised: KeyboardInterrupt = Terminated()
+            else:  # a second Ctrl-C raises wherever it lands, as Python's own handler does
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+                raised = KeyboardInterrupt()
+            if not self._held:
+                raise raised
+            if self._pending is None:
+                self._pending = raised
 
-        previous = signal.signal(signal.SIGTERM, stop)
+        previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
         try:
             yield
         finally:
-            signal.signal(signal.SIGTERM, previous)
+            for s, handler in previous.items():  # (None: set outside Python: the default)
+                signal.signal(s, signal.SIG_DFL if handler is None else handler)
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """A section no stop may cut: one that comes inside raises at its end."""
+        self._held += 1
+        try:
+            yield
+        finally:
+            self._held -= 1
+            if not self._held and self._pending is not None:
+                raised, self._pending = self._pending, None
+                raise raised
 
     def report(self, command: str) -> int:
         """One line on stderr; the exit code (143 for SIGTERM, 130 for Ctrl-C)."""
@@ -291,23 +319,27 @@ class _Stop:
 
 
 class _ProgressBar:
-    """``run_league``'s progress callback: a ``Progress`` on stderr, closed when all are done."""
+    """``run_league``'s progress callback: a ``Progress`` on stderr, closed when all are done.
+    Its calls are held from stops (:meth:`_Stop.held`): tqdm takes a pair of locks."""
 
-    def __init__(self) -> None:
+    def __init__(self, stop: _Stop) -> None:
         self.bar: Progress | None = None
+        self.stop = stop
 
     def __call__(self, done: int, total: int) -> None:
-        if self.bar is None:
-            self.bar = Progress(total)
-        if done:
-            self.bar.update()
+        with self.stop.held():
+            if self.bar is None:
+                self.bar = Progress(total)
+            if done:
+                self.bar.update()
         if done >= total:
             self.close()
 
     def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
+        with self.stop.held():
+            if self.bar is not None:
+                self.bar.close()
+                self.bar = None
 
 
 def _seat_memory(text: str) -> int:
@@ -320,7 +352,7 @@ def _seat_memory(text: str) -> int:
     return value
 
 
-def _league(args: argparse.Namespace) -> int:
+def _league(args: argparse.Namespace, stop: _Stop) -> int:
     policies = tuple(parse_policies(args.policies))
     options = LeagueOptions(
         policies=policies, episodes=args.episodes, out=args.out,
@@ -332,7 +364,7 @@ def _league(args: argparse.Namespace) -> int:
         plot=args.plot, backend=args.backend, address=args.address, trust=args.trust,
         seat_memory=args.seat_memory, fallback=args.fallback, sandbox=args.sandbox,
         signing_key=args.signing_key)
-    progress = _ProgressBar()
+    progress = _ProgressBar(stop)
     try:
         run = run_league(options, on_note=note, on_progress=progress)
     finally:
