@@ -24,6 +24,8 @@ import importlib
 import importlib.util
 import os
 import shutil
+import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -59,6 +61,25 @@ def needs_module(name: str, install: str | None = None) -> ModuleType:
     found = importlib.util.find_spec(name.split(".")[0]) is not None
     needs(found, f"the Python package {name!r} (pip install {install or name})")
     return importlib.import_module(name)
+
+
+class HeldLock:
+    """A library's critical section as a stop can break it: a lock taken and given back a few
+    lines on, unguarded (a queue's put before its notify, tqdm's pair of locks), with the
+    signal ``signum`` arriving in between. :meth:`check_free` is what the library's close
+    needs: the lock back."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum, self.lock = signum, threading.Lock()
+
+    def signal_inside(self) -> None:
+        self.lock.acquire()
+        signal.raise_signal(self.signum)
+        self.lock.release()
+
+    def check_free(self) -> None:
+        assert self.lock.acquire(timeout=10), "the stop left the library's lock held"
+        self.lock.release()
 
 
 def unlogged(model: Any) -> Any:

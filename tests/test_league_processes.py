@@ -14,13 +14,12 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from pathlib import Path
 
 import pytest
-from conftest import needs
+from conftest import HeldLock, needs
 from leagues import ROOT, TESTS, F, league_args, lines, one_error_line, same_replays, timeless
 
 from league.cli.guild import main
@@ -160,25 +159,21 @@ def test_sigterm_keeps_what_is_done_exits_143_and_a_rerun_matches(tmp_path) -> N
 
 
 class _LockingProgress:
-    """tqdm as a stop can break it: its update takes a lock and gives it back a few lines on,
-    unguarded (tqdm's pair of locks), with the signal arriving inside, at the second finished
-    episode. ``close`` needs the lock again."""
+    """tqdm as a stop can break it (``conftest.HeldLock``): the signal arrives inside its
+    update at the second finished episode; ``close`` needs the lock again."""
 
-    signum: int  # (set by the test)
+    held: HeldLock  # (set by the test)
 
     def __init__(self, total: int) -> None:
-        self.lock, self.done = threading.Lock(), 0
+        self.done = 0
 
     def update(self) -> None:
         self.done += 1
         if self.done == 2:
-            self.lock.acquire()
-            signal.raise_signal(self.signum)
-            self.lock.release()
+            self.held.signal_inside()
 
     def close(self) -> None:
-        assert self.lock.acquire(timeout=10), "the stop left the library's lock held"
-        self.lock.release()
+        self.held.check_free()
 
 
 @pytest.mark.parametrize("signum, code, how", [(signal.SIGTERM, 143, "terminated (SIGTERM)"),
@@ -187,11 +182,8 @@ def test_a_stop_inside_the_progress_bar_waits_for_its_end(tmp_path, monkeypatch,
                                                           signum, code, how) -> None:
     import league.cli.guild as cli
 
-    class Locking(_LockingProgress):
-        pass
-
-    Locking.signum = signum
-    monkeypatch.setattr(cli, "Progress", Locking)
+    monkeypatch.setattr(_LockingProgress, "held", HeldLock(signum), raising=False)
+    monkeypatch.setattr(cli, "Progress", _LockingProgress)
     before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
     out = tmp_path / "league"
     assert main(league_args(out, 12, workers=1)) == code

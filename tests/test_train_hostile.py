@@ -15,7 +15,6 @@ import json
 import signal
 import subprocess
 import sys
-import threading
 import time
 import zipfile
 from contextlib import redirect_stdout
@@ -23,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import needs_module
+from conftest import HeldLock, needs_module
 
 from league.cli.guild import main as guild
 
@@ -224,25 +223,20 @@ def test_sigterm_keeps_a_checkpoint_that_resume_continues(tmp_path) -> None:
 
 
 class _LockingBoard(Board):
-    """TensorBoard's writer as a stop can break it: a section that takes a lock and gives it
-    back a few lines on, unguarded (a queue's put before its notify), with the signal arriving
-    inside it, at the first scalars after an update. ``close`` needs the lock again, as the
-    writer's close needs its queue drained."""
+    """TensorBoard's writer as a stop can break it (``conftest.HeldLock``): the signal arrives
+    inside its section at the first scalars after an update; ``close`` needs the lock again,
+    as the writer's close needs its queue drained."""
 
-    signum: int           # (set by each test)
-    lock: threading.Lock
+    held: HeldLock  # (set by each test)
 
     def add(self, step: int, figures: dict[str, float]) -> None:
         super().add(step, figures)
         if step > 0 and not hasattr(self, "sent"):
             self.sent = step
-            self.lock.acquire()
-            signal.raise_signal(self.signum)
-            self.lock.release()
+            self.held.signal_inside()
 
     def close(self) -> None:
-        assert self.lock.acquire(timeout=10), "the stop left the library's lock held"
-        self.lock.release()
+        self.held.check_free()
         super().close()
 
 
@@ -254,7 +248,7 @@ def test_a_stop_inside_a_library_waits_for_the_next_update(tmp_path, monkeypatch
     class Locking(_LockingBoard):
         def __init__(self, *args, **kwargs) -> None:
             super().__init__(*args, **kwargs)
-            self.signum, self.lock = signum, threading.Lock()
+            self.held = HeldLock(signum)
             boards.append(self)
 
     monkeypatch.setattr(training_loop, "Board", Locking)
