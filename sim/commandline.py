@@ -1,13 +1,14 @@
 """What the project's command lines share (``guild``, ``guild train``, ``python -m
 feasibility``): a usage mistake is one line on stderr and exit status 2, not argparse's usage
 block followed by the error; a reader that leaves (``| head``) is exit status 141, not a
-traceback."""
+traceback; the stop signals a long command catches."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import os
+import signal
 import stat
 import sys
 from typing import NoReturn
@@ -37,6 +38,15 @@ def read_head(path: str | os.PathLike, limit: int) -> bytes:
         return bytes(data)
     finally:
         os.close(fd)
+
+
+def caught_signals() -> tuple[int, ...]:
+    """The stop signals a long command (``guild train``, ``guild league``) catches: SIGTERM,
+    and Ctrl-C unless it is ignored, as Python leaves it when started so (a shell's background
+    job): a Ctrl-C meant for the shell is not the command's."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        return (signal.SIGTERM,)
+    return (signal.SIGTERM, signal.SIGINT)
 
 
 def broken_pipe() -> int:

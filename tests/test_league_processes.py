@@ -197,6 +197,34 @@ def test_a_stop_inside_the_progress_bar_waits_for_its_end(tmp_path, monkeypatch,
     assert len(lines(out)) == 12 and main(["verify", str(out)]) == 0
 
 
+def test_a_league_begun_with_ctrl_c_ignored_lets_it_pass(tmp_path, monkeypatch) -> None:
+    """A shell's background job starts with SIGINT ignored: a Ctrl-C meant for the shell does
+    not stop the league."""
+    import league.cli.guild as cli
+
+    class Interrupting:
+        def __init__(self, total: int) -> None:
+            self.done = 0
+
+        def update(self) -> None:
+            self.done += 1
+            if self.done == 2:
+                signal.raise_signal(signal.SIGINT)
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(cli, "Progress", Interrupting)
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        out = tmp_path / "league"
+        assert main(league_args(out, 6, workers=1)) == 0
+        assert len(lines(out)) == 6
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
 @pytest.mark.parametrize(("option", "value", "says"), [
     ("--episodes", str(10**29), "--episodes must be 1..1000000; got a 30-digit number"),
     ("--episodes", "0", "--episodes must be 1..1000000; got 0"),

@@ -287,6 +287,22 @@ def test_stops_wait_outside_the_runs_computations() -> None:
     assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == handlers
 
 
+def test_a_run_begun_with_ctrl_c_ignored_lets_it_pass() -> None:
+    """A shell's background job starts with SIGINT ignored: a Ctrl-C meant for the shell does
+    not stop the run; SIGTERM still does."""
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with stops_held():
+            with interruptible():
+                signal.raise_signal(signal.SIGINT)  # ignored
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            with pytest.raises(Terminated), interruptible():
+                signal.raise_signal(signal.SIGTERM)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
 @pytest.mark.parametrize("asked, stopped_by, warned", [
     (["--steps", str(10 ** 9), "--minutes", "0.0001"], "minutes", True),  # steps asked, cut short
     (["--minutes", "0.0001"], "minutes", False),   # the default steps: minutes are the budget

@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from sim.commandline import caught_signals
+
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM during ``guild train``: handled as Ctrl-C is (the run keeps a checkpoint)."""
@@ -66,13 +68,14 @@ def _stop(signum: int, frame: Any) -> None:
 @contextmanager
 def stops_held() -> Iterator[None]:
     """SIGTERM and Ctrl-C raise only inside :func:`interruptible` (module docstring); the
-    previous handlers come back after. Off the main thread, where no signal is handled,
+    previous handlers come back after. A Ctrl-C ignored when the run began stays ignored
+    (``sim.commandline.caught_signals``). Off the main thread, where no signal is handled,
     nothing changes."""
     global _pending
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {s: signal.signal(s, _stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    previous = {s: signal.signal(s, _stop) for s in caught_signals()}
     try:
         yield
     finally:

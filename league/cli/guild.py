@@ -30,7 +30,7 @@ from league.core.verify import verify_dir
 from league.core.verify_signature import public_key_arg
 from league.procs.backends import WorkerDiedError
 from league.tournament import MAX_SECONDS, LeagueOptions, default_workers, run_league
-from sim.commandline import OneLineParser, broken_pipe, printable
+from sim.commandline import OneLineParser, broken_pipe, caught_signals, printable
 from sim.rules.world import MAX_TURNS, MIN_TURNS
 
 EPILOG_LEAGUE = """\
@@ -271,8 +271,9 @@ class _Stop:
 
     @contextlib.contextmanager
     def on_signals(self) -> Iterator[None]:
-        """SIGTERM and Ctrl-C handled as the class says; the previous handlers come back
-        after."""
+        """SIGTERM and Ctrl-C handled as the class says (a Ctrl-C ignored when the league
+        began stays ignored: ``sim.commandline.caught_signals``); the previous handlers come
+        back after."""
         if threading.current_thread() is not threading.main_thread():
             yield  # signals reach only the main thread: nothing to catch here
             return
@@ -290,7 +291,7 @@ class _Stop:
             if self._pending is None:
                 self._pending = raised
 
-        previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
+        previous = {s: signal.signal(s, stop) for s in caught_signals()}
         try:
             yield
         finally:
