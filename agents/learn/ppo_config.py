@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from agents.learn.knobs import Knob
+from agents.learn.ppo_pool import FIXED_SHARE
 
 MAX_WIDTH = 4096  # a sanity bound on the layers a network (or a model file) may ask for
 MAX_LAYERS = 16   # ... and on their number
@@ -49,7 +50,7 @@ class PPOConfig:
     max_grad_norm: float = 0.5
     snapshot_every: int = 25       # self-play, league: updates between snapshots of the learner
     anneal_steps: int = 0          # lr falls linearly to 0 at this step (0: constant lr)
-    fixed_share: float = 0.5       # league: the fixed opponents' guaranteed share of the seats
+    fixed_share: float = FIXED_SHARE  # league: the fixed opponents' guaranteed share of seats
 
     def __post_init__(self) -> None:
         for name, knob in KNOBS.items():
