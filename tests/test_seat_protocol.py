@@ -220,6 +220,8 @@ def test_a_zygote_that_stops_answering_costs_one_seat_start_not_the_league(
         assert e.value.kind == "crashed" and "did not answer within 0.5 s" in str(e.value)
         assert time.monotonic() - started < 10
         assert not zygote.alive()
+        # the new zygote gets the usual bound: a fresh one on a loaded machine may take 0.5 s
+        monkeypatch.undo()
         third = hosted(f"{C}Waits", timeout=20)
         third.reset(1)
         assert third.act(_game(), 0).action         # from a new zygote
@@ -230,7 +232,7 @@ def test_a_zygote_that_stops_answering_costs_one_seat_start_not_the_league(
         first.close()
         second.close()
         close_all()
-        seat_zygote.close_zygotes()  # the new one was made with ANSWER_S at 0.5 s
+        seat_zygote.close_zygotes()
 
 
 def _state(pid: int) -> str:
