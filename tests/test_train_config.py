@@ -26,6 +26,7 @@ from league.cli.guild import main as guild
 
 torch = needs_module("torch", "torch==2.13.0, then pip install -e '.[train]'")
 
+from agents.champion import RECIPE_FILE  # noqa: E402
 from agents.learn import training  # noqa: E402
 from agents.learn.ppo_config import PPOConfig  # noqa: E402
 from agents.learn.ppo_learn import Learner  # noqa: E402
@@ -44,12 +45,12 @@ TINY = ["--envs", str(ENVS), "--eval-episodes", "2", "--quiet", "--no-plot"]
 CHANGED = {"lr": 1e-3, "ent_coef": 0.05, "clip": 0.1, "gamma": 0.99, "gae_lambda": 0.9,
            "epochs": 2, "minibatch": 64, "episodes": 2, "vf_coef": 0.25, "max_grad_norm": 1.0,
            "hidden": [32, 16], "shared": False, "snapshot_every": 3, "anneal_steps": 5000,
-           "fixed_share": 0.75}
+           "fixed_share": 1.0}
 CHANGED_FLAGS = ["--lr", "0.001", "--ent-coef", "0.05", "--clip", "0.1", "--gamma", "0.99",
                  "--gae-lambda", "0.9", "--epochs", "2", "--minibatch", "64", "--episodes", "2",
                  "--vf-coef", "0.25", "--max-grad-norm", "1", "--hidden", "32,16",
                  "--no-shared", "--snapshot-every", "3", "--anneal-steps", "5000",
-                 "--fixed-share", "0.75"]
+                 "--fixed-share", "1", "--league"]  # (a share of 1: one learning seat a row)
 
 
 def guild_train(argv: list[str]) -> tuple[int, str]:
@@ -143,6 +144,37 @@ def test_the_library_checks_hyperparameters_alike() -> None:
                       ("clip", float("nan")), ("hidden", ())):
         with pytest.raises(ValueError, match=f"ppo {name} must be|hidden must list"):
             PPOConfig(**{name: bad})
+
+
+@pytest.mark.parametrize("argv, named, needs", [
+    (["--fixed-share", "0.75"], "fixed-share 0.75", "--league"),
+    (["--fixed-share", "0.75", "--self-play"], "fixed-share 0.75", "--league"),
+    (["--snapshot-every", "3"], "snapshot-every 3", "--league or --self-play"),
+    (["--config", "snapshot-every = 140\n"], "snapshot-every 140", "--league or --self-play"),
+])
+def test_a_pool_option_without_its_pool_is_refused(argv, named, needs, tmp_path,
+                                                   capsys) -> None:
+    """--fixed-share divides the league's seats and --snapshot-every feeds self-play's and the
+    league's pools: without them they would be recorded as the run's and change nothing."""
+    if argv[0] == "--config":
+        (tmp_path / "c.toml").write_text(argv[1], encoding="utf-8")
+        argv = ["--config", str(tmp_path / "c.toml")]
+    out = tmp_path / "out"
+    assert guild(["train", "--out", str(out), "--steps", "1", *TINY, *argv]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert named in line and f"only with {needs}" in line, line
+    assert not out.exists()
+    with pytest.raises(TrainingError, match="used only with"):
+        TrainOptions(ppo=PPOConfig(fixed_share=0.25))  # built in code: away from the default
+
+
+def test_a_pool_option_with_its_pool_is_taken() -> None:
+    assert _options("--self-play", "--snapshot-every", "3").ppo.snapshot_every == 3
+    league = _options("--league", "--snapshot-every", "3", "--fixed-share", "0.25")
+    assert (league.ppo.snapshot_every, league.ppo.fixed_share) == (3, 0.25)
+    # a config file read without its league (here --no-league) is refused as a flag is
+    with pytest.raises(TrainingError, match="snapshot-every 140 is used only with --league"):
+        _options("--config", str(RECIPE_FILE), "--no-league")
 
 
 # --- the config file -------------------------------------------------------------------------

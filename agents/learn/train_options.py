@@ -128,10 +128,24 @@ class TrainOptions:
                                 "plays the learner against itself and its snapshots")
         if not isinstance(self.ppo, PPOConfig):
             raise TrainingError(f"ppo must be a PPOConfig; got {type(self.ppo).__name__}")
+        if not self.resume:  # (a resume takes the run's league and self-play, checked then)
+            _check_pool_options(self)
         if self.envs * self.ppo.episodes > MAX_ENVS:  # an update's rollouts are held at once
             raise TrainingError(f"envs x episodes must be at most {MAX_ENVS:,}, the episodes "
                                 f"an update holds in memory; got {self.envs:,} x "
                                 f"{self.ppo.episodes:,}")
+
+
+def _check_pool_options(options: TrainOptions) -> None:
+    """``snapshot_every`` feeds a pool of the learner's past selves (self-play, the league) and
+    ``fixed_share`` divides the league's seats: asked for without that pool they would change
+    nothing and still be recorded in ``summary.json`` as the run's (TrainingError)."""
+    pools = {"snapshot_every": (options.league or options.self_play, "--league or --self-play"),
+             "fixed_share": (options.league, "--league")}
+    for name, (used, needs) in pools.items():
+        if not used and _asked(options.ppo, PPOConfig(), name, options.asked):
+            raise TrainingError(f"{flag(name)} {shown(getattr(options.ppo, name))} is used only "
+                                f"with {needs}: add it, or drop {flag(name)}")
 
 
 def check_against(against: object) -> tuple[str, ...]:
