@@ -164,11 +164,12 @@ def test_a_pool_option_without_its_pool_is_refused(argv, named, needs, tmp_path,
     line = _one_line(capsys.readouterr().err)
     assert named in line and f"only with {needs}" in line, line
     assert not out.exists()
-    with pytest.raises(TrainingError, match="used only with"):
-        TrainOptions(ppo=PPOConfig(fixed_share=0.25))  # built in code: away from the default
 
 
 def test_a_pool_option_with_its_pool_is_taken() -> None:
+    with pytest.raises(TrainingError, match="fixed-share 0.25 is used only with --league"):
+        TrainOptions(ppo=PPOConfig(fixed_share=0.25))  # built in code: away from the default
+    assert TrainOptions(league=True, ppo=PPOConfig(fixed_share=0.25)).ppo.fixed_share == 0.25
     assert _options("--self-play", "--snapshot-every", "3").ppo.snapshot_every == 3
     league = _options("--league", "--snapshot-every", "3", "--fixed-share", "0.25")
     assert (league.ppo.snapshot_every, league.ppo.fixed_share) == (3, 0.25)

@@ -156,6 +156,19 @@ def test_resume_refuses_code_only_its_checkpoint_names(league_run, tmp_path, mon
         assert marker.exists()
 
 
+def test_a_league_run_resumes_with_its_pool_options_named_and_no_league_flag(league_run,
+                                                                             tmp_path) -> None:
+    """A resume takes the run's league from its checkpoint: naming the run's own
+    --snapshot-every and --fixed-share without --league is not the refusal a new run gets."""
+    out = _copy(league_run, tmp_path / "run")
+    code, _, err = run_guild("train", "--resume", "--out", str(out), "--steps", "1200", "--quiet",
+                             "--no-plot", "--snapshot-every", "1", "--fixed-share", "0.5")
+    assert code == 0, err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["league"] and summary["steps"] >= 1200
+    assert summary["hyperparameters"]["snapshot_every"] == 1
+
+
 # --- 2. damaged or forged checkpoints ---
 
 def _pool(state: dict) -> list:
