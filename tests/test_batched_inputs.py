@@ -2,7 +2,8 @@
 
 The compiled kernels index without bounds checks, so a row or seat out of range given to
 ``encode``, ``legal_masks`` or a batched policy's ``act`` read (or wrote) outside the engine's
-arrays: a crash, or another row's data.  Such calls run in a forked child here, so that a crash
+arrays: a crash, or another row's data; so did an action past the table given to
+``BatchedGuild.step_checked``.  Such calls run in a forked child here, so that a crash
 fails its case instead of ending the run.  Also: the batch size's bound, the engine's seeds,
 ``observe(out=...)``, ``load_games`` and ``python -m bench.batched --n``.  Last, the truly scalar
 ``GuildEnv`` (opponents as dict specs: no batched twins) plays the vector env's games.
@@ -97,6 +98,28 @@ def test_every_batched_entry_point_refuses_pairs_outside_the_engine(entry: str) 
     want = ACTS[entry](_ints(1, 0), _ints(3, 5))
     got = ACTS[entry](np.array([1, 0], np.uint8), [3, 5])
     assert np.array_equal(got, want)
+
+
+def _step_checked(a: object) -> None:
+    BatchedGuild(2, seed=1).step_checked(a)
+
+
+def test_step_checked_still_refuses_what_the_kernel_would_read_past_its_tables_with() -> None:
+    """``step_checked`` skips ``step``'s naming of a bad action, for callers that checked
+    already; an index past the action table (or negative, or a float, or a wrong shape) given
+    to it unchecked reached the compiled step kernel, which reads its tables without bounds
+    checks: unchecked, one run died of signal 11 and another stepped on with what it read.
+    Each is a ValueError now."""
+    needs(hasattr(os, "fork"), "os.fork (a POSIX system): the calls run in a forked child")
+    n = ENGINE.tables.n_actions
+    bad = [np.full((2, 6), n), np.full((2, 6), 10 ** 9), np.full((2, 6), -1),
+           np.zeros((2, 5), np.int64), np.zeros((3, 6), np.int64), np.zeros((2, 6)),
+           np.zeros((2, 6), bool)]
+    for a in bad:
+        said = _in_child(_step_checked, a)
+        assert said.startswith("ValueError: step_checked: actions must be an int array of "
+                               f"shape (2, 6) of table indices from 0 to {n - 1}"), said
+    assert _in_child(_step_checked, np.zeros((2, 6), np.uint8)) == "returned"
 
 
 def test_batch_size_is_bounded_before_anything_is_allocated() -> None:

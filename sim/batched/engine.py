@@ -179,7 +179,15 @@ class BatchedGuild:
     def step_checked(self, a: np.ndarray, autoreset: bool = True,
                      skip_done: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`step` of actions a caller has already checked (an int ``[n, 6]`` array of
-        table indices), so a face that names a bad action its own way checks it once."""
+        table indices), so a face that names a bad action its own way checks it once. A last
+        guard still refuses a shape, kind or index the compiled kernel would read past its
+        tables with (ValueError; :meth:`step` names the first bad action)."""
+        a = np.asarray(a)
+        if (a.shape != (self.n, SEATS) or a.dtype.kind not in "iu"
+                or (a.size and (a.min() < 0 or a.max() >= self.tables.n_actions))):
+            raise ValueError(f"step_checked: actions must be an int array of shape "
+                             f"({self.n}, {SEATS}) of table indices from 0 to "
+                             f"{self.tables.n_actions - 1}; step() names the first bad one")
         ended = self.state.done.copy()
         if ended.any() and not skip_done:
             raise ValueError("step: some episodes have ended; call reset_done() first")
