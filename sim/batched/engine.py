@@ -168,13 +168,17 @@ class BatchedGuild:
         if a.shape != (self.n, SEATS) or not np.issubdtype(a.dtype, np.integer):
             raise ValueError(f"actions must be an int array of shape ({self.n}, {SEATS}); "
                              f"got {a.dtype} {a.shape}")
-        bad = (a < 0) | (a >= self.tables.n_actions)
-        if bad.any():  # the first one, by episode then seat
+        if not self._in_table(a):  # the first bad one, by episode then seat
+            bad = (a < 0) | (a >= self.tables.n_actions)
             row, seat = (int(i) for i in np.unravel_index(int(np.argmax(bad)), bad.shape))
             raise ValueError(f"actions[{row}, {seat}] (episode {row}, seat {seat}) must be a "
                              f"table index between 0 and {self.tables.n_actions - 1}; got "
                              f"{int(a[row, seat])}")
-        return self.step_checked(a, autoreset, skip_done)
+        return self._step(a, autoreset, skip_done)
+
+    def _in_table(self, a: np.ndarray) -> bool:
+        """Every index of the int array ``a`` is in the action table (one min and one max)."""
+        return not a.size or (a.min() >= 0 and a.max() < self.tables.n_actions)
 
     def step_checked(self, a: np.ndarray, autoreset: bool = True,
                      skip_done: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -183,11 +187,15 @@ class BatchedGuild:
         guard still refuses a shape, kind or index the compiled kernel would read past its
         tables with (ValueError; :meth:`step` names the first bad action)."""
         a = np.asarray(a)
-        if (a.shape != (self.n, SEATS) or a.dtype.kind not in "iu"
-                or (a.size and (a.min() < 0 or a.max() >= self.tables.n_actions))):
+        if a.shape != (self.n, SEATS) or a.dtype.kind not in "iu" or not self._in_table(a):
             raise ValueError(f"step_checked: actions must be an int array of shape "
                              f"({self.n}, {SEATS}) of table indices from 0 to "
                              f"{self.tables.n_actions - 1}; step() names the first bad one")
+        return self._step(a, autoreset, skip_done)
+
+    def _step(self, a: np.ndarray, autoreset: bool, skip_done: bool
+              ) -> tuple[np.ndarray, np.ndarray]:
+        """The turn itself, of actions that fit the table (checked by the two above)."""
         ended = self.state.done.copy()
         if ended.any() and not skip_done:
             raise ValueError("step: some episodes have ended; call reset_done() first")
