@@ -42,6 +42,13 @@ settings.register_profile(
 settings.register_profile("dev", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if IN_CI else "dev"))
 
+# A suite started in the background by a shell without job control (`pytest ... &` in a script)
+# comes with Ctrl-C ignored; Python then raises no KeyboardInterrupt, and neither do the
+# commands the tests start (an ignored signal stays ignored across exec), so every test of a
+# Ctrl-C would see it ignored. The suite stands in for a terminal: Ctrl-C as Python sets it up.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 def needs(condition: bool, what: str) -> None:
     """Go on if ``condition`` holds; else skip (developer machine) or fail (CI), naming ``what``.
