@@ -431,6 +431,10 @@ class Phones:
 
 
 COLLUDE = "guild-collude"      # the abstract unix sockets the seats of Colludes listen on
+# Their loopback ports: COLLUDE_PORT + seat, below Linux's ephemeral range (32768-60999 by
+# default): a connect to a free port inside it now and then draws that very port as its own
+# source and connects to itself (TCP's simultaneous open), which would read as a reached seat.
+COLLUDE_PORT = 20000
 _SERVING: list = []
 
 
@@ -446,9 +450,9 @@ def _serve(listener: socket.socket, seat: int) -> None:
 
 class Colludes:
     """Each seat serves its seat number on an abstract unix socket and on the loopback (port
-    40000 + seat), from a thread that outlives the episode (its process may be pooled), and
-    asks every other seat's socket and port: the seats of one policy, and a pooled process that
-    played another seat of the same town, must not reach each other."""
+    ``COLLUDE_PORT`` + seat), from a thread that outlives the episode (its process may be
+    pooled), and asks every other seat's socket and port: the seats of one policy, and a pooled
+    process that played another seat of the same town, must not reach each other."""
 
     def act(self, game, seat):
         import threading
@@ -456,7 +460,7 @@ class Colludes:
         served = []
         if not _SERVING:
             for family, address in ((socket.AF_UNIX, f"\0{COLLUDE}-{seat}"),
-                                    (socket.AF_INET, ("127.0.0.1", 40000 + seat))):
+                                    (socket.AF_INET, ("127.0.0.1", COLLUDE_PORT + seat))):
                 try:
                     listener = socket.socket(family, socket.SOCK_STREAM)
                     listener.bind(address)
@@ -473,7 +477,7 @@ class Colludes:
                 continue
             for name, family, address in (
                     ("unix", socket.AF_UNIX, f"\0{COLLUDE}-{other}"),
-                    ("lo", socket.AF_INET, ("127.0.0.1", 40000 + other))):
+                    ("lo", socket.AF_INET, ("127.0.0.1", COLLUDE_PORT + other))):
                 outcome, _ = _connect(family, address)
                 if outcome == "OK":
                     reached[f"{name}{other}"] = outcome
