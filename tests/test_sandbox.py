@@ -507,11 +507,24 @@ def test_no_seat_process_plays_the_same_town_twice(tmp_path: Path) -> None:
 
 # --- 12. network ------------------------------------------------------------------------------
 
+def bind_below_ephemeral(sock: socket.socket) -> None:
+    """Bind ``sock`` to a free 127.0.0.1 port below Linux's ephemeral range (32768 up)."""
+    for port in range(21000, 22000):
+        try:
+            sock.bind(("127.0.0.1", port))
+            return
+        except OSError:
+            continue
+    raise AssertionError("no free port from 21000 to 21999 on 127.0.0.1")
+
+
 def test_a_seat_has_no_network(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(tmp_path))
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp, \
             socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as unix:
-        tcp.bind(("127.0.0.1", 0))
+        # a port below the ephemeral range: there the seat's probe of it, where nobody listens
+        # in its namespace, can never draw it as its own source and connect to itself
+        bind_below_ephemeral(tcp)
         tcp.listen(16)
         abstract = f"guild-sandbox-test-{uuid.uuid4().hex}"
         unix.bind("\0" + abstract)
