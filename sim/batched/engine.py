@@ -165,7 +165,7 @@ class BatchedGuild:
         needs that.
         """
         a = np.asarray(actions)
-        if a.shape != (self.n, SEATS) or not np.issubdtype(a.dtype, np.integer):
+        if not self._is_action_array(a):
             raise ValueError(f"actions must be an int array of shape ({self.n}, {SEATS}); "
                              f"got {a.dtype} {a.shape}")
         if not self._in_table(a):  # the first bad one, by episode then seat
@@ -175,6 +175,10 @@ class BatchedGuild:
                              f"table index between 0 and {self.tables.n_actions - 1}; got "
                              f"{int(a[row, seat])}")
         return self._step(a, autoreset, skip_done)
+
+    def _is_action_array(self, a: np.ndarray) -> bool:
+        """``a`` is an int array of shape ``[n, 6]`` (its values aside: :meth:`_in_table`)."""
+        return a.shape == (self.n, SEATS) and a.dtype.kind in "iu"
 
     def _in_table(self, a: np.ndarray) -> bool:
         """Every index of the int array ``a`` is in the action table (one min and one max)."""
@@ -187,7 +191,7 @@ class BatchedGuild:
         guard still refuses a shape, kind or index the compiled kernel would read past its
         tables with (ValueError; :meth:`step` names the first bad action)."""
         a = np.asarray(a)
-        if a.shape != (self.n, SEATS) or a.dtype.kind not in "iu" or not self._in_table(a):
+        if not (self._is_action_array(a) and self._in_table(a)):
             raise ValueError(f"step_checked: actions must be an int array of shape "
                              f"({self.n}, {SEATS}) of table indices from 0 to "
                              f"{self.tables.n_actions - 1}; step() names the first bad one")
