@@ -225,6 +225,38 @@ def test_a_function_object_is_an_opponent_as_its_spec_is() -> None:
     assert played[0] == played[1] and len(played[0]) == TURNS
 
 
+@pytest.mark.parametrize("opponent", [fp.Patient, fp.make_patient, fp.keyword_factory,
+                                      f"{F}Patient", f"{F}make_patient", fp.two_args],
+                         ids=["class", "factory", "keyword-factory", "class-spec",
+                              "factory-spec", "act-function"])
+def test_a_class_or_factory_is_an_opponent_as_its_spec_is(opponent: Any) -> None:
+    """Given as an object, a class or a factory builds the opponent as ``make_policy`` and its
+    ``module:Name`` spec do (README, "Write a policy"); a function of ``(game, seat)`` plays as
+    ``act``.  Each waits every turn."""
+    env = gymnasium.make("sim:guild/Guild-v0", seat=0, turns=TURNS,
+                         opponents=[opponent, "factor", "magpie", "factor", "magpie"])
+    obs, _ = env.reset(seed=5)
+    done = False
+    while not done:
+        obs, _, done, _, _ = env.step(int(np.flatnonzero(obs["action_mask"])[-1]))
+    events = env.unwrapped.game.replay_payload()["events"]
+    assert [e["sentence"] for e in _acts(events) if e["seat"] == 1] == [fp.WAIT] * TURNS
+    if isinstance(opponent, type):
+        assert isinstance(env.unwrapped.opponents[0], fp.Patient)
+    env.close()
+
+
+def test_a_callable_that_cannot_be_an_opponent_is_refused_when_the_env_is_made() -> None:
+    """Neither a factory nor a function of ``(game, seat)``: a ValueError naming it, before
+    any turn, not a TypeError on the first step."""
+    def three(game: Any, seat: int, extra: int) -> str:
+        return fp.WAIT
+
+    with pytest.raises(ValueError, match=r"three.*cannot be called as fn\(game, seat\)"):
+        gymnasium.make("sim:guild/Guild-v0", seat=0, turns=TURNS,
+                       opponents=[three, "factor", "magpie", "factor", "magpie"])
+
+
 def test_an_environment_resolves_a_function_without_agents_or_league() -> None:
     code = f"""
 import sys, gymnasium

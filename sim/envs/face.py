@@ -6,6 +6,7 @@ module of ``sim`` imports ``agents``.
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Iterable
 from operator import itemgetter
@@ -25,7 +26,7 @@ from ..codec.encode import encode, encode_flat, layout, slices
 from ..game import Game
 from ..language.phrasing import OUTCOMES, outcome_text
 from ..language.textview import render_observation
-from ..policies import POLICIES, is_policy_function
+from ..policies import POLICIES, is_policy_function, required_positional
 from ..rules.world import (
     COG_NAMES,
     MAX_NOTES_LEN,
@@ -93,12 +94,27 @@ def opponent_specs(opponents: object) -> list:
 
 
 def resolve_policy(spec):
-    """A policy object from a spec (``sim.policies``), an object with ``act`` or a callable."""
-    if isinstance(spec, (str, dict)) or is_policy_function(spec):
+    """A policy object from a spec (``sim.policies``), an object with ``act`` or a callable.
+
+    A class and a factory (a plain function requiring no argument) build the policy, as
+    ``make_policy`` and their ``module:Name`` specs do (a class has an ``act`` too, but not one
+    that plays); any other callable is played as ``act``, so it must take ``(game, seat)``:
+    one that cannot is refused here, not by a ``TypeError`` on the first turn."""
+    if (isinstance(spec, (str, dict, type)) or is_policy_function(spec)
+            or required_positional(spec) == 0):
         return POLICIES.make(spec)
     if hasattr(spec, "act"):
         return spec
     if callable(spec):
+        try:
+            inspect.signature(spec).bind(None, None)
+        except TypeError:
+            raise ValueError(f"opponent {spec!r} is a callable that cannot be called as "
+                             "fn(game, seat); an opponent is a policy spec, a class, a factory, "
+                             "an object with act(game, seat), a policy function of the seat's "
+                             "view or such a callable") from None
+        except ValueError:
+            pass  # no signature to read (some builtins): it is called as it is
         return _CallablePolicy(spec)
     raise ValueError(f"opponent must be a policy spec, an object with act(game, seat) or a "
                      f"callable; got {spec!r}")
