@@ -179,6 +179,36 @@ def test_a_broken_episode_is_skipped_and_counted(baseline_league, tmp_path: Path
     assert sum(manifest["counts"][s]["episodes"] for s in ("train", "validation")) == 23
 
 
+@pytest.mark.parametrize("name", ["train.jsonl", "validation.jsonl", "manifest.json"])
+@pytest.mark.parametrize("kind", ["file", "link"])
+def test_a_file_it_did_not_write_is_kept(baseline_league, tmp_path: Path, capsys, name, kind):
+    """As ``guild view -o`` and ``guild evaluate --json``: an export replaces only its own files
+    (a second export into the same folder works), and refuses, in one line and before writing
+    anything, a file of that name that is someone else's or a link (whose target is kept)."""
+    out = tmp_path / "o"
+    for _ in range(2):
+        assert main(["export-sft", str(baseline_league), "--out", str(out)]) == 0
+    (out / "validation.jsonl").write_text("")  # an empty file loses nothing: replaced
+    assert main(["export-sft", str(baseline_league), "--out", str(out)]) == 0
+    capsys.readouterr()
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    theirs = tmp_path / "theirs.txt"
+    theirs.write_text("my own data\n")
+    if kind == "file":
+        (mine / name).write_text("my own data\n")
+    else:
+        (mine / name).symlink_to(theirs)
+    assert main(["export-sft", str(baseline_league), "--out", str(mine)]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and name in lines[0] and "it is kept" in lines[0], captured.err
+    assert "Traceback" not in captured.err
+    assert sorted(p.name for p in mine.iterdir()) == [name]
+    assert (mine / name).read_text() == "my own data\n"
+    assert theirs.read_text() == "my own data\n"
+
+
 @pytest.mark.parametrize("case", ["missing", "file", "empty-dir", "fraction"])
 def test_bad_input_is_one_line_and_exit_2(case, tmp_path: Path, capsys):
     target = tmp_path / "x"

@@ -41,7 +41,7 @@ from typing import Any
 from league.cli.report import VIEWS
 from league.core.atomic import replacing, write_atomic
 from league.core.errors import LeagueError
-from league.core.files import check_outside, load_replay
+from league.core.files import check_outside, check_replaceable, load_replay
 from league.core.store import MANIFEST, REPLAYS, RESULTS, load_results, row_problem, shown
 from league.core.verify import league_manifest
 from sim import Game, GameConfig, ReplayMismatch, replay
@@ -50,6 +50,10 @@ from sim.rules.world import SEATS, STANDARD_TOWN
 
 FORMAT = "guild.sft.v1"
 SPLITS = ("train", "validation")
+# How an export's files begin (json.dumps of a row; of the manifest, indented), to tell them
+# from someone else's file of the same name before replacing it.
+ROW_MARK = b'{"prompt": [{"role": "system"'
+MANIFEST_MARK = f'{{\n  "format": "{FORMAT}"'.encode()
 SPLIT_RULE = ("validation if int.from_bytes(sha256(f'guild-sft:v1:{seed}').digest()[:8], 'big') "
               "/ 2**64 < valFraction, else train (all episodes of one seed on one side)")
 
@@ -129,6 +133,12 @@ def export(root: str | Path, out: str | Path, val_fraction: float = 0.1,
         if problem is not None:
             raise LeagueError(f"{root / RESULTS} line {n} {problem}")
     check_outside(out, (root / REPLAYS, root / VIEWS), "--out")  # verify reads every file
+    files = {s: out / f"{s}.jsonl" for s in SPLITS}
+    for s in SPLITS:  # only an export's own files are replaced (an empty one loses nothing)
+        check_replaceable(files[s], lambda head: head == b"" or head.startswith(ROW_MARK),
+                          "rows guild export-sft wrote", "--out")
+    check_replaceable(out / "manifest.json", lambda head: head.startswith(MANIFEST_MARK),
+                      "a manifest guild export-sft wrote", "--out")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -136,7 +146,6 @@ def export(root: str | Path, out: str | Path, val_fraction: float = 0.1,
     counts = {s: {"rows": 0, "episodes": 0, "seeds": set()} for s in SPLITS}
     by_source: dict[str, int] = {}
     skipped: list[str] = []
-    files = {s: out / f"{s}.jsonl" for s in SPLITS}
     with contextlib.ExitStack() as stack:  # both files replaced at the end, or neither
         tmps = {s: stack.enter_context(replacing(files[s])) for s in SPLITS}
         handles = {s: stack.enter_context(open(tmps[s], "w", encoding="utf-8"))
