@@ -211,18 +211,23 @@ def test_a_function_is_an_environments_opponent() -> None:
 def test_a_function_object_is_an_opponent_as_its_spec_is() -> None:
     """Given as an object, a policy function is played from the view too, as by its spec
     (not called as ``fn(game, seat)``, the older form of a callable opponent)."""
-    played = []
-    for chooser in (fp.chooser, f"{F}chooser"):
-        env = gymnasium.make("sim:guild/Guild-v0", seat=0, turns=TURNS,
-                             opponents=[chooser, "factor", "magpie", "factor", "magpie"])
-        obs, _ = env.reset(seed=5)
-        done = False
-        while not done:
-            obs, _, done, _, _ = env.step(int(np.flatnonzero(obs["action_mask"])[-1]))
-        events = env.unwrapped.game.replay_payload()["events"]
-        played.append([e["sentence"] for e in _acts(events) if e["seat"] == 1])
-        env.close()
+    played = [_seat_one_plays(chooser)[0] for chooser in (fp.chooser, f"{F}chooser")]
     assert played[0] == played[1] and len(played[0]) == TURNS
+
+
+def _seat_one_plays(opponent: Any) -> tuple[list[str], Any]:
+    """Seat 1's sentences in an env episode (seed 5) where ``opponent`` is seat 1 and seat 0
+    plays its last legal action each turn; and the opponent object the env built."""
+    env = gymnasium.make("sim:guild/Guild-v0", seat=0, turns=TURNS,
+                         opponents=[opponent, "factor", "magpie", "factor", "magpie"])
+    obs, _ = env.reset(seed=5)
+    done = False
+    while not done:
+        obs, _, done, _, _ = env.step(int(np.flatnonzero(obs["action_mask"])[-1]))
+    events = env.unwrapped.game.replay_payload()["events"]
+    built = env.unwrapped.opponents[0]
+    env.close()
+    return [e["sentence"] for e in _acts(events) if e["seat"] == 1], built
 
 
 @pytest.mark.parametrize("opponent", [fp.Patient, fp.make_patient, fp.keyword_factory,
@@ -233,17 +238,10 @@ def test_a_class_or_factory_is_an_opponent_as_its_spec_is(opponent: Any) -> None
     """Given as an object, a class or a factory builds the opponent as ``make_policy`` and its
     ``module:Name`` spec do (README, "Write a policy"); a function of ``(game, seat)`` plays as
     ``act``.  Each waits every turn."""
-    env = gymnasium.make("sim:guild/Guild-v0", seat=0, turns=TURNS,
-                         opponents=[opponent, "factor", "magpie", "factor", "magpie"])
-    obs, _ = env.reset(seed=5)
-    done = False
-    while not done:
-        obs, _, done, _, _ = env.step(int(np.flatnonzero(obs["action_mask"])[-1]))
-    events = env.unwrapped.game.replay_payload()["events"]
-    assert [e["sentence"] for e in _acts(events) if e["seat"] == 1] == [fp.WAIT] * TURNS
+    played, built = _seat_one_plays(opponent)
+    assert played == [fp.WAIT] * TURNS
     if isinstance(opponent, type):
-        assert isinstance(env.unwrapped.opponents[0], fp.Patient)
-    env.close()
+        assert isinstance(built, fp.Patient)
 
 
 def test_a_callable_that_cannot_be_an_opponent_is_refused_when_the_env_is_made() -> None:
