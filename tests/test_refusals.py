@@ -105,6 +105,37 @@ def test_hostile_world_files_are_one_line(tmp_path: Path, name: str, text: str,
     assert len(msg) < 400
 
 
+@pytest.mark.parametrize("text", [
+    "a" + ".a" * 300_000 + " = 1\n",
+    "[a" + ".a" * 300_000 + "]\nb = 1\n",
+    'x = {"q".a' + ".a" * 300_000 + " = 1}\n",
+], ids=["dotted-key", "table-header", "inline-table"])
+def test_a_key_too_deep_is_refused_before_parsing(tmp_path: Path, monkeypatch, text) -> None:
+    """tomllib's time grows with the square of a dotted key's depth (a 100 KB key took about a
+    minute, a 1 MiB one would take most of an hour), so a key deeper than any world file may
+    nest is refused from the text, before tomllib reads it."""
+    import sim.rules.worldfile as wf
+
+    def parse(_text: str) -> None:
+        raise AssertionError("tomllib was asked to parse the file")
+
+    monkeypatch.setattr(wf.tomllib, "loads", parse)
+    with pytest.raises(WorldFileError, match="nested more than 8 levels deep"):
+        load_world(write(tmp_path, "deep.toml", text))
+
+
+def test_dots_in_strings_comments_and_shallow_keys_are_no_depth(tmp_path: Path) -> None:
+    """Only a key's own dots count: a description, a quoted key or a comment full of them, and
+    keys and headers nested as deep as a world file may, load."""
+    dots = ".".join("abcdefghijklmnop")
+    text = (f'# {dots}\n[rooms.chapel]\ndesc = "{dots}"\nname = \'{dots}\'\n'
+            f'[goods.salt]\nvalue = 9 # {dots}\n')
+    world, _ = load_world(write(tmp_path, "town.toml", text))
+    assert [(r.name, r.desc) for r in world.rooms if r.desc == dots] == [(dots, dots)]
+    with pytest.raises(WorldFileError, match=r"unknown key"):  # one key, not 16 tables
+        load_world(write(tmp_path, "quoted.toml", f'"{dots}" = 1\n'))
+
+
 def test_world_tables_are_bounded() -> None:
     full = world_to_dict(STANDARD_TOWN)
     too_many_goods = copy.deepcopy(full)

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import tomllib
 from collections.abc import Mapping
@@ -158,15 +159,38 @@ def _one_line(message: str, source: str) -> str:
 def _parse_toml(p: Path, raw: bytes) -> Any:
     """The parsed TOML of file ``p``; a decoding error names the file, not a traceback."""
     try:
-        return tomllib.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise WorldFileError(f"{p}: not UTF-8 text") from None
+    if _deep_key(text):
+        raise _too_deep(str(p))
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise WorldFileError(f"{p}: malformed TOML: {e}") from None
     except RecursionError:
         raise _too_deep(str(p)) from None
     except ValueError:  # Python's int digit limit, raised by tomllib's int()
         raise _too_long(str(p)) from None
+
+
+# TOML's strings and comments, and a run of MAX_DEPTH key segments each followed by a dot (a key
+# starts after no key character, so each word is tried once: linear in the file).
+_TOML_STRINGS = re.compile(r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\''
+                           r'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'')
+_TOML_COMMENT = re.compile(r"#[^\n]*")
+_DEEP_KEY = re.compile(rf"(?<![A-Za-z0-9_-])(?:[A-Za-z0-9_-]++[ \t]*+\.[ \t]*+){{{MAX_DEPTH}}}")
+
+
+def _deep_key(text: str) -> bool:
+    """Whether a dotted key (``a.b.c = 1``, a ``[table.header]``, a key in an inline table)
+    has :data:`MAX_DEPTH` dots or more, so that its tables nest deeper than a world file may.
+
+    Asked of the text before ``tomllib`` reads it, whose time grows with the square of a key's
+    depth: a 100 KB key took about a minute.  Quoted keys and strings count as one bare word,
+    comments not at all, so only a key's own dots count (a float has one)."""
+    bare = _TOML_COMMENT.sub("", _TOML_STRINGS.sub("q", text))
+    return _DEEP_KEY.search(bare) is not None
 
 
 def _parse_json(p: Path, raw: bytes) -> Any:
