@@ -119,6 +119,10 @@ BAD_WORLDS = [
     ({"keepers": {"Tanner Oda": {"trade": ["hide"]}}}, "trade lists 1 good but opening gives "
                                                        "2 stock levels"),
     ({"guild": "Mayor Pell"}, "guild: unknown keeper 'Mayor Pell'"),
+    # a digit only int() refuses (superscript, circled) was a bare "invalid literal for int()"
+    ({"guild": "\u00b2"}, "guild: unknown keeper '\u00b2'"),
+    ({"rooms": {"The Docks": {"exits": [4, 6, "\u2460"]}}},
+     "rooms[\"The Docks\"].exits[2]: unknown room '\u2460'"),
     ([1, 2], "must be an object"),
     ({"keepers": None}, "keepers: must be a list (a full table) or an object (changes to the "
                         "standard entries); got None"),

@@ -61,7 +61,7 @@ class Names:
             return ref if 0 <= ref < self.count else None
         if isinstance(ref, str):
             s = ref.strip()
-            if s.isdigit():  # a digit string is an id; 19+ digits are no id (and no int())
+            if s.isascii() and s.isdigit():  # an id; 19+ digits are no id (and no int())
                 return self.lookup(int(s)) if len(s) < 19 else None
             key = s.lower()
             return self.names.get(key, self.keywords.get(key))
