@@ -534,6 +534,10 @@ def run_gate(world: World = STANDARD_TOWN, turns: int = DEFAULT_TURNS,
     if not isinstance(world, World):
         raise ValueError(f"world must be a World; got {shown(world)} (a world file is read "
                          "with sim.load_world(path)[0])")
+    if world_file is not None and not (isinstance(world_file, (str, os.PathLike))
+                                       and isinstance(os.fspath(world_file), str)):
+        raise ValueError("world_file must be a path (str or os.PathLike of str) or None; got "
+                         f"{shown(world_file)}")
     if isinstance(turns, bool) or not isinstance(turns, int) or not (
             MIN_TURNS <= turns <= MAX_TURNS):
         raise ValueError(f"turns must be an int {MIN_TURNS}..{MAX_TURNS}; got {turns!r:.40}")

@@ -273,6 +273,14 @@ def test_run_gate_refuses_a_path_for_a_world() -> None:
         run_gate("town.toml")
 
 
+@pytest.mark.parametrize("given", [5, b"town.toml", ["town.toml"]], ids=["int", "bytes", "list"])
+def test_run_gate_refuses_a_world_file_that_is_no_path(given) -> None:
+    # an int was a TypeError from os.fspath; bytes passed, and the JSON report then failed
+    with pytest.raises(ValueError, match=r"^world_file must be a path \(str or os.PathLike of "
+                                         r"str\) or None; got "):
+        run_gate(seeds=range(0, 1), exhaustive=False, world_file=given)
+
+
 @pytest.mark.parametrize(("start", "goods", "words"), [
     (99, (0, 1), "start must be a room id 0..8; got 99"),        # IndexError
     (-1, (0, 1), "start must be a room id 0..8; got -1"),        # the last room, silently
