@@ -109,7 +109,9 @@ def test_hostile_world_files_are_one_line(tmp_path: Path, name: str, text: str,
     "a" + ".a" * 300_000 + " = 1\n",
     "[a" + ".a" * 300_000 + "]\nb = 1\n",
     'x = {"q".a' + ".a" * 300_000 + " = 1}\n",
-], ids=["dotted-key", "table-header", "inline-table"])
+    '# """\n' + "a" + ".a" * 300_000 + ' = 1\nx = """ """\n',
+    'x = "#"\n' + "a" + ".a" * 300_000 + " = 1\n",
+], ids=["dotted-key", "table-header", "inline-table", "quotes-in-a-comment", "hash-in-a-string"])
 def test_a_key_too_deep_is_refused_before_parsing(tmp_path: Path, monkeypatch, text) -> None:
     """tomllib's time grows with the square of a dotted key's depth (a 100 KB key took about a
     minute, a 1 MiB one would take most of an hour), so a key deeper than any world file may

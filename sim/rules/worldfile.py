@@ -174,11 +174,14 @@ def _parse_toml(p: Path, raw: bytes) -> Any:
         raise _too_long(str(p)) from None
 
 
-# TOML's strings and comments, and a run of MAX_DEPTH key segments each followed by a dot (a key
-# starts after no key character, so each word is tried once: linear in the file).
-_TOML_STRINGS = re.compile(r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\''
-                           r'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'')
-_TOML_COMMENT = re.compile(r"#[^\n]*")
+# What follows each kind of TOML string's opening up to its end (possessive: each character is
+# read once), and a run of MAX_DEPTH key segments each followed by a dot (tried only where a
+# segment begins: each word once).
+_STRING_REST = {'"""': re.compile(r'(?:[^"\\]|\\[\s\S]|"(?!""))*+"{3,5}+'),
+                "'''": re.compile(r"(?:[^']|'(?!''))*+'{3,5}+"),
+                '"': re.compile(r'(?:[^"\\\n]|\\.)*+"'),
+                "'": re.compile(r"[^'\n]*+'")}
+_OPENING = re.compile(r"\"\"\"|'''|[\"'#]")
 _DEEP_KEY = re.compile(rf"(?<![A-Za-z0-9_-])(?:[A-Za-z0-9_-]++[ \t]*+\.[ \t]*+){{{MAX_DEPTH}}}")
 
 
@@ -187,10 +190,26 @@ def _deep_key(text: str) -> bool:
     has :data:`MAX_DEPTH` dots or more, so that its tables nest deeper than a world file may.
 
     Asked of the text before ``tomllib`` reads it, whose time grows with the square of a key's
-    depth: a 100 KB key took about a minute.  Quoted keys and strings count as one bare word,
-    comments not at all, so only a key's own dots count (a float has one)."""
-    bare = _TOML_COMMENT.sub("", _TOML_STRINGS.sub("q", text))
-    return _DEEP_KEY.search(bare) is not None
+    depth.  Strings and quoted keys become one bare word and comments nothing, read in one pass
+    by TOML's own rules (a ``#`` in a string is no comment, a quote in a comment opens no
+    string), so only a key's own dots count; an unterminated string runs to its line's end (or
+    the file's), where ``tomllib`` stops anyway."""
+    bare: list[str] = []
+    pos = 0
+    while (m := _OPENING.search(text, pos)) is not None:
+        bare.append(text[pos:m.start()])
+        opening = m.group()
+        rest = None if opening == "#" else _STRING_REST[opening].match(text, m.end())
+        if rest is not None:
+            pos = rest.end()
+            bare.append("q")
+        elif len(opening) == 3:
+            pos = len(text)
+        else:  # a comment, or a string its line does not close
+            line_end = text.find("\n", m.end())
+            pos = len(text) if line_end < 0 else line_end
+    bare.append(text[pos:])
+    return _DEEP_KEY.search("".join(bare)) is not None
 
 
 def _parse_json(p: Path, raw: bytes) -> Any:
